@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
+import { errorBody, ToolportError } from './core/errors.js';
+import { ToolExecutor } from './core/executor.js';
+import { API_FORMATS, isAPIFormat } from './core/formats.js';
+import { buildApp } from './http/app.js';
+import { createLogger } from './logger.js';
+import { serve } from './serve.js';
+import { createToolset } from './toolset.js';
+
+const USAGE = `Usage: toolport <command>
+
+Commands:
+  serve                     Serve the tools over HTTP (configured by the environment)
+  list [--format F]         Print the tool definitions (F: ${API_FORMATS.join(', ')}; default anthropic)
+  call <name> [json]        Run a tool in-process and print its ToolResult; exit 1 when isError
+  openapi [--out FILE]      Print (or write) the OpenAPI document
+
+Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
+TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
+`;
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Runs one CLI command; resolves to the process exit code. */
+export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { format: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(USAGE);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  if (command === 'serve') return (await serve(env)) ? 0 : 1;
+
+  const config = loadConfig(env);
+  const registry = await createToolset(config);
+  switch (command) {
+    case 'list': {
+      const format = values.format ?? 'anthropic';
+      if (!isAPIFormat(format)) throw new UsageError(`unknown format "${format}"; valid formats: ${API_FORMATS.join(', ')}`);
+      print(registry.toAPI(format));
+      return 0;
+    }
+    case 'call': {
+      const [name, json = '{}'] = rest;
+      if (name === undefined) throw new UsageError('call needs a tool name: toolport call <name> [json]');
+      let input: unknown;
+      try {
+        input = JSON.parse(json);
+      } catch {
+        print(errorBody('INVALID_JSON', `The input is not valid JSON: ${json}`));
+        return 1;
+      }
+      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', false), defaultTimeoutMs: config.toolTimeoutMs });
+      const controller = new AbortController();
+      const abort = (): void => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', abort);
+      try {
+        const result = await executor.call(name, input, { signal: controller.signal, inputBytes: Buffer.byteLength(json) });
+        print(result);
+        return result.isError ? 1 : 0;
+      } catch (err) {
+        if (!(err instanceof ToolportError)) throw err;
+        print(errorBody(err.code, err.message, err.details));
+        return 1;
+      } finally {
+        process.off('SIGINT', abort);
+      }
+    }
+    case 'openapi': {
+      const app = await buildApp({ registry });
+      await app.ready();
+      const document = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+      await app.close();
+      if (values.out) await writeFile(values.out, document);
+      else process.stdout.write(document);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`toolport: ${(err as Error).message}\n${usage ? `\n${USAGE}` : ''}`);
+    process.exitCode = usage ? 2 : 1;
+  },
+);

@@ -1,0 +1,106 @@
+import { ToolRegistrationError } from './errors.js';
+import { formatTools, type APIFormat, type APIShapes } from './formats.js';
+import { compileInputSchema, type InputValidator } from './validator.js';
+import type { ToolDef } from './types.js';
+
+// The strictest rules that the Anthropic API, OpenAI and MCP all accept.
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const PROPERTY_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
+const ROOT_COMBINATORS = ['oneOf', 'anyOf', 'allOf'] as const;
+
+interface Entry {
+  tool: ToolDef;
+  validate: InputValidator;
+}
+
+/**
+ * The set of tools a server offers. `register` checks each tool once, so everything downstream
+ * (validation, publishing, execution) can trust it. Tools list in registration order: a stable
+ * order keeps clients' prompt caches warm.
+ */
+export class ToolRegistry {
+  readonly #entries = new Map<string, Entry>();
+  readonly #published = new Map<APIFormat, unknown>();
+
+  /** Adds a tool; throws `ToolRegistrationError` naming the tool and the rule it breaks. */
+  register(tool: ToolDef): this {
+    const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
+    if (!TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
+    if (this.#entries.has(name)) throw new ToolRegistrationError(name, 'a tool with this name is already registered');
+    if (typeof tool.description !== 'string') throw new ToolRegistrationError(name, 'the description must be a string');
+    if (typeof tool.execute !== 'function') throw new ToolRegistrationError(name, 'execute must be a function');
+    if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0)) {
+      throw new ToolRegistrationError(name, 'timeoutMs must be a positive integer');
+    }
+    const schema: unknown = tool.inputSchema;
+    if (typeof schema !== 'object' || schema === null || (schema as { type?: unknown }).type !== 'object') {
+      throw new ToolRegistrationError(name, 'the input schema\'s root must be { "type": "object" }');
+    }
+    const combinator = ROOT_COMBINATORS.find((k) => k in schema);
+    if (combinator) throw new ToolRegistrationError(name, `the input schema's root must not use ${combinator}`);
+    const badProperty = findBadPropertyName(schema);
+    if (badProperty !== undefined) {
+      throw new ToolRegistrationError(name, `property name ${JSON.stringify(badProperty)} must match ${PROPERTY_NAME.source}`);
+    }
+    let validate: InputValidator;
+    try {
+      validate = compileInputSchema(tool.inputSchema);
+    } catch (err) {
+      throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
+    }
+    this.#entries.set(name, { tool, validate });
+    this.#published.clear();
+    return this;
+  }
+
+  /** The tool with this name, if registered. */
+  get(name: string): ToolDef | undefined {
+    return this.#entries.get(name)?.tool;
+  }
+
+  /** Every tool, in registration order. */
+  list(): ToolDef[] {
+    return [...this.#entries.values()].map((e) => e.tool);
+  }
+
+  /** The tool's compiled input validator (compiled once, at registration). */
+  validator(name: string): InputValidator | undefined {
+    return this.#entries.get(name)?.validate;
+  }
+
+  /** The tools in a model provider's format; computed once per format until the next `register`. */
+  toAPI<F extends APIFormat = 'anthropic'>(format?: F): APIShapes[F] {
+    const key = format ?? 'anthropic';
+    let shaped = this.#published.get(key);
+    if (shaped === undefined) {
+      shaped = formatTools(this.list(), key);
+      this.#published.set(key, shaped);
+    }
+    return shaped as APIShapes[F];
+  }
+}
+
+/** Walks a schema and returns the first property name (at any depth) that breaks the rule. */
+function findBadPropertyName(node: unknown): string | undefined {
+  if (Array.isArray(node)) {
+    for (const item of node) {
+      const bad = findBadPropertyName(item);
+      if (bad !== undefined) return bad;
+    }
+    return undefined;
+  }
+  if (typeof node !== 'object' || node === null) return undefined;
+  for (const [keyword, value] of Object.entries(node)) {
+    if (keyword === 'properties' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      for (const [prop, sub] of Object.entries(value)) {
+        if (!PROPERTY_NAME.test(prop)) return prop;
+        const bad = findBadPropertyName(sub);
+        if (bad !== undefined) return bad;
+      }
+    } else if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') {
+      const bad = findBadPropertyName(value);
+      if (bad !== undefined) return bad;
+    }
+  }
+  return undefined;
+}

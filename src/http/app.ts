@@ -1,0 +1,109 @@
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { ToolExecutor } from '../core/executor.js';
+import { ToolportError } from '../core/errors.js';
+import type { ToolRegistry } from '../core/registry.js';
+import { installErrorHandling } from './error-handler.js';
+import { registerOpenAPI } from './openapi.js';
+import { healthRoutes } from './routes/health.js';
+import { toolRoutes } from './routes/tools.js';
+
+export interface AppOptions {
+  /** The tools to serve. Register them before building the app: routes and lists are made once. */
+  registry: ToolRegistry;
+  /** A pino logger; silent when omitted. */
+  logger?: Logger;
+  /** Deadline for tools that declare no `timeoutMs`. */
+  toolTimeoutMs?: number;
+  /** Largest request body in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Serve the browsable API documentation at `/docs` (default true). */
+  docs?: boolean;
+}
+
+/** What the entry point needs to run the app: the pipeline, and a bounded graceful shutdown. */
+export interface Toolport {
+  executor: ToolExecutor;
+  /** True once shutdown began: readiness fails and new calls get 503. */
+  readonly draining: boolean;
+  /**
+   * Stops taking calls, lets calls in flight finish for up to `graceMs`, aborts what remains
+   * through its signal, then closes the server.
+   */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    toolport: Toolport;
+  }
+  interface FastifyContextConfig {
+    /** The tool a per-tool route calls. */
+    tool?: string;
+  }
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Builds the REST service around a registry. Never listens: the caller owns the process. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const app = Fastify({
+    loggerInstance: logger,
+    // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    requestIdHeader: 'x-request-id',
+    // Shutdown answers new requests itself, in the error-body shape.
+    return503OnClosing: false,
+  }) as unknown as FastifyInstance;
+
+  const executor = new ToolExecutor({ registry: options.registry, logger, defaultTimeoutMs: options.toolTimeoutMs });
+  const shutdownController = new AbortController();
+  let draining = false;
+
+  app.decorate('toolport', {
+    executor,
+    get draining() {
+      return draining;
+    },
+    async shutdown(graceMs: number) {
+      draining = true;
+      const timer = setTimeout(() => shutdownController.abort(new Error('the server is shutting down')), graceMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  } satisfies Toolport);
+
+  installErrorHandling(app);
+  installJsonParsing(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (draining) {
+      reply.header('connection', 'close');
+      if (request.url !== '/healthz') throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down; retry on another instance.');
+    }
+  });
+
+  await registerOpenAPI(app, { docs: options.docs ?? true });
+  healthRoutes(app, () => draining);
+  toolRoutes(app, { executor, shutdownSignal: shutdownController.signal });
+  return app;
+}
+
+/**
+ * JSON is the only body type. An empty body means "no arguments", as `{}`; `__proto__` and
+ * `constructor.prototype` keys are refused rather than parsed.
+ */
+function installJsonParsing(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, {});
+    return parseJson(request, body as string, done);
+  });
+}

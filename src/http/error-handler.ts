@@ -1,0 +1,56 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorBody, ToolportError, type ErrorCode } from '../core/errors.js';
+import { describeViolations } from '../core/validator.js';
+
+/**
+ * One place turns every error into a response in the error-body shape: the catalog's own errors,
+ * the ones Fastify raises (bad JSON, 413, 415, schema violations) and anything unexpected, which
+ * becomes a 500 that leaks nothing and is logged with the request id.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const known = toToolportError(err, request);
+    if (known) return sendError(reply, known);
+    request.log.error({ err }, 'unexpected error');
+    return sendError(reply, new ToolportError('INTERNAL_ERROR', `Internal server error (request id ${request.id}).`));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new ToolportError('ROUTE_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found.`)),
+  );
+}
+
+const INVALID_JSON_MESSAGE =
+  'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
+
+export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+}
+
+function toToolportError(err: FastifyError, request: FastifyRequest): ToolportError | undefined {
+  if (err instanceof ToolportError) return err;
+  if (err.validation) {
+    const violations = describeViolations(err.validation as Parameters<typeof describeViolations>[0]);
+    const part = err.validationContext ?? 'request';
+    const code: ErrorCode = part === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST';
+    const lines = violations.map((v) => `- ${v.path}: ${v.message}`).join('\n');
+    return new ToolportError(code, `Invalid ${part}:\n${lines}`, { violations });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ToolportError('PAYLOAD_TOO_LARGE', `Request body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ToolportError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}: send the tool input as application/json.`,
+      );
+    // Also raised for __proto__ and constructor.prototype keys, which are refused, not parsed.
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ToolportError('INVALID_JSON', INVALID_JSON_MESSAGE);
+  }
+  if (err instanceof SyntaxError) return new ToolportError('INVALID_JSON', INVALID_JSON_MESSAGE);
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new ToolportError('BAD_REQUEST', err.message);
+  }
+  return undefined;
+}

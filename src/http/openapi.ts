@@ -1,0 +1,52 @@
+import { createRequire } from 'node:module';
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { ErrorBodySchema, ToolResultSchema } from './schemas.js';
+
+const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+const CONTRACT = `
+Every error body is itself a ToolResult (\`isError: true\`, one text block) with a machine-readable
+\`error: { code, message, details? }\`, so an agent loop can forward any response to the model unchanged.
+
+| case | status | body |
+| --- | --- | --- |
+| the tool ran, whatever it returned | 200 | ToolResult; \`isError\` is \`false\` or \`true\` |
+| the tool threw, timed out, or returned garbage | 200 | ToolResult with \`isError: true\` |
+| no body at all | as for the input \`{}\` | as for the input \`{}\` |
+| body is not valid JSON, or not an object | 400 | error body (\`INVALID_JSON\`, \`INVALID_INPUT\`) |
+| input fails the tool's schema | 400 | error body (\`INVALID_INPUT\`), every violation with its JSON path |
+| no such tool | 404 | error body (\`TOOL_NOT_FOUND\`), lists the available tools |
+| wrong Content-Type | 415 | error body (\`UNSUPPORTED_MEDIA_TYPE\`) |
+| body over the limit | 413 | error body (\`PAYLOAD_TOO_LARGE\`) |
+| anything unexpected in the service itself | 500 | error body (\`INTERNAL_ERROR\`), no internals |
+| shutting down | 503 | error body (\`SHUTTING_DOWN\`) |
+`;
+
+/** Registers the OpenAPI 3.1 document (`/openapi.json`) and, optionally, its browser (`/docs`). */
+export async function registerOpenAPI(app: FastifyInstance, options: { docs: boolean }): Promise<void> {
+  app.addSchema(ToolResultSchema);
+  app.addSchema(ErrorBodySchema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'toolport',
+        version: pkg.version,
+        description: `Agent tools behind one registry, served over REST.\n${CONTRACT}`,
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      tags: [
+        { name: 'tools', description: 'One operation per tool: POST the tool input, get a ToolResult.' },
+        { name: 'service', description: 'Tool listing and health.' },
+      ],
+    },
+    refResolver: {
+      // Name shared schemas after their $id, so the document reads `#/components/schemas/ToolResult`.
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
+  });
+  if (options.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

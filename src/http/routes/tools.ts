@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { API_FORMATS, type APIFormat } from '../../core/formats.js';
+import type { ToolExecutor } from '../../core/executor.js';
+import type { ToolDef } from '../../core/types.js';
+import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
+
+export interface ToolRoutesOptions {
+  executor: ToolExecutor;
+  /** Aborted when the server gives up waiting for calls in flight during shutdown. */
+  shutdownSignal: AbortSignal;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+// A ToolResult is already normalised by the pipeline; plain JSON.stringify is the cheapest
+// correct serialiser for it (a schema-driven one would re-check every content block's union).
+const stringify = (): ((data: unknown) => string) => JSON.stringify;
+
+const CALL_RESPONSES = {
+  200: { ...ToolResultRef, description: 'The tool ran. `isError` is true when it failed, threw, timed out or returned garbage.' },
+  400: { ...ErrorRef, description: 'The body is not valid JSON, not an object, or fails the tool\'s input schema (every violation with its JSON path).' },
+  404: { ...ErrorRef, description: 'No such tool; the message lists the available ones.' },
+  413: { ...ErrorRef, description: 'The body is over the size limit.' },
+  415: { ...ErrorRef, description: 'The Content-Type is not application/json.' },
+  500: { ...ErrorRef, description: 'An unexpected failure of the service itself; no internals are included.' },
+  503: { ...ErrorRef, description: 'The service is shutting down.' },
+};
+
+/** The REST adapter over the registry and the execution pipeline. */
+export function toolRoutes(app: FastifyInstance, { executor, shutdownSignal }: ToolRoutesOptions): void {
+  const { registry } = executor;
+  // Tool lists do not change once the app is built: serialise each format once.
+  const lists = new Map<APIFormat, string>(API_FORMATS.map((f) => [f, JSON.stringify(registry.toAPI(f))]));
+
+  app.get(
+    '/tools',
+    {
+      schema: {
+        operationId: 'listTools',
+        summary: 'List the tools, in a model provider\'s format',
+        tags: ['service'],
+        querystring: FormatQuery,
+        response: { 200: { description: 'The tool definitions.', type: 'object', additionalProperties: true }, 400: ErrorRef },
+      },
+    },
+    async (request: FastifyRequest<{ Querystring: { format?: APIFormat } }>, reply) =>
+      reply.type(JSON_TYPE).serializer(String).send(lists.get(request.query.format ?? 'anthropic')),
+  );
+
+  app.get(
+    '/tools/:name',
+    {
+      schema: {
+        operationId: 'getTool',
+        summary: 'One tool\'s definition, in a model provider\'s format',
+        tags: ['service'],
+        params: ToolNameParams,
+        querystring: FormatQuery,
+        response: { 200: { description: 'The tool definition.', type: 'object', additionalProperties: true }, 400: ErrorRef, 404: ErrorRef },
+      },
+    },
+    async (request: FastifyRequest<{ Params: { name: string }; Querystring: { format?: APIFormat } }>) => {
+      const { name } = request.params;
+      const format = request.query.format ?? 'anthropic';
+      executor.lookup(name);
+      const index = registry.list().findIndex((t) => t.name === name);
+      const shaped = registry.toAPI(format);
+      return Array.isArray(shaped) ? shaped[index] : shaped.tools[index];
+    },
+  );
+
+  const call = async (request: FastifyRequest<{ Params: { name?: string } }>, reply: FastifyReply) => {
+    const name = request.params.name ?? request.routeOptions.config.tool ?? '';
+    // No body at all (curl -X POST) means "no arguments": the same as {}.
+    const input = request.body === undefined ? {} : request.body;
+    executor.check(name, input);
+    const clientGone = new AbortController();
+    const onClose = (): void => {
+      if (!reply.raw.writableFinished) clientGone.abort(new Error('the client disconnected'));
+    };
+    reply.raw.once('close', onClose);
+    const result = await executor.call(name, input, {
+      requestId: request.id,
+      signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
+      inputBytes: Number(request.headers['content-length'] ?? 0),
+    });
+    reply.raw.off('close', onClose);
+    return reply.type(JSON_TYPE).send(result);
+  };
+
+  // Every tool is its own documented operation, so OpenAPI consumers that turn operations into
+  // tools can use the service directly. Its input schema documents the body; the pipeline, not
+  // Fastify, validates it, so that every adapter applies the same strict rules.
+  for (const tool of registry.list()) {
+    app.post(`/tools/${tool.name}`, {
+      serializerCompiler: stringify,
+      config: { tool: tool.name, swaggerTransform: withBody(tool) },
+      schema: {
+        operationId: tool.name,
+        summary: tool.annotations?.title ?? tool.name,
+        description: tool.description,
+        tags: ['tools'],
+        response: CALL_RESPONSES,
+      },
+    }, call);
+  }
+
+  app.post('/tools/:name', {
+    serializerCompiler: stringify,
+    schema: { hide: true, params: ToolNameParams, response: CALL_RESPONSES },
+  }, call);
+}
+
+function withBody(tool: ToolDef) {
+  return ({ schema, url }: { schema: unknown; url: string }) => ({
+    url,
+    schema: {
+      ...(schema as object),
+      body: { ...tool.inputSchema, properties: tool.inputSchema.properties ?? {} },
+    },
+  });
+}

@@ -1,0 +1,24 @@
+// The public API for embedding toolport in a service of your own.
+export type {
+  ContentBlock,
+  ImageBlock,
+  ObjectSchema,
+  TextBlock,
+  ToolAnnotations,
+  ToolContext,
+  ToolDef,
+  ToolInput,
+  ToolResult,
+} from './core/types.js';
+export { defineTool, type TypedToolSpec } from './core/define-tool.js';
+export { ToolRegistry } from './core/registry.js';
+export { ToolExecutor, type CallOptions, type ExecutorOptions, type CallOutcome } from './core/executor.js';
+export { ToolportError, ToolRegistrationError, ErrorCodes, errorBody, type ErrorBody, type ErrorCode } from './core/errors.js';
+export { API_FORMATS, type APIFormat, type AnthropicTool, type OpenAITool, type MCPTool } from './core/formats.js';
+export { textResult, errorResult } from './core/result.js';
+export { buildApp, type AppOptions, type Toolport } from './http/app.js';
+export { builtinTools, Echo, type BuiltinToolOptions } from './tools/index.js';
+export { loadPlugins, PluginLoadError, type ToolportPlugin } from './plugins.js';
+export { loadConfig, ConfigError, type Config } from './config.js';
+export { createLogger } from './logger.js';
+export { Type, type Static } from 'typebox';
