@@ -1,0 +1,64 @@
+# toolport: the HTTP tool server, built with tsc and run as the unprivileged `node` user.
+#
+#   docker build -t toolport .
+#   docker run --rm -p 127.0.0.1:8080:8080 -v "$PWD:/workspace" toolport
+#
+# BASE_IMAGE lets machines without a registry build from a local Node 20 image (see
+# ../shared/container/README.md); every stage uses it so all of them share one Node version.
+ARG BASE_IMAGE=node:20-bookworm-slim
+
+# --- build: all dependencies, compile TypeScript to dist/ ---------------------------------------
+FROM ${BASE_IMAGE} AS build
+WORKDIR /app
+# Manifests first: the npm ci layer is reused until the lockfile changes.
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- deps: production dependencies only -------------------------------------------------------
+# A stage of its own so the runtime image never holds dev dependencies or the npm cache.
+# No production dependency has an install script (only esbuild, a dev one), so skip them all.
+FROM ${BASE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# --- runtime ----------------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS runtime
+# ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is there for
+# TOOLPORT_BASH_SANDBOX=true (which also needs a runtime that allows user namespaces). tini is PID 1: it forwards SIGTERM to node
+# (which shuts down gracefully and exits 0) and reaps the orphans of commands the tools spawn,
+# which node as PID 1 would leave as zombies. No ca-certificates: node carries its own CA store.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap ripgrep tini \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+# App files stay owned by root: the server can read but not rewrite its own code.
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY openapi ./openapi
+COPY --from=build /app/dist ./dist
+
+# The only directory the file tools may touch; mount a volume over it to serve real files.
+RUN install -d -o node -g node /workspace
+
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    TOOLPORT_WORKSPACE=/workspace
+# uid:gid of the base image's `node` user; numeric so runAsNonRoot checks can verify it.
+USER 1000:1000
+WORKDIR /workspace
+EXPOSE 8080
+
+# curl is not in the image; node's own fetch checks the endpoint.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+
+ENTRYPOINT ["/usr/bin/tini", "--"]
+# Exec form, no npm: SIGTERM reaches node itself.
+CMD ["node", "/app/dist/server.js"]

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Builds the image and checks the running container from outside: health, the tool list, an
+# Echo call, the non-root user, the image's HEALTHCHECK, and a graceful stop (exit code 0).
+#
+#   npm run test:container
+#
+# PODMAN     the podman to use; default <repo>/../shared/container/podman.sh (as in CI, where
+#            shared/ is a sibling of the clone)
+# BASE_IMAGE the base image; default what `podman.sh --base-image` prints
+# IMAGE      the tag to build; default toolport:test
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+P=${PODMAN:-$ROOT/../shared/container/podman.sh}
+if [[ $P == */* ]]; then
+  if [[ ! -f $P ]]; then
+    echo "test-container: no podman at $P; put shared/ beside the repository or set PODMAN" >&2
+    exit 2
+  fi
+  P=$(cd "$(dirname "$P")" && pwd)/$(basename "$P")
+elif ! command -v "$P" >/dev/null; then
+  echo "test-container: PODMAN=$P is not on PATH" >&2
+  exit 2
+fi
+# podman.sh may be checked out without its executable bit.
+podman() { if [[ -f $P && ! -x $P ]]; then bash "$P" "$@"; else "$P" "$@"; fi; }
+
+IMAGE=${IMAGE:-toolport:test}
+NAME=toolport-test-$$
+HEALTH_DEADLINE_S=60
+passed=0
+failed=0
+WORK=$(mktemp -d)
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if podman container exists "$NAME" 2>/dev/null; then
+    if [[ $status -ne 0 || $failed -ne 0 ]]; then
+      echo "--- container logs ($NAME) ---" >&2
+      podman logs "$NAME" >&2 || true
+      echo "--- end of container logs ---" >&2
+    fi
+    podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$WORK"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+# check DESCRIPTION COMMAND...: runs the command; its output is shown only when it fails.
+check() {
+  local what=$1; shift
+  if "$@" >"$WORK/out" 2>&1; then
+    passed=$((passed + 1)); echo "ok   - $what"
+  else
+    failed=$((failed + 1)); echo "FAIL - $what"; sed 's/^/       /' "$WORK/out"
+  fi
+}
+
+# http METHOD PATH [JSON_BODY]: prints the response body; fails on a non-2xx status.
+# shellcheck disable=SC2016 # the single-quoted scripts are JavaScript, expanded by no shell
+http() {
+  node -e '
+    const [method, url, body] = process.argv.slice(1);
+    const init = { method, signal: AbortSignal.timeout(5000) };
+    if (body !== undefined) Object.assign(init, { body, headers: { "content-type": "application/json" } });
+    fetch(url, init).then(async (r) => {
+      const text = await r.text();
+      process.stdout.write(text);
+      if (!r.ok) { console.error(`\nHTTP ${r.status} from ${method} ${url}`); process.exit(1); }
+    }, (err) => { console.error(`${method} ${url}: ${err.cause?.code ?? err.message}`); process.exit(1); });
+  ' "$1" "$BASE_URL$2" ${3+"$3"}
+}
+
+# expect_json JS_PREDICATE: reads JSON on stdin; fails, showing it, unless the predicate (over `b`) holds.
+# shellcheck disable=SC2016
+expect_json() {
+  node -e '
+    let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+      let b; try { b = JSON.parse(s); } catch { console.error("not JSON: " + s); process.exit(1); }
+      if (!new Function("b", "return (" + process.argv[1] + ");")(b)) { console.error("unexpected: " + s); process.exit(1); }
+    });
+  ' "$1"
+}
+
+check_healthz() { http GET /healthz | expect_json 'b.status === "ok"'; }
+check_tools() { http GET /tools | expect_json 'Array.isArray(b) && b.some((t) => t.name === "Echo")'; }
+check_echo() {
+  http POST /tools/Echo '{"text":"hello"}' |
+    expect_json 'b.isError === false && b.content.length === 1 && b.content[0].type === "text" && b.content[0].text === "hello"'
+}
+check_uid() {
+  local uid; uid=$(podman exec "$NAME" id -u); echo "uid $uid"
+  [[ $uid =~ ^[0-9]+$ && $uid -ne 0 ]]
+}
+check_no_root_process() {
+  podman top "$NAME" user pid args | tee /dev/stderr | awk 'NR > 1 && $1 == "root" { bad = 1 } END { exit bad }'
+}
+check_stop() {
+  local code
+  podman stop -t 10 "$NAME"
+  code=$(podman inspect "$NAME" --format '{{.State.ExitCode}}'); echo "exit code $code"
+  [[ $code == 0 ]]
+}
+
+started=$(now)
+echo "== image: build $IMAGE (podman: $P)"
+base=${BASE_IMAGE:-$(podman --base-image)}
+podman build --format docker --build-arg BASE_IMAGE="$base" -t "$IMAGE" -f "$ROOT/Dockerfile" "$ROOT"
+echo "== image: built in $(since "$started"), $(podman image inspect "$IMAGE" --format '{{.Size}}' |
+  awk '{ printf "%.0f MB", $1 / 1e6 }')"
+
+checks_started=$(now)
+echo "== container: run $NAME"
+podman run -d --name "$NAME" -p 127.0.0.1::8080 "$IMAGE" >/dev/null
+host_port=$(podman port "$NAME" 8080/tcp | head -n1)
+BASE_URL="http://${host_port/0.0.0.0/127.0.0.1}"
+echo "listening at $BASE_URL"
+
+# Poll until /healthz answers, the container dies, or the deadline passes.
+deadline=$((SECONDS + HEALTH_DEADLINE_S))
+until http GET /healthz >/dev/null 2>&1; do
+  if [[ $(podman inspect "$NAME" --format '{{.State.Running}}') != true ]]; then
+    failed=$((failed + 1)); echo "FAIL - the container exited before it answered /healthz"; break
+  fi
+  if ((SECONDS >= deadline)); then
+    failed=$((failed + 1)); echo "FAIL - /healthz did not answer within ${HEALTH_DEADLINE_S} s"; break
+  fi
+  sleep 0.2
+done
+
+if ((failed == 0)); then
+  echo "ready after $(since "$checks_started")"
+  check "GET /healthz answers {\"status\":\"ok\"}" check_healthz
+  check "GET /tools is a JSON array that lists Echo" check_tools
+  check "POST /tools/Echo {\"text\":\"hello\"} returns hello with isError false" check_echo
+  check "the server runs as a non-root user (id -u)" check_uid
+  check "no process in the container runs as root (podman top)" check_no_root_process
+  check "ripgrep is installed for the Grep tool" podman exec "$NAME" rg --version
+  # shellcheck disable=SC2016 # $f is expanded by the container's shell
+  check "the app user can write to /workspace" \
+    podman exec "$NAME" sh -c 'f=/workspace/.toolport-probe && touch "$f" && rm "$f"'
+  check "the image's HEALTHCHECK passes (podman healthcheck run)" podman healthcheck run "$NAME"
+  check "podman stop -t 10 ends the container gracefully with exit code 0" check_stop
+fi
+
+echo "== checks took $(since "$checks_started"); total $(since "$started")"
+echo "container: $passed passed, $failed failed"
+((failed == 0))
