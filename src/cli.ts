@@ -59,7 +59,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
         print(errorBody('INVALID_JSON', `The input is not valid JSON: ${json}`));
         return 1;
       }
-      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', false), defaultTimeoutMs: config.toolTimeoutMs });
+      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { pretty: false }), defaultTimeoutMs: config.toolTimeoutMs });
       const controller = new AbortController();
       const abort = (): void => controller.abort(new Error('interrupted'));
       process.once('SIGINT', abort);

@@ -4,6 +4,7 @@ import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { installErrorHandling } from './error-handler.js';
+import { InFlight } from './in-flight.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { toolRoutes } from './routes/tools.js';
@@ -60,6 +61,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const executor = new ToolExecutor({ registry: options.registry, logger, defaultTimeoutMs: options.toolTimeoutMs });
   const shutdownController = new AbortController();
+  const inFlight = new InFlight();
   let draining = false;
 
   app.decorate('toolport', {
@@ -68,13 +70,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return draining;
     },
     async shutdown(graceMs: number) {
+      // Keep listening while draining: load balancers see /readyz fail and new calls get a clean 503.
       draining = true;
-      const timer = setTimeout(() => shutdownController.abort(new Error('the server is shutting down')), graceMs);
-      try {
-        await app.close();
-      } finally {
-        clearTimeout(timer);
+      if (!(await inFlight.drained(graceMs))) {
+        shutdownController.abort(new Error('the server is shutting down'));
+        // Aborted calls answer at once; the bound only guards against a stuck response.
+        await inFlight.drained(graceMs);
       }
+      await app.close();
     },
   } satisfies Toolport);
 
@@ -91,7 +94,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await registerOpenAPI(app, { docs: options.docs ?? true });
   healthRoutes(app, () => draining);
-  toolRoutes(app, { executor, shutdownSignal: shutdownController.signal });
+  toolRoutes(app, { executor, inFlight, shutdownSignal: shutdownController.signal });
   return app;
 }
 

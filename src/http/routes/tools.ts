@@ -1,11 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { API_FORMATS, type APIFormat } from '../../core/formats.js';
 import type { ToolExecutor } from '../../core/executor.js';
 import type { ToolDef } from '../../core/types.js';
+import type { InFlight } from '../in-flight.js';
 import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
 
 export interface ToolRoutesOptions {
   executor: ToolExecutor;
+  /** Tracks calls in flight, for graceful shutdown. */
+  inFlight: InFlight;
   /** Aborted when the server gives up waiting for calls in flight during shutdown. */
   shutdownSignal: AbortSignal;
 }
@@ -27,7 +31,8 @@ const CALL_RESPONSES = {
 };
 
 /** The REST adapter over the registry and the execution pipeline. */
-export function toolRoutes(app: FastifyInstance, { executor, shutdownSignal }: ToolRoutesOptions): void {
+export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutdownSignal }: ToolRoutesOptions): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { registry } = executor;
   // Tool lists do not change once the app is built: serialise each format once.
   const lists = new Map<APIFormat, string>(API_FORMATS.map((f) => [f, JSON.stringify(registry.toAPI(f))]));
@@ -43,7 +48,7 @@ export function toolRoutes(app: FastifyInstance, { executor, shutdownSignal }: T
         response: { 200: { description: 'The tool definitions.', type: 'object', additionalProperties: true }, 400: ErrorRef },
       },
     },
-    async (request: FastifyRequest<{ Querystring: { format?: APIFormat } }>, reply) =>
+    async (request, reply) =>
       reply.type(JSON_TYPE).serializer(String).send(lists.get(request.query.format ?? 'anthropic')),
   );
 
@@ -59,7 +64,7 @@ export function toolRoutes(app: FastifyInstance, { executor, shutdownSignal }: T
         response: { 200: { description: 'The tool definition.', type: 'object', additionalProperties: true }, 400: ErrorRef, 404: ErrorRef },
       },
     },
-    async (request: FastifyRequest<{ Params: { name: string }; Querystring: { format?: APIFormat } }>) => {
+    async (request) => {
       const { name } = request.params;
       const format = request.query.format ?? 'anthropic';
       executor.lookup(name);
@@ -79,13 +84,18 @@ export function toolRoutes(app: FastifyInstance, { executor, shutdownSignal }: T
       if (!reply.raw.writableFinished) clientGone.abort(new Error('the client disconnected'));
     };
     reply.raw.once('close', onClose);
-    const result = await executor.call(name, input, {
-      requestId: request.id,
-      signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
-      inputBytes: Number(request.headers['content-length'] ?? 0),
-    });
-    reply.raw.off('close', onClose);
-    return reply.type(JSON_TYPE).send(result);
+    inFlight.enter();
+    try {
+      const result = await executor.call(name, input, {
+        requestId: request.id,
+        signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
+        inputBytes: Number(request.headers['content-length'] ?? 0),
+      });
+      return await reply.type(JSON_TYPE).send(result);
+    } finally {
+      inFlight.leave();
+      reply.raw.off('close', onClose);
+    }
   };
 
   // Every tool is its own documented operation, so OpenAPI consumers that turn operations into

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { ToolRegistry } from '../../src/core/registry.js';
+import { buildApp } from '../../src/http/app.js';
+import { Echo } from '../../src/tools/echo.js';
+import { controllableTool } from '../fixtures/tools.js';
+
+async function listening(tools: ReturnType<typeof controllableTool>['tool'][]) {
+  const registry = new ToolRegistry().register(Echo);
+  for (const tool of tools) registry.register(tool);
+  const app = await buildApp({ registry });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return { app, url: `http://127.0.0.1:${port}` };
+}
+
+test('shutdown lets a call in flight finish, while new calls and readiness get 503', async (t) => {
+  const slow = controllableTool();
+  const { app, url } = await listening([slow.tool]);
+  t.after(() => app.close());
+
+  const inFlight = fetch(`${url}/tools/Slow`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  await slow.started;
+  const closed = app.toolport.shutdown(60_000);
+  assert.equal(app.toolport.draining, true);
+
+  const refused = await app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'late' } });
+  assert.equal(refused.statusCode, 503);
+  assert.deepEqual(refused.json(), {
+    content: [{ type: 'text', text: 'The server is shutting down; retry on another instance.' }],
+    isError: true,
+    error: { code: 'SHUTTING_DOWN', message: 'The server is shutting down; retry on another instance.' },
+  });
+  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 503);
+  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200);
+
+  slow.release('finished');
+  const res = await inFlight;
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { content: [{ type: 'text', text: 'finished' }], isError: false });
+  await closed;
+});
+
+test('shutdown aborts calls still running after the grace period, through their signal', async (t) => {
+  const slow = controllableTool();
+  const { app, url } = await listening([slow.tool]);
+  t.after(() => app.close());
+
+  const inFlight = fetch(`${url}/tools/Slow`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  await slow.started;
+  const closed = app.toolport.shutdown(10);
+  const reason = await slow.aborted;
+  assert.match(String(reason), /the server is shutting down/);
+  const res = await inFlight;
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), {
+    content: [{ type: 'text', text: 'Tool "Slow" was aborted: the server is shutting down.' }],
+    isError: true,
+  });
+  await closed;
+});
+
+test('a call whose client disconnects is aborted through its signal', async (t) => {
+  const slow = controllableTool();
+  const { app, url } = await listening([slow.tool]);
+  t.after(() => app.close());
+
+  const req = request(`${url}/tools/Slow`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+  req.on('error', () => {});
+  req.end('{}');
+  await slow.started;
+  req.destroy();
+  const reason = await slow.aborted;
+  assert.match(String(reason), /the client disconnected/);
+});
