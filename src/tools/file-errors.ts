@@ -1,0 +1,56 @@
+import { errorResult } from '../core/result.js';
+import type { ToolResult } from '../core/types.js';
+import { WorkspaceError } from './workspace.js';
+
+/** A client's path, quoted for a message; long paths are cut so the message stays readable. */
+export function quotePath(given: string): string {
+  return JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given);
+}
+
+// What each predictable file-system error means, phrased to follow `Path "x" `.
+const REASONS: Readonly<Record<string, string>> = {
+  ENOENT: 'does not exist',
+  ENOTDIR: 'does not exist: a part of it is a file, not a directory',
+  EISDIR: 'is a directory',
+  EEXIST: 'already exists',
+  EACCES: 'cannot be accessed: permission denied',
+  EPERM: 'cannot be accessed: operation not permitted',
+  ELOOP: 'has a symbolic link loop',
+  ENAMETOOLONG: 'is too long for the file system',
+  ENOSPC: 'cannot be written: no space left on the device',
+  EDQUOT: 'cannot be written: disk quota exceeded',
+  EROFS: 'cannot be written: the file system is read-only',
+  EFBIG: 'cannot be written: the file would be too large',
+  EBUSY: 'is busy',
+  ETXTBSY: 'is busy',
+  EMFILE: 'cannot be opened: the server has too many open files',
+  ENFILE: 'cannot be opened: the server has too many open files',
+  EIO: 'cannot be accessed: input/output error',
+  ENXIO: 'cannot be opened: it is a socket or a device with nothing behind it',
+};
+
+/** The code of a system error (one raised by a syscall), if `err` is one. */
+export function systemErrorCode(err: unknown): string | undefined {
+  const e = err as NodeJS.ErrnoException | null;
+  return typeof e?.code === 'string' && typeof e.syscall === 'string' ? e.code : undefined;
+}
+
+/**
+ * Turns a workspace refusal or a system error into a result that names the path as the client
+ * gave it. Node's own message is never used: it names absolute paths. Anything else (an abort, a
+ * bug) is rethrown for the executor to handle.
+ */
+export function fileErrorResult(err: unknown, given: string): ToolResult {
+  if (err instanceof WorkspaceError) return errorResult(err.message);
+  const code = systemErrorCode(err);
+  if (code === undefined) throw err;
+  const reason = REASONS[code] ?? `cannot be accessed (${code})`;
+  return errorResult(`Path ${quotePath(given)} ${reason}.`);
+}
+
+/** A byte count for people: `512 bytes`, `3.2 KiB`, `10.0 MiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}

@@ -1,0 +1,84 @@
+import type { Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Type } from 'typebox';
+import { defineTool } from '../core/define-tool.js';
+import { errorResult, textResult } from '../core/result.js';
+import type { ToolDef } from '../core/types.js';
+import { fileErrorResult, quotePath } from './file-errors.js';
+import type { Workspace } from './workspace.js';
+
+/** Most entries one listing shows; the rest are counted in a note. */
+export const MAX_LS_ENTRIES = 1000;
+
+type Matcher = (name: string) => boolean;
+type Picomatch = (patterns: readonly string[], options: { dot: boolean }) => Matcher;
+// picomatch is tinyglobby's own dependency (and ships no types): resolving it from tinyglobby's
+// location finds the copy tinyglobby was installed with, however npm laid out node_modules.
+const picomatch = createRequire(import.meta.resolve('tinyglobby'))('picomatch') as Picomatch;
+
+/** LS: the entries of one directory inside the workspace. */
+export function createLsTool(ws: Workspace): ToolDef {
+  return defineTool({
+    name: 'LS',
+    description: [
+      'Lists the entries of one directory in the workspace (not recursive), sorted by name, one per line.',
+      'Directories end with "/". A symbolic link is shown as "name -> target", with the target relative to the workspace root (and "/" when it is a directory); a link that points outside the workspace or to nothing is shown as "name -> (outside the workspace or broken)" and is not followed.',
+      `At most ${MAX_LS_ENTRIES} entries are shown, with a note saying how many were left out. ignore takes glob patterns matched against entry names (for example "*.log", "node_modules"); matching entries are left out.`,
+      'To find files by name across directories use Glob instead. path may be absolute or relative to the workspace root ("." is the root); paths outside the workspace are refused.',
+    ].join(' '),
+    inputSchema: Type.Object(
+      {
+        path: Type.String({ description: 'The directory to list: absolute, or relative to the workspace root ("." for the root).' }),
+        ignore: Type.Optional(Type.Array(Type.String(), { description: 'Glob patterns for entry names to leave out.' })),
+      },
+      { additionalProperties: false },
+    ),
+    annotations: { title: 'List directory', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    async execute({ path: given, ignore }, { signal }) {
+      const shown = quotePath(given);
+      let dir: string;
+      let entries: Dirent[];
+      try {
+        ({ absolute: dir } = await ws.resolve(given));
+        if (!(await stat(dir)).isDirectory()) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        return fileErrorResult(err, given);
+      }
+      const ignored = ignore && ignore.length > 0 ? picomatch(ignore, { dot: true }) : undefined;
+      const kept = entries
+        .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const left = entries.length - kept.length;
+      const ignoredNote = left > 0 ? ` (${left} ignored)` : '';
+      if (kept.length === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
+
+      const lines: string[] = [];
+      for (const entry of kept.slice(0, MAX_LS_ENTRIES)) {
+        signal.throwIfAborted();
+        lines.push(await describeEntry(ws, dir, entry));
+      }
+      let text = `Directory ${shown}, ${kept.length} entr${kept.length === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
+      if (kept.length > MAX_LS_ENTRIES) {
+        text += `\n\n(${kept.length - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
+      }
+      return textResult(text);
+    },
+  });
+}
+
+async function describeEntry(ws: Workspace, dir: string, entry: Dirent): Promise<string> {
+  if (entry.isDirectory()) return `${entry.name}/`;
+  if (!entry.isSymbolicLink()) return entry.name;
+  try {
+    // Resolving through the workspace follows the link only as far as the check needs, and
+    // refuses targets outside it without saying anything about them.
+    const target = await ws.resolve(path.join(dir, entry.name));
+    const isDir = (await stat(target.absolute)).isDirectory();
+    return `${entry.name} -> ${target.relative}${isDir ? '/' : ''}`;
+  } catch {
+    return `${entry.name} -> (outside the workspace or broken)`;
+  }
+}

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, realpath, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { pino } from 'pino';
+import { compileInputSchema } from '../../src/core/validator.js';
+import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { createGlobTool } from '../../src/tools/glob.js';
+import { Workspace } from '../../src/tools/workspace.js';
+
+let base: string;
+let root: string;
+let Glob: ToolDef;
+
+const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
+const glob = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Glob.execute(input, context()));
+const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
+
+/** Writes a file with an explicit modification time (seconds since the epoch). */
+async function file(name: string, mtime: number): Promise<void> {
+  const absolute = path.join(root, name);
+  await mkdir(path.dirname(absolute), { recursive: true });
+  await writeFile(absolute, name);
+  await utimes(absolute, mtime, mtime);
+}
+
+before(async () => {
+  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-glob-')));
+  root = path.join(base, 'ws');
+  await mkdir(root);
+  await mkdir(path.join(base, 'outside'));
+  await writeFile(path.join(base, 'outside', 'secret.ts'), '');
+  await mkdir(path.join(base, 'ws-evil'));
+  await writeFile(path.join(base, 'ws-evil', 'evil.ts'), '');
+  await file('src/old.ts', 1_000_000);
+  await file('src/new.ts', 3_000_000);
+  await file('src/mid.ts', 2_000_000);
+  await file('src/deep/deeper/x.ts', 1_500_000);
+  await file('src/readme.md', 4_000_000);
+  await file('.config/hidden.ts', 500_000);
+  await file('node_modules/pkg/index.ts', 5_000_000);
+  await file('.git/hooks/pre-commit.ts', 5_000_000);
+  await symlink(path.join(base, 'outside'), path.join(root, 'link-out'));
+  await symlink(path.join(base, 'outside', 'secret.ts'), path.join(root, 'secret-link.ts'));
+  await symlink('src', path.join(root, 'link-in'));
+  Glob = createGlobTool(await Workspace.open(root));
+});
+
+after(() => rm(base, { recursive: true, force: true }));
+
+test('Glob lists matching files relative to the root, newest first', async () => {
+  assert.deepEqual(
+    await glob({ pattern: '**/*.ts' }),
+    result(['src/new.ts', 'src/mid.ts', 'src/deep/deeper/x.ts', 'src/old.ts', '.config/hidden.ts'].join('\n')),
+  );
+});
+
+test('Glob sorts files with the same mtime by path', async () => {
+  await file('same/b.txt', 7_000_000);
+  await file('same/a.txt', 7_000_000);
+  await file('same/c.txt', 7_000_000);
+  assert.deepEqual(await glob({ pattern: 'same/*' }), result('same/a.txt\nsame/b.txt\nsame/c.txt'));
+});
+
+test('Glob searches below path and still shows paths relative to the root', async () => {
+  assert.deepEqual(await glob({ pattern: '*.ts', path: 'src' }), result('src/new.ts\nsrc/mid.ts\nsrc/old.ts'));
+  assert.deepEqual(await glob({ pattern: '**/x.ts', path: path.join(root, 'src', 'deep') }), result('src/deep/deeper/x.ts'));
+});
+
+test('Glob expands braces', async () => {
+  assert.deepEqual(await glob({ pattern: 'src/*.{md,ts}' }), result('src/readme.md\nsrc/new.ts\nsrc/mid.ts\nsrc/old.ts'));
+});
+
+test('Glob says "No files found" when nothing matches', async () => {
+  assert.deepEqual(await glob({ pattern: '**/*.rs' }), result('No files found'));
+});
+
+test('Glob returns files only, not directories', async () => {
+  assert.deepEqual(await glob({ pattern: 'src/*', path: '.' }), result('src/readme.md\nsrc/new.ts\nsrc/mid.ts\nsrc/old.ts'));
+});
+
+test('Glob skips .git and node_modules unless the pattern names them', async () => {
+  const all = await glob({ pattern: '**/*' });
+  const text = all.content[0]?.type === 'text' ? all.content[0].text : '';
+  assert.ok(!text.includes('node_modules') && !text.includes('.git/'), text);
+  assert.deepEqual(await glob({ pattern: 'node_modules/**/*.ts' }), result('node_modules/pkg/index.ts'));
+  assert.deepEqual(await glob({ pattern: '.git/**' }), result('.git/hooks/pre-commit.ts'));
+});
+
+test('Glob neither follows nor lists symlinks, even in the pattern\'s leading directories, so nothing outside shows up', async () => {
+  for (const pattern of ['link-out/**', 'link-out/*.ts', 'link-out/**/*.ts', 'secret-link.ts', '*.ts', 'link-in/*.ts', 'link-in/**/x.ts']) {
+    assert.deepEqual(await glob({ pattern }), result('No files found'), pattern);
+  }
+});
+
+test('Glob caps the result at 100 files and says how many matched', async () => {
+  await Promise.all(Array.from({ length: 120 }, (_, i) => file(`many/f${String(i).padStart(3, '0')}.txt`, 10_000_000 + i)));
+  const r = await glob({ pattern: 'many/*.txt' });
+  const lines = (r.content[0]?.type === 'text' ? r.content[0].text : '').split('\n');
+  assert.equal(r.isError, false);
+  assert.equal(lines[0], 'many/f119.txt');
+  assert.equal(lines[99], 'many/f020.txt');
+  assert.equal(lines[100], '');
+  assert.equal(
+    lines[101],
+    '(Showing the 100 most recently modified of 120 matching files. Use a more specific pattern or path to narrow the search.)',
+  );
+  assert.equal(lines.length, 102);
+});
+
+test('Glob refuses patterns that climb out with ..', async () => {
+  for (const pattern of ['../**/*.ts', 'src/../../outside/*.ts', '{..,src}/*.ts', '**/..', '+(..)/*']) {
+    assert.deepEqual(
+      await glob({ pattern }),
+      result(`Pattern ${JSON.stringify(pattern)} uses "..". Glob searches below path only; pass the directory to search as path instead.`, true),
+    );
+  }
+});
+
+test('Glob accepts names that merely start with two dots', async () => {
+  await file('..notes.txt', 8_000_000);
+  assert.deepEqual(await glob({ pattern: '..notes.txt' }), result('..notes.txt'));
+  assert.deepEqual(await glob({ pattern: './..notes.txt' }), result('..notes.txt'));
+  assert.deepEqual(await glob({ pattern: '..*' }), result('..notes.txt'));
+});
+
+test('Glob refuses absolute and empty patterns', async () => {
+  assert.deepEqual(
+    await glob({ pattern: `${base}/outside/*.ts` }),
+    result(`Pattern ${JSON.stringify(`${base}/outside/*.ts`)} is absolute. Give a pattern relative to path, and pass the directory to search as path.`, true),
+  );
+  assert.deepEqual(await glob({ pattern: '' }), result('The pattern is empty; give a glob pattern such as "**/*.ts".', true));
+});
+
+test('Glob refuses a path outside the workspace, also through a symlink or a sibling with the same prefix', async () => {
+  for (const given of ['..', 'link-out', path.join(base, 'outside'), path.join(base, 'ws-evil'), '../ws-evil']) {
+    assert.deepEqual(
+      await glob({ pattern: '**/*.ts', path: given }),
+      result(`Path ${JSON.stringify(given)} is outside the workspace; file tools may only use paths under the workspace root.`, true),
+    );
+  }
+});
+
+test('Glob refuses a path that is a file or does not exist', async () => {
+  assert.deepEqual(
+    await glob({ pattern: '*', path: 'src/new.ts' }),
+    result('Path "src/new.ts" is a file, not a directory; Glob searches directories.', true),
+  );
+  assert.deepEqual(await glob({ pattern: '*', path: 'nope' }), result('Path "nope" does not exist.', true));
+});
+
+test('Glob stops when its signal is aborted', async () => {
+  const controller = new AbortController();
+  controller.abort();
+  await assert.rejects(Promise.resolve(Glob.execute({ pattern: '**/*' }, context(controller.signal))), { name: 'AbortError' });
+});
+
+test('Glob takes a pattern and an optional path and no other properties', () => {
+  const validate = compileInputSchema(Glob.inputSchema);
+  assert.equal(validate({ pattern: '*' }), true);
+  assert.equal(validate({ pattern: '*', path: 'src' }), true);
+  assert.equal(validate({ path: 'src' }), false);
+  assert.equal(validate({ pattern: '*', ignore: [] }), false);
+  assert.deepEqual(Glob.annotations, { title: 'Find files', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+});

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { pino } from 'pino';
+import { compileInputSchema } from '../../src/core/validator.js';
+import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { createLsTool } from '../../src/tools/ls.js';
+import { Workspace } from '../../src/tools/workspace.js';
+
+let base: string;
+let root: string;
+let LS: ToolDef;
+
+const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
+const ls = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(LS.execute(input, context()));
+const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
+
+before(async () => {
+  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-ls-')));
+  root = path.join(base, 'ws');
+  await mkdir(path.join(base, 'outside', 'inner'), { recursive: true });
+  await writeFile(path.join(base, 'outside', 'secret.txt'), 'secret\n');
+  // The listing fixture: files, directories, and links of every kind.
+  await mkdir(path.join(root, 'src', 'lib'), { recursive: true });
+  await writeFile(path.join(root, 'src', 'b.ts'), '');
+  await writeFile(path.join(root, 'src', 'a.ts'), '');
+  await writeFile(path.join(root, 'src', '.hidden'), '');
+  await writeFile(path.join(root, 'src', 'Z.md'), '');
+  await writeFile(path.join(root, 'src', 'debug.log'), '');
+  await symlink('a.ts', path.join(root, 'src', 'link-file'));
+  await symlink('lib', path.join(root, 'src', 'link-dir'));
+  await symlink(path.join(base, 'outside'), path.join(root, 'src', 'link-out'));
+  await symlink(path.join(base, 'outside', 'secret.txt'), path.join(root, 'src', 'link-secret'));
+  await symlink('gone.txt', path.join(root, 'src', 'link-broken'));
+  await writeFile(path.join(root, 'file.txt'), 'text\n');
+  LS = createLsTool(await Workspace.open(root));
+});
+
+after(() => rm(base, { recursive: true, force: true }));
+
+const SRC_LISTING = [
+  '.hidden',
+  'Z.md',
+  'a.ts',
+  'b.ts',
+  'debug.log',
+  'lib/',
+  'link-broken -> (outside the workspace or broken)',
+  'link-dir -> src/lib/',
+  'link-file -> src/a.ts',
+  'link-out -> (outside the workspace or broken)',
+  'link-secret -> (outside the workspace or broken)',
+];
+
+test('LS lists entries sorted by name, marks directories with "/" and shows where symlinks point', async () => {
+  assert.deepEqual(await ls({ path: 'src' }), result(`Directory "src", 11 entries:\n${SRC_LISTING.join('\n')}`));
+});
+
+test('LS accepts the root as "." and as an absolute path', async () => {
+  const listing = 'file.txt\nsrc/';
+  assert.deepEqual(await ls({ path: '.' }), result(`Directory ".", 2 entries:\n${listing}`));
+  assert.deepEqual(await ls({ path: root }), result(`Directory ${JSON.stringify(root)}, 2 entries:\n${listing}`));
+});
+
+test('LS leaves out entries that match ignore patterns and counts them', async () => {
+  const r = await ls({ path: 'src', ignore: ['*.log', 'lib', 'link-*', '.*'] });
+  assert.deepEqual(r, result('Directory "src", 3 entries (8 ignored):\nZ.md\na.ts\nb.ts'));
+});
+
+test('LS matches a directory ignore pattern written with a trailing slash', async () => {
+  assert.deepEqual(await ls({ path: '.', ignore: ['src/'] }), result('Directory ".", 1 entry (1 ignored):\nfile.txt'));
+});
+
+test('LS says when a directory is empty', async () => {
+  await mkdir(path.join(root, 'empty'));
+  assert.deepEqual(await ls({ path: 'empty' }), result('Directory "empty" has no entries.'));
+  assert.deepEqual(await ls({ path: 'src/lib', ignore: [] }), result('Directory "src/lib" has no entries.'));
+});
+
+test('LS shows at most 1000 entries and says how many were left out', async () => {
+  const many = path.join(root, 'many');
+  await mkdir(many);
+  // In batches: 1005 files at once could hit the open-file limit.
+  for (let start = 0; start < 1005; start += 100) {
+    const names = Array.from({ length: Math.min(100, 1005 - start) }, (_, i) => `f${String(start + i).padStart(4, '0')}`);
+    await Promise.all(names.map((name) => writeFile(path.join(many, name), '')));
+  }
+  const r = await ls({ path: 'many' });
+  assert.equal(r.isError, false);
+  const text = r.content[0]?.type === 'text' ? r.content[0].text : '';
+  const lines = text.split('\n');
+  assert.equal(lines[0], 'Directory "many", 1005 entries:');
+  assert.equal(lines[1], 'f0000');
+  assert.equal(lines[1000], 'f0999');
+  assert.equal(lines[1001], '');
+  assert.equal(lines[1002], '(5 more entries not shown; only the first 1000 by name are listed. Use Glob or ignore to narrow down.)');
+  assert.equal(lines.length, 1003);
+});
+
+test('LS refuses a file and suggests Read', async () => {
+  assert.deepEqual(await ls({ path: 'file.txt' }), result('Path "file.txt" is a file, not a directory; use Read to read it.', true));
+});
+
+test('LS reports a missing directory', async () => {
+  assert.deepEqual(await ls({ path: 'nope' }), result('Path "nope" does not exist.', true));
+});
+
+test('LS refuses a symlinked directory that leaves the workspace, and .. escapes', async () => {
+  for (const given of ['src/link-out', 'src/link-out/inner', '..', '../outside', path.join(base, 'outside')]) {
+    assert.deepEqual(
+      await ls({ path: given }),
+      result(`Path ${JSON.stringify(given)} is outside the workspace; file tools may only use paths under the workspace root.`, true),
+    );
+  }
+});
+
+test('LS lists a symlinked directory that stays inside', async () => {
+  assert.deepEqual(await ls({ path: 'src/link-dir' }), result('Directory "src/link-dir" has no entries.'));
+});
+
+test('LS stops when its signal is aborted', async () => {
+  const controller = new AbortController();
+  controller.abort();
+  await assert.rejects(Promise.resolve(LS.execute({ path: 'src' }, context(controller.signal))), { name: 'AbortError' });
+});
+
+test('LS takes path and an optional list of ignore patterns and no other properties', () => {
+  const validate = compileInputSchema(LS.inputSchema);
+  assert.equal(validate({ path: '.' }), true);
+  assert.equal(validate({ path: '.', ignore: ['*.log'] }), true);
+  assert.equal(validate({ path: '.', ignore: '*.log' }), false);
+  assert.equal(validate({ path: '.', recursive: true }), false);
+  assert.deepEqual(LS.annotations, { title: 'List directory', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+});
