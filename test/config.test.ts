@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig, type Config } from '../src/config.js';
+
+const CWD = '/srv/toolport';
+
+const DEFAULTS: Config = {
+  port: 3000,
+  host: '127.0.0.1',
+  logLevel: 'info',
+  tools: undefined,
+  toolTimeoutMs: 60_000,
+  bodyLimit: 1024 * 1024,
+  plugins: [],
+  shutdownGraceMs: 10_000,
+  workspace: CWD,
+  bashSandbox: false,
+  docs: true,
+};
+
+/** Asserts that loading `env` throws a ConfigError naming `variable`, with exactly this message. */
+function assertRejected(env: Record<string, string>, variable: string, message: string): void {
+  assert.throws(
+    () => loadConfig(env, CWD),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+      assert.equal(err.name, 'ConfigError');
+      assert.equal(err.variable, variable);
+      assert.equal(err.message, message);
+      return true;
+    },
+  );
+}
+
+describe('loadConfig', () => {
+  test('gives the defaults for an empty environment', () => {
+    assert.deepEqual(loadConfig({}, CWD), DEFAULTS);
+  });
+
+  test('treats empty and blank variables as unset', () => {
+    const env = { PORT: '', HOST: '  ', LOG_LEVEL: '', TOOLPORT_TOOLS: ' ', TOOLPORT_PLUGINS: '', TOOLPORT_BASH_SANDBOX: '', TOOLPORT_WORKSPACE: '' };
+    assert.deepEqual(loadConfig(env, CWD), DEFAULTS);
+  });
+
+  test('ignores variables it does not know', () => {
+    assert.deepEqual(loadConfig({ PATH: '/usr/bin', TOOLPORT_UNKNOWN: 'x' }, CWD), DEFAULTS);
+  });
+
+  test('parses every variable', () => {
+    const env = {
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      LOG_LEVEL: 'debug',
+      TOOLPORT_TOOLS: 'Read, Echo ,Bash',
+      TOOLPORT_TOOL_TIMEOUT_MS: '1500',
+      TOOLPORT_BODY_LIMIT: '2048',
+      TOOLPORT_PLUGINS: './plugins/a.js,@acme/toolport-tools',
+      TOOLPORT_SHUTDOWN_GRACE_MS: '0',
+      TOOLPORT_WORKSPACE: '/data/work',
+      TOOLPORT_BASH_SANDBOX: 'true',
+      TOOLPORT_DOCS: 'false',
+    };
+    assert.deepEqual(loadConfig(env, CWD), {
+      port: 8080,
+      host: '0.0.0.0',
+      logLevel: 'debug',
+      tools: ['Read', 'Echo', 'Bash'],
+      toolTimeoutMs: 1500,
+      bodyLimit: 2048,
+      plugins: ['./plugins/a.js', '@acme/toolport-tools'],
+      shutdownGraceMs: 0,
+      workspace: '/data/work',
+      bashSandbox: true,
+      docs: false,
+    } satisfies Config);
+  });
+
+  test('accepts the ends of each integer range', () => {
+    const low = loadConfig({ PORT: '0', TOOLPORT_TOOL_TIMEOUT_MS: '1', TOOLPORT_BODY_LIMIT: '1', TOOLPORT_SHUTDOWN_GRACE_MS: '0' }, CWD);
+    assert.deepEqual([low.port, low.toolTimeoutMs, low.bodyLimit, low.shutdownGraceMs], [0, 1, 1, 0]);
+    const high = loadConfig(
+      { PORT: '65535', TOOLPORT_TOOL_TIMEOUT_MS: '2147483647', TOOLPORT_BODY_LIMIT: String(1024 ** 3), TOOLPORT_SHUTDOWN_GRACE_MS: '600000' },
+      CWD,
+    );
+    assert.deepEqual([high.port, high.toolTimeoutMs, high.bodyLimit, high.shutdownGraceMs], [65535, 2_147_483_647, 1024 ** 3, 600_000]);
+  });
+
+  test('trims whitespace around values', () => {
+    const config = loadConfig({ PORT: ' 4000 ', LOG_LEVEL: ' warn ', HOST: ' localhost ' }, CWD);
+    assert.deepEqual([config.port, config.logLevel, config.host], [4000, 'warn', 'localhost']);
+  });
+
+  for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const) {
+    test(`accepts LOG_LEVEL=${level}`, () => {
+      assert.equal(loadConfig({ LOG_LEVEL: level }, CWD).logLevel, level);
+    });
+  }
+
+  for (const [value, expected] of [
+    ['true', true],
+    ['1', true],
+    ['yes', true],
+    ['TRUE', true],
+    ['Yes', true],
+    ['false', false],
+    ['0', false],
+    ['no', false],
+    ['FALSE', false],
+  ] as const) {
+    test(`reads TOOLPORT_BASH_SANDBOX=${value} and TOOLPORT_DOCS=${value} as ${String(expected)}`, () => {
+      const config = loadConfig({ TOOLPORT_BASH_SANDBOX: value, TOOLPORT_DOCS: value }, CWD);
+      assert.deepEqual([config.bashSandbox, config.docs], [expected, expected]);
+    });
+  }
+});
+
+describe('loadConfig rejects with a ConfigError naming the variable', () => {
+  const cases: [string, string, string][] = [
+    ['PORT', 'abc', 'Invalid PORT: expected an integer from 0 to 65535, got "abc"'],
+    ['PORT', '70000', 'Invalid PORT: expected an integer from 0 to 65535, got "70000"'],
+    ['PORT', '-1', 'Invalid PORT: expected an integer from 0 to 65535, got "-1"'],
+    ['PORT', '80.5', 'Invalid PORT: expected an integer from 0 to 65535, got "80.5"'],
+    ['PORT', '1e3', 'Invalid PORT: expected an integer from 0 to 65535, got "1e3"'],
+    ['LOG_LEVEL', 'loud', 'Invalid LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    ['LOG_LEVEL', 'INFO', 'Invalid LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "INFO"'],
+    ['TOOLPORT_TOOL_TIMEOUT_MS', '0', 'Invalid TOOLPORT_TOOL_TIMEOUT_MS: expected an integer from 1 to 2147483647, got "0"'],
+    ['TOOLPORT_TOOL_TIMEOUT_MS', '2147483648', 'Invalid TOOLPORT_TOOL_TIMEOUT_MS: expected an integer from 1 to 2147483647, got "2147483648"'],
+    ['TOOLPORT_BODY_LIMIT', '-1', 'Invalid TOOLPORT_BODY_LIMIT: expected an integer from 1 to 1073741824, got "-1"'],
+    ['TOOLPORT_BODY_LIMIT', '1mb', 'Invalid TOOLPORT_BODY_LIMIT: expected an integer from 1 to 1073741824, got "1mb"'],
+    ['TOOLPORT_SHUTDOWN_GRACE_MS', '600001', 'Invalid TOOLPORT_SHUTDOWN_GRACE_MS: expected an integer from 0 to 600000, got "600001"'],
+    ['TOOLPORT_TOOLS', 'a,,b', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,,b"'],
+    ['TOOLPORT_TOOLS', 'a,', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,"'],
+    ['TOOLPORT_PLUGINS', './a.js, ,./b.js', 'Invalid TOOLPORT_PLUGINS: expected a comma-separated list without empty items, got "./a.js, ,./b.js"'],
+    ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected true or false, got "maybe"'],
+    ['TOOLPORT_DOCS', 'on', 'Invalid TOOLPORT_DOCS: expected true or false, got "on"'],
+  ];
+  for (const [variable, value, message] of cases) {
+    test(`${variable}=${value}`, () => assertRejected({ [variable]: value }, variable, message));
+  }
+
+  test('the first bad variable, in reading order, when several are bad', () => {
+    assertRejected({ LOG_LEVEL: 'loud', PORT: 'abc' }, 'PORT', 'Invalid PORT: expected an integer from 0 to 65535, got "abc"');
+  });
+});

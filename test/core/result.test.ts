@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { errorResult, normaliseResult, textResult } from '../../src/core/result.js';
+
+describe('textResult and errorResult', () => {
+  test('textResult holds one text block and isError false by default', () => {
+    assert.deepEqual(textResult('hello'), { content: [{ type: 'text', text: 'hello' }], isError: false });
+  });
+
+  test('textResult with isError true reports a failure', () => {
+    assert.deepEqual(textResult('nope', true), { content: [{ type: 'text', text: 'nope' }], isError: true });
+  });
+
+  test('errorResult holds one text block and isError true', () => {
+    assert.deepEqual(errorResult('it broke'), { content: [{ type: 'text', text: 'it broke' }], isError: true });
+  });
+});
+
+describe('normaliseResult accepts and copies', () => {
+  test('a text result, setting isError false when it is absent', () => {
+    assert.deepEqual(normaliseResult({ content: [{ type: 'text', text: 'a' }] }), { result: { content: [{ type: 'text', text: 'a' }], isError: false } });
+  });
+
+  test('isError true and false as given', () => {
+    assert.deepEqual(normaliseResult({ content: [], isError: true }), { result: { content: [], isError: true } });
+    assert.deepEqual(normaliseResult({ content: [], isError: false }), { result: { content: [], isError: false } });
+  });
+
+  test('an empty content array', () => {
+    assert.deepEqual(normaliseResult({ content: [] }), { result: { content: [], isError: false } });
+  });
+
+  for (const media_type of ['image/png', 'image/jpeg', 'image/gif', 'image/webp']) {
+    test(`an image block of type ${media_type}`, () => {
+      const block = { type: 'image', source: { type: 'base64', media_type, data: 'AAAA' } };
+      assert.deepEqual(normaliseResult({ content: [block] }), { result: { content: [block], isError: false } });
+    });
+  }
+
+  test('a copy without extra fields on the result, its blocks, or an image source', () => {
+    const value = {
+      content: [
+        { type: 'text', text: 'a', citations: [] },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA', url: 'https://x' }, cache_control: {} },
+      ],
+      isError: false,
+      structuredContent: { x: 1 },
+      _meta: {},
+    };
+    const normalised = normaliseResult(value);
+    assert.deepEqual(normalised, {
+      result: {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+        ],
+        isError: false,
+      },
+    });
+    assert.ok('result' in normalised);
+    assert.notEqual(normalised.result.content[0], value.content[0], 'blocks are copies, not the tool\'s own objects');
+    assert.deepEqual(value.content[0], { type: 'text', text: 'a', citations: [] }, 'the input is not modified');
+  });
+});
+
+describe('normaliseResult describes the defect of', () => {
+  const cases: [string, unknown, string][] = [
+    ['undefined', undefined, 'expected an object with a content array, got undefined'],
+    ['null', null, 'expected an object with a content array, got null'],
+    ['an array', [{ type: 'text', text: 'a' }], 'expected an object with a content array, got an array'],
+    ['a string', 'done', 'expected an object with a content array, got a string'],
+    ['a number', 42, 'expected an object with a content array, got number'],
+    ['a result without content', { isError: false }, 'expected a content array, got undefined'],
+    ['content that is a string', { content: 'x' }, 'expected a content array, got a string'],
+    ['content that is an object', { content: { type: 'text', text: 'a' } }, 'expected a content array, got an object'],
+    ['isError that is a string', { content: [], isError: 'yes' }, 'expected isError to be a boolean, got a string'],
+    ['isError that is null', { content: [], isError: null }, 'expected isError to be a boolean, got null'],
+    ['isError that is a number', { content: [], isError: 1 }, 'expected isError to be a boolean, got number'],
+    ['a block that is not an object', { content: ['hi'] }, 'content[0] must be an object, got a string'],
+    ['a block that is null', { content: [{ type: 'text', text: 'a' }, null] }, 'content[1] must be an object, got null'],
+    ['a text block without text', { content: [{ type: 'text' }] }, 'content[0] is a text block without a string text'],
+    ['a text block whose text is a number', { content: [{ type: 'text', text: 5 }] }, 'content[0] is a text block without a string text'],
+    ['a block without a type', { content: [{ text: 'a' }] }, 'content[0] has unknown type undefined'],
+  ];
+  const imageDefect = 'content[0] is an image block without a base64 source of type png, jpeg, gif or webp';
+  for (const [label, source] of [
+    ['an image block without a source', undefined],
+    ['an image block with a url source', { type: 'url', url: 'https://x/a.png' }],
+    ['an image block of an unsupported media type', { type: 'base64', media_type: 'image/svg+xml', data: 'AAAA' }],
+    ['an image block whose data is not a string', { type: 'base64', media_type: 'image/png', data: [1, 2] }],
+  ] as const) {
+    cases.push([label, { content: [{ type: 'image', source }] }, imageDefect]);
+  }
+  for (const [label, value, defect] of cases) {
+    test(label, () => {
+      assert.deepEqual(normaliseResult(value), { defect });
+    });
+  }
+
+  test('a block of unknown type, naming the type', { todo: 'bug: result.ts copyBlock passes b.type to describe(), which turns "audio" into "a string"' }, () => {
+    assert.deepEqual(normaliseResult({ content: [{ type: 'audio', data: '' }] }), { defect: 'content[0] has unknown type "audio"' });
+  });
+});
