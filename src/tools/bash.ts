@@ -1,0 +1,134 @@
+import { Type } from 'typebox';
+import { defineTool } from '../core/define-tool.js';
+import { errorResult, textResult } from '../core/result.js';
+import type { ToolDef, ToolResult } from '../core/types.js';
+import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
+import { commandEnv, KILL_GRACE_MS, runProcess, type RunOutcome } from './process.js';
+import { sandboxedBash, sandboxUnavailableReason } from './sandbox.js';
+import type { Workspace } from './workspace.js';
+
+export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
+export const MAX_BASH_TIMEOUT_MS = 600_000;
+
+export interface BashToolOptions {
+  workspace: Workspace;
+  /** Run every command inside a bubblewrap sandbox; checked at start-up. */
+  sandbox?: boolean;
+}
+
+const inputSchema = Type.Object(
+  {
+    command: Type.String({ description: 'The command to execute.' }),
+    timeout: Type.Optional(
+      Type.Number({
+        minimum: 1,
+        description: `Optional timeout in milliseconds (default ${DEFAULT_BASH_TIMEOUT_MS}, max ${MAX_BASH_TIMEOUT_MS}; larger values are lowered to the max).`,
+      }),
+    ),
+    description: Type.Optional(
+      Type.String({
+        description: "Clear, concise description of what this command does in 5-10 words, in active voice. Example: 'Lists files in current directory'.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** The timeout a call runs under: the default when none is given, never above the maximum. */
+export function effectiveTimeout(requested: number | undefined): number {
+  if (requested === undefined) return DEFAULT_BASH_TIMEOUT_MS;
+  return Math.min(MAX_BASH_TIMEOUT_MS, Math.max(1, Math.ceil(requested)));
+}
+
+/**
+ * The Bash tool, with Claude Code's name and input. Each call runs `bash -c` in a fresh process
+ * group in the workspace root; see the description for what it can reach. With `sandbox`, the
+ * bubblewrap sandbox is tried once here and an Error explains why when it does not work.
+ */
+export async function createBashTool(options: BashToolOptions): Promise<ToolDef> {
+  const root = options.workspace.root;
+  const sandbox = options.sandbox === true;
+  if (sandbox) {
+    const reason = await sandboxUnavailableReason(root);
+    if (reason !== undefined) throw new Error(`TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${reason}`);
+  }
+
+  return defineTool({
+    name: 'Bash',
+    description: describe(sandbox),
+    inputSchema,
+    annotations: { title: 'Bash', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    // Above the longest command plus the kill grace, so the pipeline's deadline never cuts one short.
+    timeoutMs: MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS + 13_000,
+    async execute({ command, timeout }, context) {
+      const timeoutMs = effectiveTimeout(timeout);
+      const stdout = new OutputCapture();
+      const stderr = new OutputCapture();
+      const { file, args } = sandbox ? sandboxedBash(root, command) : { file: 'bash', args: ['-c', command] };
+      const outcome = await runProcess(file, args, {
+        cwd: root,
+        // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
+        env: sandbox ? commandEnv({ TMPDIR: '/tmp' }) : commandEnv(),
+        timeoutMs,
+        signal: context.signal,
+        onStdout: (chunk) => stdout.write(chunk),
+        onStderr: (chunk) => stderr.write(chunk),
+      });
+      return formatResult(outcome, stdout, stderr, timeoutMs);
+    },
+  });
+}
+
+/** stdout, then stderr under a `[stderr]` line, then notes on how the command ended. */
+function formatResult(outcome: RunOutcome, stdout: OutputCapture, stderr: OutputCapture, timeoutMs: number): ToolResult {
+  if (outcome.spawnError) return errorResult(`Could not start the command: ${outcome.spawnError.message}`);
+
+  // Share the character budget: the shorter stream keeps up to half, the longer takes the rest.
+  const half = Math.floor(MAX_OUTPUT_CHARS / 2);
+  let out = stdout.render(MAX_OUTPUT_CHARS);
+  let err = stderr.render(MAX_OUTPUT_CHARS);
+  if (out.text.length + err.text.length > MAX_OUTPUT_CHARS) {
+    if (err.text.length <= half) out = stdout.render(MAX_OUTPUT_CHARS - err.text.length);
+    else if (out.text.length <= half) err = stderr.render(MAX_OUTPUT_CHARS - out.text.length);
+    else {
+      out = stdout.render(half);
+      err = stderr.render(MAX_OUTPUT_CHARS - half);
+    }
+  }
+
+  const parts: string[] = [];
+  if (stdout.totalBytes > 0) parts.push(withoutFinalNewline(out.text));
+  if (stderr.totalBytes > 0) parts.push(`[stderr]\n${withoutFinalNewline(err.text)}`);
+  if (parts.length === 0) parts.push('(no output)');
+
+  const { exitCode, exitSignal, timedOut, abortReason } = outcome;
+  if (timedOut) parts.push(`(Command timed out after ${timeoutMs} ms and was killed)`);
+  else if (abortReason !== undefined) parts.push(`(Command was aborted: ${abortReason})`);
+  else if (exitSignal) parts.push(`(Killed by signal ${exitSignal})`);
+  if (exitCode !== null && exitCode !== 0) parts.push(`(Exit code ${exitCode})`);
+
+  const failed = exitCode !== 0 || exitSignal !== null || timedOut || abortReason !== undefined;
+  return textResult(parts.join('\n'), failed);
+}
+
+function withoutFinalNewline(text: string): string {
+  return text.endsWith('\n') ? text.slice(0, -1) : text;
+}
+
+function describe(sandbox: boolean): string {
+  const boundary = sandbox
+    ? '- Sandbox: commands run inside a bubblewrap sandbox. The file system is read-only except the workspace and a private, empty /tmp; there is no network; processes, IPC and hostname are private. Files outside the workspace can still be read.'
+    : '- NOT confined to the workspace: the workspace path checks of the file tools do not apply to Bash. A command can read, write and run anything the server\'s user can, and reach the network. The real boundary is the container, a dedicated unprivileged user, or the optional OS sandbox (off on this server).';
+  return [
+    'Executes a bash command (`bash -c`) and returns its output.',
+    '',
+    '- Each call is independent: it starts a fresh bash in the workspace root, so `cd`, variables and other shell state do not carry over to the next call. Chain steps with `&&` in one command, or use paths relative to the workspace root.',
+    '- stdin is empty (/dev/null): interactive programs see end of input; pass flags such as `--yes` instead.',
+    `- Timeout: \`timeout\` in milliseconds, default ${DEFAULT_BASH_TIMEOUT_MS} (2 minutes), maximum ${MAX_BASH_TIMEOUT_MS} (10 minutes); larger values are lowered to the maximum. On timeout the command and every process it started are killed (SIGTERM, then SIGKILL ${KILL_GRACE_MS / 1000} s later). Processes left running in the background are killed when the command ends, so this tool cannot keep a server running.`,
+    `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,
+    '- isError is true when the command exits with a non-zero code, is killed by a signal, times out or is aborted.',
+    '- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server\'s own variables are not passed.',
+    boundary,
+    '- Prefer the dedicated tools (Read, Write, Edit, Glob, Grep) for files; use Bash for builds, tests, git and other programs.',
+  ].join('\n');
+}

@@ -1,0 +1,197 @@
+import { StringDecoder } from 'node:string_decoder';
+import { Type, type Static } from 'typebox';
+import { defineTool } from '../core/define-tool.js';
+import { errorResult, textResult } from '../core/result.js';
+import type { ToolDef } from '../core/types.js';
+import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
+import { commandEnv, runProcess } from './process.js';
+import { WorkspaceError, type Workspace } from './workspace.js';
+
+export const DEFAULT_HEAD_LIMIT = 250;
+export const GREP_TIMEOUT_MS = 30_000;
+// rg prints at most this many characters of a line (minified files would fill the output alone).
+const MAX_COLUMNS = 500;
+const MAX_STDERR_CHARS = 2_000;
+
+export interface GrepToolOptions {
+  /** The ripgrep program; `rg` on PATH unless given (tests point it at a missing one). */
+  rgPath?: string;
+  timeoutMs?: number;
+}
+
+const count = (what: string): ReturnType<typeof Type.Integer> =>
+  Type.Integer({ minimum: 0, description: `${what} Requires output_mode: "content", ignored otherwise.` });
+
+const inputSchema = Type.Object(
+  {
+    pattern: Type.String({ description: 'The regular expression pattern to search for in file contents (ripgrep syntax).' }),
+    path: Type.Optional(
+      Type.String({ description: 'File or directory to search in, absolute or relative to the workspace root (rg PATH). Defaults to the workspace root.' }),
+    ),
+    glob: Type.Optional(Type.String({ description: 'Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob.' })),
+    type: Type.Optional(
+      Type.String({ description: 'File type to search (rg --type). Common types: js, ts, py, rust, go, java. More efficient than glob for standard file types.' }),
+    ),
+    output_mode: Type.Optional(
+      Type.Enum(['content', 'files_with_matches', 'count'], {
+        description:
+          'Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), "files_with_matches" shows file paths (supports head_limit), "count" shows match counts per file (supports head_limit). Defaults to "files_with_matches".',
+      }),
+    ),
+    '-i': Type.Optional(Type.Boolean({ description: 'Case insensitive search (rg -i).' })),
+    '-n': Type.Optional(Type.Boolean({ description: 'Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.' })),
+    '-A': Type.Optional(count('Number of lines to show after each match (rg -A).')),
+    '-B': Type.Optional(count('Number of lines to show before each match (rg -B).')),
+    '-C': Type.Optional(count('Number of lines to show before and after each match (rg -C).')),
+    multiline: Type.Optional(
+      Type.Boolean({ description: 'Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false.' }),
+    ),
+    head_limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: `Limit output to the first N lines/entries, like "| head -N": lines for content, file paths for files_with_matches, entries for count. Defaults to ${DEFAULT_HEAD_LIMIT}.`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+type GrepInput = Static<typeof inputSchema>;
+
+const DESCRIPTION = [
+  'A powerful search tool built on ripgrep.',
+  '',
+  '- Supports full regex syntax (e.g. "log.*Error", "function\\s+\\w+"). Literal braces need escaping: `interface\\{\\}` finds `interface{}` in Go code.',
+  '- Filter files with `glob` (e.g. "*.js", "**/*.tsx") or `type` (e.g. "js", "py", "rust").',
+  '- Output modes: "files_with_matches" (default) lists file paths, "content" shows matching lines, "count" shows counts of matching lines per file.',
+  '- Patterns match within single lines; use `multiline: true` for patterns that span lines.',
+  '- Searches the workspace only; paths in the output are relative to the workspace root, sorted by path.',
+  `- Follows ripgrep's defaults: files listed in .gitignore/.ignore are skipped, as are hidden files and directories (such as .git) and binary files; node_modules directories are skipped too. A glob that matches an ignored file brings it back, as in rg. Symbolic links are not followed. Lines longer than ${MAX_COLUMNS} characters are shortened.`,
+  `- At most head_limit (default ${DEFAULT_HEAD_LIMIT}) lines or entries and ${MAX_OUTPUT_CHARS} characters are returned; narrow the search or raise head_limit for more.`,
+].join('\n');
+
+/** The Grep tool, with Claude Code's name and input, backed by ripgrep (`rg`). */
+export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): ToolDef {
+  const rg = options.rgPath ?? 'rg';
+  const timeoutMs = options.timeoutMs ?? GREP_TIMEOUT_MS;
+  return defineTool({
+    name: 'Grep',
+    description: DESCRIPTION,
+    inputSchema,
+    annotations: { title: 'Grep', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    timeoutMs: timeoutMs + 10_000,
+    async execute(input, context) {
+      let target: string;
+      try {
+        target = (await ws.resolve(input.path ?? '.')).relative;
+      } catch (err) {
+        if (err instanceof WorkspaceError) return errorResult(err.message);
+        throw err;
+      }
+      const mode = input.output_mode ?? 'files_with_matches';
+      const limit = input.head_limit ?? DEFAULT_HEAD_LIMIT;
+      // Searching "." makes rg print "./" before every path; it is taken off each line again.
+      const stripDotSlash = target === '.';
+      const lines = new LineCollector(limit);
+      const stderr: Buffer[] = [];
+      let stderrBytes = 0;
+      const outcome = await runProcess(rg, rgArgs(input, mode, target), {
+        cwd: ws.root,
+        env: commandEnv(),
+        timeoutMs,
+        signal: context.signal,
+        onStdout: (chunk) => lines.write(chunk),
+        onStderr: (chunk) => {
+          if (stderrBytes < 4 * MAX_STDERR_CHARS) stderr.push(chunk);
+          stderrBytes += chunk.length;
+        },
+      });
+      if (outcome.spawnError) {
+        return errorResult(
+          outcome.spawnError.code === 'ENOENT'
+            ? `ripgrep (${rg}) is not installed on the server, so Grep cannot run. Install it: apt-get install ripgrep (Debian/Ubuntu), or see https://github.com/BurntSushi/ripgrep#installation.`
+            : `ripgrep (${rg}) could not be started: ${outcome.spawnError.message}`,
+        );
+      }
+      lines.end();
+      const errors = capText(Buffer.concat(stderr).toString('utf8').trim(), MAX_STDERR_CHARS).text;
+      if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${outcome.abortReason}`);
+      if (outcome.exitCode === 2 && lines.total === 0) return errorResult(`ripgrep failed: ${errors || 'exit code 2'}`);
+      if (outcome.exitCode !== 0 && outcome.exitCode !== 1 && outcome.exitCode !== 2 && !outcome.timedOut) {
+        return errorResult(`ripgrep failed (${outcome.exitSignal ?? `exit code ${outcome.exitCode}`}): ${errors}`);
+      }
+
+      const kept = stripDotSlash ? lines.kept.map((l) => (l.startsWith('./') ? l.slice(2) : l)) : lines.kept;
+      const parts: string[] = [];
+      if (lines.total === 0) parts.push('No matches found');
+      else if (mode === 'files_with_matches') parts.push(`Found ${lines.total} file${lines.total === 1 ? '' : 's'}`, ...kept);
+      else if (mode === 'count') {
+        parts.push(`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${lines.total} file${lines.total === 1 ? '' : 's'}`, ...kept);
+      } else parts.push(...kept);
+      if (lines.total > kept.length) {
+        const unit = mode === 'content' ? 'lines' : 'entries';
+        parts.push(`[Showing the first ${kept.length} of ${lines.total} ${unit}; raise head_limit or narrow the search to see more]`);
+      }
+      if (outcome.timedOut) parts.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
+      if (outcome.exitCode === 2 && errors) parts.push(`(ripgrep reported errors: ${errors})`);
+      return textResult(capText(parts.join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
+    },
+  });
+}
+
+function rgArgs(input: GrepInput, mode: string, target: string): string[] {
+  const args = ['--color=never', '--no-heading', '--with-filename', '--no-follow', '--sort=path'];
+  args.push(`--max-columns=${MAX_COLUMNS}`, '--max-columns-preview', '--glob=!node_modules/');
+  if (input['-i']) args.push('--ignore-case');
+  if (input.multiline) args.push('--multiline', '--multiline-dotall');
+  if (input.glob !== undefined) args.push('--glob', input.glob);
+  if (input.type !== undefined) args.push('--type', input.type);
+  if (mode === 'files_with_matches') args.push('--files-with-matches');
+  else if (mode === 'count') args.push('--count');
+  else {
+    args.push(input['-n'] === false ? '--no-line-number' : '--line-number');
+    // rg lets -A and -B override -C when they come after it.
+    if (input['-C'] !== undefined) args.push('--context', String(input['-C']));
+    if (input['-A'] !== undefined) args.push('--after-context', String(input['-A']));
+    if (input['-B'] !== undefined) args.push('--before-context', String(input['-B']));
+  }
+  // `--` ends the options: a pattern or path starting with "-" is taken as text.
+  args.push('--', input.pattern, target);
+  return args;
+}
+
+/** Splits rg's output into lines, keeping the first `limit` and counting all (and, for `--count`, summing). */
+class LineCollector {
+  readonly kept: string[] = [];
+  total = 0;
+  countSum = 0;
+  readonly #limit: number;
+  readonly #decoder = new StringDecoder('utf8');
+  #partial = '';
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  write(chunk: Buffer): void {
+    const text = this.#partial + this.#decoder.write(chunk);
+    const pieces = text.split('\n');
+    this.#partial = pieces.pop() ?? '';
+    // A partial line longer than any rg prints (--max-columns) cannot grow without bound here.
+    if (this.#partial.length > 4 * MAX_OUTPUT_CHARS) this.#partial = this.#partial.slice(0, 4 * MAX_OUTPUT_CHARS);
+    for (const line of pieces) this.#add(line);
+  }
+
+  end(): void {
+    const rest = this.#partial + this.#decoder.end();
+    this.#partial = '';
+    if (rest !== '') this.#add(rest);
+  }
+
+  #add(line: string): void {
+    this.total += 1;
+    const n = Number(line.slice(line.lastIndexOf(':') + 1));
+    if (Number.isInteger(n)) this.countSum += n;
+    if (this.kept.length < this.#limit) this.kept.push(line);
+  }
+}
