@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { pino } from 'pino';
 import { loadConfig } from './config.js';
 import { errorBody, ToolportError } from './core/errors.js';
 import { ToolExecutor } from './core/executor.js';
@@ -59,7 +60,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
         print(errorBody('INVALID_JSON', `The input is not valid JSON: ${json}`));
         return 1;
       }
-      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { pretty: false }), defaultTimeoutMs: config.toolTimeoutMs });
+      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) }), defaultTimeoutMs: config.toolTimeoutMs });
       const controller = new AbortController();
       const abort = (): void => controller.abort(new Error('interrupted'));
       process.once('SIGINT', abort);

@@ -17,7 +17,20 @@ export { ToolportError, ToolRegistrationError, ErrorCodes, errorBody, type Error
 export { API_FORMATS, type APIFormat, type AnthropicTool, type OpenAITool, type MCPTool } from './core/formats.js';
 export { textResult, errorResult } from './core/result.js';
 export { buildApp, type AppOptions, type Toolport } from './http/app.js';
-export { builtinTools, Echo, type BuiltinToolOptions } from './tools/index.js';
+export {
+  builtinTools,
+  createBashTool,
+  createEditTool,
+  createGlobTool,
+  createGrepTool,
+  createLsTool,
+  createReadTool,
+  createWriteTool,
+  Echo,
+  Workspace,
+  type BuiltinToolOptions,
+} from './tools/index.js';
+export { WorkspaceError } from './tools/workspace.js';
 export { loadPlugins, PluginLoadError, type ToolportPlugin } from './plugins.js';
 export { loadConfig, ConfigError, type Config } from './config.js';
 export { createLogger } from './logger.js';

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { resolve } from 'import-meta-resolve';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ToolRegistry } from './core/registry.js';
@@ -31,7 +31,7 @@ export async function loadPlugins(specs: readonly string[], registry: ToolRegist
     try {
       mod = (await import(resolveSpec(spec, cwd))) as { default?: unknown };
     } catch (err) {
-      throw new PluginLoadError(spec, (err as Error).message);
+      throw new PluginLoadError(spec, reason(err));
     }
     const plugin = mod.default;
     try {
@@ -40,12 +40,17 @@ export async function loadPlugins(specs: readonly string[], registry: ToolRegist
       else if (typeof plugin === 'object' && plugin !== null) registry.register(plugin as ToolDef);
       else throw new Error('the default export must be a tool, an array of tools, or a function that receives the registry');
     } catch (err) {
-      throw new PluginLoadError(spec, (err as Error).message);
+      throw new PluginLoadError(spec, reason(err));
     }
   }
 }
 
+function reason(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 function resolveSpec(spec: string, cwd: string): string {
   if (spec.startsWith('.') || path.isAbsolute(spec)) return pathToFileURL(path.resolve(cwd, spec)).href;
-  return pathToFileURL(createRequire(path.join(cwd, 'noop.js')).resolve(spec)).href;
+  // ESM resolution (the "import" condition), from cwd: Node 20's import.meta.resolve cannot take a parent.
+  return resolve(spec, pathToFileURL(path.join(cwd, 'noop.js')).href);
 }

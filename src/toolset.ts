@@ -19,6 +19,7 @@ export async function createToolset(config: Pick<Config, 'workspace' | 'bashSand
   if (config.tools === undefined) return all;
   const served = new ToolRegistry();
   for (const name of config.tools) {
+    if (served.get(name)) throw new UnknownToolError(`Invalid TOOLPORT_TOOLS: "${name}" is listed more than once.`);
     const tool = all.get(name);
     if (!tool) {
       const available = all.list().map((t) => t.name).join(', ');

@@ -152,13 +152,13 @@ describe('toolport CLI', { concurrency: 4 }, () => {
     assert.equal(run.code, 1);
   });
 
-  test('call of a tool that throws prints only the ToolResult on stdout and exits 1', { todo: 'bug: the CLI logger writes to stdout, so the "tool threw" warning is mixed into the printed JSON' }, async () => {
+  test('call of a tool that throws prints only the ToolResult on stdout and exits 1', async () => {
     const run = await cli(['call', 'ThrowsError', '{}'], { TOOLPORT_PLUGINS: FAILING_TOOLS });
     assert.equal(run.code, 1);
     assert.equal(run.stdout, printed({ content: [{ type: 'text', text: 'Tool "ThrowsError" failed: disk on fire' }], isError: true }));
   });
 
-  test('call with LOG_LEVEL=info keeps the log line off stdout', { todo: 'bug: the CLI logger writes to stdout, so LOG_LEVEL=info puts the "tool call" line before the result' }, async () => {
+  test('call with LOG_LEVEL=info keeps the log line off stdout', async () => {
     const run = await cli(['call', 'Echo', '{"text":"hi"}'], { LOG_LEVEL: 'info' });
     assert.equal(run.code, 0);
     assert.equal(run.stdout, printed({ content: [{ type: 'text', text: 'hi' }], isError: false }));

@@ -76,7 +76,7 @@ describe('createToolset', () => {
     });
   });
 
-  test('a name listed twice in TOOLPORT_TOOLS fails naming TOOLPORT_TOOLS', { todo: 'bug: toolset.ts registers the tool twice and surfaces a ToolRegistrationError that does not name TOOLPORT_TOOLS' }, async (t) => {
+  test('a name listed twice in TOOLPORT_TOOLS fails naming TOOLPORT_TOOLS', async (t) => {
     await assert.rejects(createToolset(await config(t, { tools: ['Echo', 'Echo'] }), REPO), {
       message: /^Invalid TOOLPORT_TOOLS: .*"Echo"/,
     });

@@ -63,7 +63,7 @@ export class ToolExecutor {
     this.lookup(name);
     const validate = this.registry.validator(name)!;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      const got = input === null ? 'null' : Array.isArray(input) ? 'an array' : `a ${typeof input}`;
+      const got = input === null ? 'null' : Array.isArray(input) ? 'an array' : input === undefined ? 'nothing' : `a ${typeof input}`;
       throw new ToolportError('INVALID_INPUT', `Input for tool "${name}" must be a JSON object, got ${got}.`, {
         violations: [{ path: '$', message: 'must be object' }],
       });
@@ -78,15 +78,16 @@ export class ToolExecutor {
   /** Runs a tool. Rejects only with `ToolportError` for an unknown tool or invalid input. */
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<ToolResult & { isError: boolean }> {
     this.check(name, input);
-    const tool = this.registry.get(name)!;
+    const tool = this.lookup(name);
     const requestId = options.requestId ?? `call-${++this.#nextId}`;
     const log = this.#log.child({ reqId: requestId, tool: name });
     const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
     const controller = new AbortController();
     const started = performance.now();
 
-    let settle!: (r: { outcome: CallOutcome; result: ToolResult & { isError: boolean } }) => void;
-    const stopped = new Promise<Parameters<typeof settle>[0]>((resolve) => (settle = resolve));
+    type Settled = { outcome: CallOutcome; result: ToolResult & { isError: boolean }; err?: unknown };
+    let settle!: (settled: Settled) => void;
+    const stopped = new Promise<Settled>((resolve) => (settle = resolve));
     const onAbort = (): void => {
       const reason: unknown = options.signal?.reason;
       const why = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'the call was cancelled';
@@ -100,35 +101,47 @@ export class ToolExecutor {
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
 
-    const ran = this.#run(name, input as Record<string, unknown>, { signal: controller.signal, log, requestId });
-    const { outcome, result } = await Promise.race([ran, stopped]);
+    // A call cancelled before it began never starts the tool: it may have side effects.
+    const ran = controller.signal.aborted ? stopped : this.#run(tool, input as Record<string, unknown>, { signal: controller.signal, log, requestId });
+    const { outcome, result, err } = await Promise.race([ran, stopped]);
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     // A tool that finished without looking at its signal still gets it, so leftovers stop.
     if (!controller.signal.aborted) controller.abort(new Error('call finished'));
     const ms = Math.round((performance.now() - started) * 100) / 100;
-    log.info({ ms, outcome, inputBytes: options.inputBytes }, 'tool call');
+    // One line per call; failures of the tool itself carry the error (with its stack) at warn.
+    if (err === undefined) log.info({ ms, outcome, inputBytes: options.inputBytes }, 'tool call');
+    else log.warn({ ms, outcome, inputBytes: options.inputBytes, err }, 'tool call');
     return result;
   }
 
   async #run(
-    name: string,
+    tool: ToolDef,
     input: Record<string, unknown>,
     context: { signal: AbortSignal; log: Logger; requestId: string },
-  ): Promise<{ outcome: CallOutcome; result: ToolResult & { isError: boolean } }> {
+  ): Promise<{ outcome: CallOutcome; result: ToolResult & { isError: boolean }; err?: unknown }> {
     let value: unknown;
     try {
-      value = await this.registry.get(name)!.execute(input, context);
+      value = await tool.execute(input, context);
     } catch (err) {
-      context.log.warn({ err }, 'tool threw');
-      const message = err instanceof Error ? err.message : String(err);
-      return { outcome: 'threw', result: errorResult(`Tool "${name}" failed: ${message || 'unknown error'}`) };
+      return { outcome: 'threw', result: errorResult(`Tool "${tool.name}" failed: ${describeThrown(err)}`), err };
     }
     const normalised = normaliseResult(value);
     if ('defect' in normalised) {
-      context.log.warn({ defect: normalised.defect }, 'tool returned a malformed result');
-      return { outcome: 'malformed', result: errorResult(`Tool "${name}" returned a malformed result: ${normalised.defect}.`) };
+      const message = `Tool "${tool.name}" returned a malformed result: ${normalised.defect}.`;
+      return { outcome: 'malformed', result: errorResult(message), err: new Error(message) };
     }
     return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
+  }
+}
+
+/** What a model should read about a thrown value: an Error's message, or the value itself. */
+function describeThrown(err: unknown): string {
+  if (err instanceof Error) return err.message || 'unknown error';
+  if (typeof err === 'string') return err || 'unknown error';
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
   }
 }

@@ -1,12 +1,14 @@
 import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes } from './formats.js';
-import { compileInputSchema, type InputValidator } from './validator.js';
+import { compileInputSchema, createAjv, type InputValidator } from './validator.js';
 import type { ToolDef } from './types.js';
 
 // The strictest rules that the Anthropic API, OpenAI and MCP all accept.
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const PROPERTY_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 const ROOT_COMBINATORS = ['oneOf', 'anyOf', 'allOf'] as const;
+// The longest delay setTimeout honours; past it, it fires after 1 ms.
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 interface Entry {
   tool: ToolDef;
@@ -21,16 +23,18 @@ interface Entry {
 export class ToolRegistry {
   readonly #entries = new Map<string, Entry>();
   readonly #published = new Map<APIFormat, unknown>();
+  // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
+  readonly #ajv = createAjv();
 
   /** Adds a tool; throws `ToolRegistrationError` naming the tool and the rule it breaks. */
   register(tool: ToolDef): this {
     const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
-    if (!TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
+    if (typeof tool?.name !== 'string' || !TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
     if (this.#entries.has(name)) throw new ToolRegistrationError(name, 'a tool with this name is already registered');
     if (typeof tool.description !== 'string') throw new ToolRegistrationError(name, 'the description must be a string');
     if (typeof tool.execute !== 'function') throw new ToolRegistrationError(name, 'execute must be a function');
-    if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0)) {
-      throw new ToolRegistrationError(name, 'timeoutMs must be a positive integer');
+    if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new ToolRegistrationError(name, `timeoutMs must be a positive integer of at most ${MAX_TIMEOUT_MS}`);
     }
     const schema: unknown = tool.inputSchema;
     if (typeof schema !== 'object' || schema === null || (schema as { type?: unknown }).type !== 'object') {
@@ -44,7 +48,7 @@ export class ToolRegistry {
     }
     let validate: InputValidator;
     try {
-      validate = compileInputSchema(tool.inputSchema);
+      validate = compileInputSchema(tool.inputSchema, this.#ajv);
     } catch (err) {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }

@@ -48,7 +48,7 @@ function copyBlock(block: unknown): ContentBlock | string {
     const media_type = s.media_type as 'image/png';
     return { type: 'image', source: { type: 'base64', media_type, data: s.data } };
   }
-  return `has unknown type ${describe(b.type)}`;
+  return `has unknown type ${typeof b.type === 'string' ? JSON.stringify(b.type) : describe(b.type)}`;
 }
 
 function describe(value: unknown): string {

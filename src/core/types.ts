@@ -51,7 +51,7 @@ export interface ToolContext {
 export interface ObjectSchema {
   type: 'object';
   properties?: Record<string, unknown>;
-  required?: readonly string[];
+  required?: string[];
   additionalProperties?: boolean | Record<string, unknown>;
   [keyword: string]: unknown;
 }

@@ -10,14 +10,14 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
  * properties, no defaults filled in. Non-strict so hand-written schemas may carry annotations
  * (`examples`, `$comment`, vendor keywords) without failing to compile.
  */
-const ajv = addFormats(
-  new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false }),
-);
+export function createAjv(): Ajv {
+  return addFormats(new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false }));
+}
 
 export type InputValidator = ValidateFunction<ToolInput>;
 
 /** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
-export function compileInputSchema(schema: ObjectSchema): InputValidator {
+export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
   return ajv.compile<ToolInput>(schema);
 }
 
@@ -34,11 +34,11 @@ export function describeViolations(errors: readonly ErrorObject[]): InputViolati
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {
       const extra = String((e.params as { additionalProperty: string }).additionalProperty);
-      path = appendKey(path, extra);
+      path = appendProperty(path, extra);
       message = 'is not an allowed property';
     } else if (e.keyword === 'required') {
       const missing = String((e.params as { missingProperty: string }).missingProperty);
-      path = appendKey(path, missing);
+      path = appendProperty(path, missing);
       message = 'is required';
     } else if (e.keyword === 'enum') {
       const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
@@ -57,8 +57,14 @@ function jsonPath(pointer: string): string {
     .reduce((path, key) => appendKey(path, key), '$');
 }
 
+/** A JSON Pointer token may be an array index or a property; digits are taken as an index. */
 function appendKey(path: string, key: string): string {
   if (/^\d+$/.test(key)) return `${path}[${key}]`;
+  return appendProperty(path, key);
+}
+
+/** A key known to be an object property, even when it is made of digits. */
+function appendProperty(path: string, key: string): string {
   if (/^[A-Za-z_$][\w$]*$/.test(key)) return `${path}.${key}`;
   return `${path}[${JSON.stringify(key)}]`;
 }

@@ -1,16 +1,34 @@
+import { createBashTool } from './bash.js';
 import { Echo } from './echo.js';
+import { createEditTool } from './edit.js';
+import { createGlobTool } from './glob.js';
+import { createGrepTool } from './grep.js';
+import { createLsTool } from './ls.js';
+import { createReadTool } from './read.js';
+import { Workspace } from './workspace.js';
+import { createWriteTool } from './write.js';
 import type { ToolDef } from '../core/types.js';
 
-export { Echo };
+export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, createGrepTool, createLsTool, createReadTool, createWriteTool };
 
 export interface BuiltinToolOptions {
-  /** The only directory the file tools may touch. */
+  /** The only directory the file tools may touch; canonicalised once, here. */
   workspace: string;
-  /** Run Bash inside an OS sandbox. */
+  /** Run Bash inside a bubblewrap sandbox; start-up fails when it is unavailable. */
   bashSandbox?: boolean;
 }
 
 /** The tools toolport serves out of the box, in the order they are listed. */
-export async function builtinTools(_options: BuiltinToolOptions): Promise<ToolDef[]> {
-  return [Echo];
+export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef[]> {
+  const ws = await Workspace.open(options.workspace);
+  return [
+    Echo,
+    await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? false }),
+    createReadTool(ws),
+    createWriteTool(ws),
+    createEditTool(ws),
+    createGlobTool(ws),
+    createGrepTool(ws),
+    createLsTool(ws),
+  ];
 }

@@ -1,7 +1,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
@@ -12,11 +12,6 @@ import type { Workspace } from './workspace.js';
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;
 
-type Matcher = (name: string) => boolean;
-type Picomatch = (patterns: readonly string[], options: { dot: boolean }) => Matcher;
-// picomatch is tinyglobby's own dependency (and ships no types): resolving it from tinyglobby's
-// location finds the copy tinyglobby was installed with, however npm laid out node_modules.
-const picomatch = createRequire(import.meta.resolve('tinyglobby'))('picomatch') as Picomatch;
 
 /** LS: the entries of one directory inside the workspace. */
 export function createLsTool(ws: Workspace): ToolDef {
@@ -47,7 +42,7 @@ export function createLsTool(ws: Workspace): ToolDef {
       } catch (err) {
         return fileErrorResult(err, given);
       }
-      const ignored = ignore && ignore.length > 0 ? picomatch(ignore, { dot: true }) : undefined;
+      const ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
       const kept = entries
         .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

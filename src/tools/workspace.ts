@@ -1,8 +1,10 @@
-import { lstat, realpath, stat } from 'node:fs/promises';
+import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 // Linux's PATH_MAX; longer paths cannot name a file, so they are refused before any I/O.
 const MAX_PATH_LENGTH = 4096;
+// Linux's limit on symlinks followed in one lookup (ELOOP past it).
+const MAX_SYMLINKS = 40;
 
 /** A path a file tool may not use; the message names the path as given and the reason, nothing more. */
 export class WorkspaceError extends Error {
@@ -18,10 +20,9 @@ export interface ResolvedPath {
 }
 
 /**
- * The one directory the file tools may touch. Containment is decided on canonical paths: the
- * path is resolved against the root, every existing part is run through `realpath` (so symlinks,
- * in the last part or in any parent, are followed before the check), and the result must equal
- * the root or start with the root plus a separator, never a bare string prefix.
+ * The one directory the file tools may touch. Containment is decided on canonical paths: every
+ * symlink, in the last part or in any parent, is followed before the check, and the result must
+ * equal the root or start with the root plus a separator, never a bare string prefix.
  */
 export class Workspace {
   /** The canonical root. */
@@ -52,51 +53,64 @@ export class Workspace {
 
   /**
    * Resolves a path given by a client (absolute, or relative to the root) to a canonical path
-   * inside the workspace. The path need not exist: its deepest existing ancestor is canonicalised
-   * and the rest appended, so a new file's parent directory is checked like any other path.
-   * Throws `WorkspaceError` for empty paths, NUL bytes, overlong paths, dangling symlinks, symlink
-   * loops, and anything that lands outside the root.
+   * inside the workspace. The path is walked one component at a time, as the kernel would, and
+   * every symlink is expanded by hand; a step that would leave the root is refused before
+   * anything outside is touched, so refusals say nothing about the file system out there. The
+   * path need not exist: once a component is missing, the rest is appended, so a new file's
+   * parent directory is checked like any other path. Throws `WorkspaceError` for empty paths, NUL
+   * bytes, overlong paths, dangling symlinks, symlink loops, and anything that lands outside.
    */
   async resolve(given: string): Promise<ResolvedPath> {
     if (typeof given !== 'string' || given.length === 0) throw new WorkspaceError('The path is empty.');
     const shown = JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given);
     if (given.includes('\0')) throw new WorkspaceError(`Path ${shown} contains a NUL byte.`);
     if (given.length > MAX_PATH_LENGTH) throw new WorkspaceError(`Path ${shown} is longer than ${MAX_PATH_LENGTH} characters.`);
+    const outside = (): WorkspaceError =>
+      new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
 
-    const outside = new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
-    const candidate = path.resolve(this.root, given);
-    let existing = candidate;
-    const rest: string[] = [];
-    let canonical: string | undefined;
-    for (;;) {
+    let current = path.isAbsolute(given) ? path.parse(given).root : this.root;
+    // Each part remembers whether it came from a symlink's target, to tell a dangling link from a new file.
+    const pending = given.split(path.sep).map((part) => ({ part, fromLink: false }));
+    let links = 0;
+    while (pending.length > 0) {
+      const { part, fromLink } = pending.shift()!;
+      if (part === '' || part === '.') continue;
+      const next = part === '..' ? path.dirname(current) : path.join(current, part);
+      if (!this.#mayEnter(next)) throw outside();
+      if (part === '..') {
+        current = next;
+        continue;
+      }
+      let isLink: boolean;
       try {
-        canonical = await realpath(existing);
-        break;
+        isLink = (await lstat(next)).isSymbolicLink();
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ELOOP') throw new WorkspaceError(`Path ${shown} has a symbolic link loop.`);
         if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new WorkspaceError(`Path ${shown} cannot be resolved (${code ?? 'error'}).`);
-        // A symlink whose target is missing: following it on write could create a file anywhere.
-        if (await isSymlink(existing)) {
-          if (!this.contains(candidate)) throw outside;
-          throw new WorkspaceError(`Path ${shown} is a symbolic link whose target does not exist.`);
-        }
-        const parent = path.dirname(existing);
-        if (parent === existing) throw outside;
-        rest.unshift(path.basename(existing));
-        existing = parent;
+        // A link whose target is missing: following it on write could create a file elsewhere.
+        if (fromLink) throw new WorkspaceError(`Path ${shown} is a symbolic link whose target does not exist.`);
+        // Missing from here on: the rest cannot hold symlinks, so it is joined as text, unless it
+        // climbs back out with `..` (the kernel would fail there too).
+        if (pending.some((p) => p.part === '..')) throw new WorkspaceError(`Path ${shown} goes through a directory that does not exist.`);
+        const absolute = path.resolve(next, ...pending.map((p) => p.part));
+        if (!this.contains(absolute)) throw outside();
+        return { absolute, relative: path.relative(this.root, absolute) || '.' };
       }
+      if (!isLink) {
+        current = next;
+        continue;
+      }
+      if (++links > MAX_SYMLINKS) throw new WorkspaceError(`Path ${shown} has a symbolic link loop.`);
+      const target = await readlink(next);
+      pending.unshift(...target.split(path.sep).map((p) => ({ part: p, fromLink: true })));
+      if (path.isAbsolute(target)) current = path.parse(target).root;
     }
-    const absolute = rest.length === 0 ? canonical : path.join(canonical, ...rest);
-    if (!this.contains(absolute)) throw outside;
-    return { absolute, relative: path.relative(this.root, absolute) || '.' };
+    if (!this.contains(current)) throw outside();
+    return { absolute: current, relative: path.relative(this.root, current) || '.' };
   }
-}
 
-async function isSymlink(p: string): Promise<boolean> {
-  try {
-    return (await lstat(p)).isSymbolicLink();
-  } catch {
-    return false;
+  /** True for the root, paths below it, and its ancestors (which a walk from `/` passes through). */
+  #mayEnter(p: string): boolean {
+    return this.contains(p) || this.#prefix.startsWith(p.endsWith(path.sep) ? p : p + path.sep);
   }
 }

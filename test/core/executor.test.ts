@@ -206,7 +206,7 @@ describe('ToolExecutor: what a tool does becomes a ToolResult', () => {
     });
   }
 
-  test('a tool that returns a block of unknown type gives an isError result naming the type', { todo: 'bug: result.ts copyBlock describes the type string as "a string" instead of naming it' }, async () => {
+  test('a tool that returns a block of unknown type gives an isError result naming the type', async () => {
     const result = await executorWith(tool('T', () => ({ content: [{ type: 'audio', data: '' }] }) as never)).call('T', {});
     assert.deepEqual(result, {
       content: [{ type: 'text', text: 'Tool "T" returned a malformed result: content[0] has unknown type "audio".' }],
@@ -214,7 +214,7 @@ describe('ToolExecutor: what a tool does becomes a ToolResult', () => {
     });
   });
 
-  test('a tool that rejects with a plain object gives a message carrying what the object says', { todo: 'bug: executor.ts #run uses String(err), so an object rejection reads "[object Object]"' }, async () => {
+  test('a tool that rejects with a plain object gives a message carrying what the object says', async () => {
     const result = await executorWith(tool('T', () => Promise.reject({ reason: 'quota exceeded' } as unknown as Error))).call('T', {});
     assert.equal(result.isError, true);
     assert.match(result.content[0]?.type === 'text' ? result.content[0].text : '', /quota exceeded/);
@@ -323,7 +323,7 @@ describe('ToolExecutor: deadlines and aborts', () => {
     assert.deepEqual(result, { content: [{ type: 'text', text: 'Tool "Hang" was aborted: gone.' }], isError: true });
   });
 
-  test('a call whose signal is already aborted does not run the tool', { todo: 'bug: executor.ts call() starts #run even when options.signal is already aborted' }, async () => {
+  test('a call whose signal is already aborted does not run the tool', async () => {
     let ran = false;
     const controller = new AbortController();
     controller.abort(new Error('gone'));

@@ -27,13 +27,7 @@ const Pixel = defineTool({
 const registry = new ToolRegistry().register(Pixel);
 
 // The type checks: each assignment compiles only if toolport's shape fits the SDK's type.
-// Bug (src/core/types.ts:54): ObjectSchema.required is `readonly string[]`, the Anthropic SDK's
-// Tool.InputSchema.required is `string[]`, so the anthropic list needs a cast today. These two
-// directives are the compile-time form of a todo: once the type is fixed, tsc reports them as
-// unused and they must be deleted.
-// @ts-expect-error bug: ObjectSchema.required is readonly string[]; Anthropic's Tool wants string[]
 const anthropicTools: Tool[] = registry.toAPI('anthropic');
-// @ts-expect-error bug: ObjectSchema.required is readonly string[]; Anthropic's Tool wants string[]
 const anthropicDefault: Tool[] = registry.toAPI();
 const openaiFunctionTools: ChatCompletionFunctionTool[] = registry.toAPI('openai');
 const openaiTools: ChatCompletionTool[] = registry.toAPI('openai');
@@ -79,7 +73,7 @@ test('the OpenAI tool list holds the shape of ChatCompletionFunctionTool at runt
   ]);
 });
 
-test('registry.toAPI(\'anthropic\') is assignable to the Anthropic SDK Tool[] without a cast', { todo: 'bug: ObjectSchema.required (src/core/types.ts:54) is readonly string[]; see the @ts-expect-error directives above' }, () => {
+test('registry.toAPI(\'anthropic\') is assignable to the Anthropic SDK Tool[] without a cast', () => {
   assert.ok(Array.isArray(anthropicTools));
 });
 

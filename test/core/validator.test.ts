@@ -153,7 +153,7 @@ describe('describeViolations', () => {
   });
 
   // additionalProperties and required always name an object key, never an array index.
-  test('addresses an object key made of digits as a key, not an array index', { todo: 'bug: validator.ts appendKey renders the key "0" as $[0], the form of an array index' }, () => {
+  test('addresses an object key made of digits as a key, not an array index', () => {
     const schema: ObjectSchema = { type: 'object', properties: { '1': { type: 'string' } }, required: ['1'], additionalProperties: false };
     assert.deepEqual(violations(schema, { '0': 'x' }), [
       { path: '$["1"]', message: 'is required' },

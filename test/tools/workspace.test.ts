@@ -173,16 +173,13 @@ describe('Workspace.resolve', () => {
     await refused('loop-2/file.txt', /has a symbolic link loop\.$/);
   });
 
-  // Known gaps in workspace.ts, kept as todo tests until it is fixed:
-  // the message for a refused path should not depend on the state of the file system outside.
-  const LOOP_BUG = 'bug: workspace.ts resolve() reports ELOOP (and EACCES) for paths outside the root instead of "outside the workspace"';
-  test('gives the same refusal for an outside path whether or not it holds a symlink loop', { todo: LOOP_BUG }, async () => {
+  // The message for a refused path must not depend on the state of the file system outside.
+  test('gives the same refusal for an outside path whether or not it holds a symlink loop', async () => {
     await symlink('outside-loop', path.join(base, 'outside-loop'));
     await refused(path.join(base, 'outside-loop', 'x'), OUTSIDE);
   });
 
-  const DANGLING_BUG = 'bug: workspace.ts resolve() says "target does not exist" for a dangling link whose target is outside, revealing that it is missing';
-  test('gives the same refusal for a link to an outside path whether or not that path exists', { todo: DANGLING_BUG }, async () => {
+  test('gives the same refusal for a link to an outside path whether or not that path exists', async () => {
     await symlink(path.join(base, 'outside', 'no-such-file'), path.join(root, 'probe-missing'));
     await refused('probe-missing', OUTSIDE);
   });
