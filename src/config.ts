@@ -22,6 +22,20 @@ export interface Config {
   bashSandbox: boolean;
   /** Serve the API browser at /docs. */
   docs: boolean;
+  /** Keys with access to every served tool (TOOLPORT_API_KEYS). */
+  apiKeys: string[];
+  /** A JSON file of scoped keys: [{ label, key, tools? }]. */
+  apiKeysFile: string | undefined;
+  /** With keys configured, leave /docs and /openapi.json open to everyone. */
+  publicDocs: boolean;
+  /** Serve tools that are not read-only on a non-loopback address without keys. */
+  allowUnauthenticated: boolean;
+  /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
+  rateLimit: number;
+  /** Most calls of any one tool that run at once. */
+  maxConcurrency: number;
+  /** Most calls of any one tool that may wait for a slot; past it, 503. */
+  queueSize: number;
 }
 
 /** Raised for a missing or malformed variable; the message names it and says what is expected. */
@@ -51,6 +65,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     workspace: text(env, 'TOOLPORT_WORKSPACE', cwd),
     bashSandbox: boolean(env, 'TOOLPORT_BASH_SANDBOX', false),
     docs: boolean(env, 'TOOLPORT_DOCS', true),
+    apiKeys: list(env, 'TOOLPORT_API_KEYS', { secret: true }) ?? [],
+    apiKeysFile: raw(env, 'TOOLPORT_API_KEYS_FILE'),
+    publicDocs: boolean(env, 'TOOLPORT_PUBLIC_DOCS', false),
+    allowUnauthenticated: boolean(env, 'TOOLPORT_ALLOW_UNAUTHENTICATED', false),
+    rateLimit: integer(env, 'TOOLPORT_RATE_LIMIT', 600, 0, 1_000_000),
+    maxConcurrency: integer(env, 'TOOLPORT_MAX_CONCURRENCY', 16, 1, 10_000),
+    queueSize: integer(env, 'TOOLPORT_QUEUE_SIZE', 64, 0, 100_000),
   };
 }
 
@@ -86,10 +107,11 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return value as T;
 }
 
-function list(env: Env, name: string): string[] | undefined {
+function list(env: Env, name: string, { secret = false } = {}): string[] | undefined {
   const value = raw(env, name);
   if (value === undefined) return undefined;
   const items = value.split(',').map((s) => s.trim());
-  if (items.some((s) => s === '')) throw new ConfigError(name, 'a comma-separated list without empty items', value);
+  // A secret's value never goes into an error message (it would end up in logs).
+  if (items.some((s) => s === '')) throw new ConfigError(name, 'a comma-separated list without empty items', secret ? '(hidden)' : value);
   return items;
 }

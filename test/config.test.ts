@@ -16,6 +16,13 @@ const DEFAULTS: Config = {
   workspace: CWD,
   bashSandbox: false,
   docs: true,
+  apiKeys: [],
+  apiKeysFile: undefined,
+  publicDocs: false,
+  allowUnauthenticated: false,
+  rateLimit: 600,
+  maxConcurrency: 16,
+  queueSize: 64,
 };
 
 /** Asserts that loading `env` throws a ConfigError naming `variable`, with exactly this message. */
@@ -59,6 +66,13 @@ describe('loadConfig', () => {
       TOOLPORT_WORKSPACE: '/data/work',
       TOOLPORT_BASH_SANDBOX: 'true',
       TOOLPORT_DOCS: 'false',
+      TOOLPORT_API_KEYS: 'key-one, key-two',
+      TOOLPORT_API_KEYS_FILE: '/etc/toolport/keys.json',
+      TOOLPORT_PUBLIC_DOCS: 'yes',
+      TOOLPORT_ALLOW_UNAUTHENTICATED: '1',
+      TOOLPORT_RATE_LIMIT: '0',
+      TOOLPORT_MAX_CONCURRENCY: '4',
+      TOOLPORT_QUEUE_SIZE: '0',
     };
     assert.deepEqual(loadConfig(env, CWD), {
       port: 8080,
@@ -72,6 +86,13 @@ describe('loadConfig', () => {
       workspace: '/data/work',
       bashSandbox: true,
       docs: false,
+      apiKeys: ['key-one', 'key-two'],
+      apiKeysFile: '/etc/toolport/keys.json',
+      publicDocs: true,
+      allowUnauthenticated: true,
+      rateLimit: 0,
+      maxConcurrency: 4,
+      queueSize: 0,
     } satisfies Config);
   });
 
@@ -133,6 +154,12 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_PLUGINS', './a.js, ,./b.js', 'Invalid TOOLPORT_PLUGINS: expected a comma-separated list without empty items, got "./a.js, ,./b.js"'],
     ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected true or false, got "maybe"'],
     ['TOOLPORT_DOCS', 'on', 'Invalid TOOLPORT_DOCS: expected true or false, got "on"'],
+    ['TOOLPORT_API_KEYS', 'sk-secret,,other', 'Invalid TOOLPORT_API_KEYS: expected a comma-separated list without empty items, got "(hidden)"'],
+    ['TOOLPORT_RATE_LIMIT', '-5', 'Invalid TOOLPORT_RATE_LIMIT: expected an integer from 0 to 1000000, got "-5"'],
+    ['TOOLPORT_MAX_CONCURRENCY', '0', 'Invalid TOOLPORT_MAX_CONCURRENCY: expected an integer from 1 to 10000, got "0"'],
+    ['TOOLPORT_QUEUE_SIZE', 'lots', 'Invalid TOOLPORT_QUEUE_SIZE: expected an integer from 0 to 100000, got "lots"'],
+    ['TOOLPORT_ALLOW_UNAUTHENTICATED', 'sure', 'Invalid TOOLPORT_ALLOW_UNAUTHENTICATED: expected true or false, got "sure"'],
+    ['TOOLPORT_PUBLIC_DOCS', 'maybe', 'Invalid TOOLPORT_PUBLIC_DOCS: expected true or false, got "maybe"'],
   ];
   for (const [variable, value, message] of cases) {
     test(`${variable}=${value}`, () => assertRejected({ [variable]: value }, variable, message));

@@ -8,6 +8,7 @@ export interface TypedToolSpec<Schema extends TObject> {
   inputSchema: Schema;
   annotations?: ToolAnnotations;
   timeoutMs?: number;
+  maxConcurrency?: number;
   execute(input: Static<Schema>, context: ToolContext): Promise<ToolResult> | ToolResult;
 }
 

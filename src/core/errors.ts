@@ -7,12 +7,17 @@ export const ErrorCodes = {
   INVALID_INPUT: 400,
   INVALID_QUERY: 400,
   BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   TOOL_NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
   SHUTTING_DOWN: 503,
+  QUEUE_FULL: 503,
+  OVERLOADED: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;
@@ -23,12 +28,15 @@ export class ToolportError extends Error {
   readonly code: ErrorCode;
   readonly statusCode: number;
   readonly details: unknown;
+  /** Response headers that go with the error (`Retry-After`, `WWW-Authenticate`). */
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: ErrorCode, message: string, details?: unknown) {
+  constructor(code: ErrorCode, message: string, details?: unknown, headers: Record<string, string> = {}) {
     super(message);
     this.code = code;
     this.statusCode = ErrorCodes[code];
     this.details = details;
+    this.headers = headers;
   }
 }
 

@@ -36,6 +36,9 @@ export class ToolRegistry {
     if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ToolRegistrationError(name, `timeoutMs must be a positive integer of at most ${MAX_TIMEOUT_MS}`);
     }
+    if (tool.maxConcurrency !== undefined && !(Number.isInteger(tool.maxConcurrency) && tool.maxConcurrency > 0)) {
+      throw new ToolRegistrationError(name, 'maxConcurrency must be a positive integer');
+    }
     const schema: unknown = tool.inputSchema;
     if (typeof schema !== 'object' || schema === null || (schema as { type?: unknown }).type !== 'object') {
       throw new ToolRegistrationError(name, 'the input schema\'s root must be { "type": "object" }');

@@ -67,5 +67,7 @@ export interface ToolDef<Input extends ToolInput = ToolInput> {
   annotations?: ToolAnnotations;
   /** Deadline for one call in milliseconds; overrides the server's default. */
   timeoutMs?: number;
+  /** Most calls of this tool that may run at once; the server's own cap applies too. */
+  maxConcurrency?: number;
   execute(input: Input, context: ToolContext): Promise<ToolResult> | ToolResult;
 }

@@ -24,6 +24,7 @@ const INVALID_JSON_MESSAGE =
   'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
 
 export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
+  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
 }
 
