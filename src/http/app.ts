@@ -3,7 +3,9 @@ import { pino, type Logger } from 'pino';
 import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
+import { installAccessControl, type ApiKey } from './auth.js';
 import { installErrorHandling } from './error-handler.js';
+import { installProtection } from './protection.js';
 import { InFlight } from './in-flight.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
@@ -20,6 +22,18 @@ export interface AppOptions {
   bodyLimit?: number;
   /** Serve the browsable API documentation at `/docs` (default true). */
   docs?: boolean;
+  /** API keys and their scopes; none (the default) means no authentication. */
+  apiKeys?: readonly ApiKey[];
+  /** With keys configured, leave `/docs` and `/openapi.json` open (default false). */
+  publicDocs?: boolean;
+  /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
+  localOnly?: boolean;
+  /** Calls per minute per key or client address; 0 (the default here) switches the limit off. */
+  rateLimit?: number;
+  /** Most calls of one tool running at once (default 16). */
+  maxConcurrency?: number;
+  /** Most calls of one tool waiting for a slot; past it, 503 (default 64). */
+  queueSize?: number;
 }
 
 /** What the entry point needs to run the app: the pipeline, and a bounded graceful shutdown. */
@@ -83,6 +97,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   installErrorHandling(app);
   installJsonParsing(app);
+  installAccessControl(app, { apiKeys: options.apiKeys ?? [], publicDocs: options.publicDocs ?? false, localOnly: options.localOnly ?? false });
+  await installProtection(app, { rateLimit: options.rateLimit ?? 0 });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
