@@ -68,8 +68,9 @@ check() {
 http() {
   node -e '
     const [method, url, body] = process.argv.slice(1);
-    const init = { method, signal: AbortSignal.timeout(5000) };
-    if (body !== undefined) Object.assign(init, { body, headers: { "content-type": "application/json" } });
+    const headers = { authorization: `Bearer ${process.env.API_KEY}` };
+    const init = { method, headers, signal: AbortSignal.timeout(5000) };
+    if (body !== undefined) Object.assign(init, { body, headers: { ...headers, "content-type": "application/json" } });
     fetch(url, init).then(async (r) => {
       const text = await r.text();
       process.stdout.write(text);
@@ -95,6 +96,30 @@ check_echo() {
   http POST /tools/Echo '{"text":"hello"}' |
     expect_json 'b.isError === false && b.content.length === 1 && b.content[0].type === "text" && b.content[0].text === "hello"'
 }
+check_file_tools() {
+  http POST /tools/Write '{"file_path":"notes/hello.txt","content":"hello from the container\n"}' |
+    expect_json 'b.isError === false' &&
+    http POST /tools/Read '{"file_path":"/workspace/notes/hello.txt"}' |
+    expect_json 'b.isError === false && b.content[0].text.includes("hello from the container")' &&
+    http POST /tools/Grep '{"pattern":"from the c[o]ntainer"}' |
+    expect_json 'b.isError === false && b.content[0].text.includes("notes/hello.txt")'
+}
+check_bash() {
+  http POST /tools/Bash '{"command":"id -u && pwd"}' | expect_json 'b.isError === false && /^1000\n\/workspace/.test(b.content[0].text)'
+}
+check_refuses_escape() {
+  http POST /tools/Read '{"file_path":"/etc/passwd"}' |
+    expect_json 'b.isError === true && b.content[0].text.includes("outside the workspace")'
+}
+check_unauthenticated_refused() {
+  ! API_KEY=wrong-key http GET /tools
+}
+check_no_keys_refuses_to_start() {
+  local out
+  out=$(podman run --rm "$IMAGE" 2>&1) && { echo "started without keys: $out"; return 1; }
+  echo "$out"
+  grep -q 'TOOLPORT_API_KEYS' <<<"$out"
+}
 check_uid() {
   local uid; uid=$(podman exec "$NAME" id -u); echo "uid $uid"
   [[ $uid =~ ^[0-9]+$ && $uid -ne 0 ]]
@@ -118,7 +143,10 @@ echo "== image: built in $(since "$started"), $(podman image inspect "$IMAGE" --
 
 checks_started=$(now)
 echo "== container: run $NAME"
-podman run -d --name "$NAME" -p 127.0.0.1::8080 "$IMAGE" >/dev/null
+# The image listens on 0.0.0.0 and serves Bash, so it refuses to start without API keys.
+API_KEY=$(node -e 'console.log(require("node:crypto").randomBytes(24).toString("base64url"))')
+export API_KEY
+podman run -d --name "$NAME" -p 127.0.0.1::8080 -e TOOLPORT_API_KEYS="$API_KEY" "$IMAGE" >/dev/null
 host_port=$(podman port "$NAME" 8080/tcp | head -n1)
 BASE_URL="http://${host_port/0.0.0.0/127.0.0.1}"
 echo "listening at $BASE_URL"
@@ -140,6 +168,11 @@ if ((failed == 0)); then
   check "GET /healthz answers {\"status\":\"ok\"}" check_healthz
   check "GET /tools is a JSON array that lists Echo" check_tools
   check "POST /tools/Echo {\"text\":\"hello\"} returns hello with isError false" check_echo
+  check "Write, Read and Grep round-trip a file in /workspace" check_file_tools
+  check "Bash runs as uid 1000 in /workspace" check_bash
+  check "Read refuses a path outside the workspace" check_refuses_escape
+  check "a request with a wrong API key is refused" check_unauthenticated_refused
+  check "without API keys the image refuses to start, naming TOOLPORT_API_KEYS" check_no_keys_refuses_to_start
   check "the server runs as a non-root user (id -u)" check_uid
   check "no process in the container runs as root (podman top)" check_no_root_process
   check "ripgrep is installed for the Grep tool" podman exec "$NAME" rg --version
