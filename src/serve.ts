@@ -1,30 +1,45 @@
 import type { FastifyInstance } from 'fastify';
+import { loadApiKeys } from './api-keys.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './logger.js';
+import { assertSafeExposure, isLoopback } from './safety.js';
 import { createToolset } from './toolset.js';
 
 // After the grace period calls are aborted and answer at once; this is only a last resort.
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
 
 /**
- * Owns the process: reads the configuration, builds the app, listens, and shuts down gracefully
- * on SIGTERM or SIGINT (stop taking calls, let calls in flight finish up to the grace period,
- * abort the rest, exit 0). Start-up errors are printed on one line and exit with status 1.
+ * Owns the process: reads the configuration and the API keys, refuses an unsafe exposure (tools
+ * that change things, on a non-loopback address, without keys), builds the app, listens, and shuts
+ * down gracefully on SIGTERM or SIGINT (stop taking calls, let calls in flight finish up to the
+ * grace period, abort the rest, exit 0). Start-up errors are printed on one line and exit with status 1.
  */
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<FastifyInstance | undefined> {
   let app: FastifyInstance;
   let config: ReturnType<typeof loadConfig>;
+  let keyLabels: string[];
+  let unauthenticated: string[];
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
     const registry = await createToolset(config);
+    const tools = registry.list();
+    const apiKeys = await loadApiKeys(config, tools.map((t) => t.name));
+    unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
+    keyLabels = apiKeys.map((k) => k.label);
     app = await buildApp({
       registry,
       logger,
       toolTimeoutMs: config.toolTimeoutMs,
       bodyLimit: config.bodyLimit,
       docs: config.docs,
+      apiKeys,
+      publicDocs: config.publicDocs,
+      localOnly: isLoopback(config.host),
+      rateLimit: config.rateLimit,
+      maxConcurrency: config.maxConcurrency,
+      queueSize: config.queueSize,
     });
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
@@ -32,7 +47,14 @@ export async function serve(env: Record<string, string | undefined> = process.en
     process.exitCode = 1;
     return undefined;
   }
-  app.log.info({ tools: app.toolport.executor.registry.list().map((t) => t.name) }, 'serving tools');
+  if (unauthenticated.length > 0) {
+    app.log.warn(
+      { tools: unauthenticated, host: config.host },
+      'serving tools that are not read-only without authentication on a non-loopback address (TOOLPORT_ALLOW_UNAUTHENTICATED=true)',
+    );
+  }
+  // Labels only: a key's value never reaches the log.
+  app.log.info({ tools: app.toolport.executor.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { API_FORMATS, type APIFormat } from '../../core/formats.js';
+import { API_FORMATS, formatTools, type APIFormat } from '../../core/formats.js';
 import type { ToolExecutor } from '../../core/executor.js';
 import type { ToolDef } from '../../core/types.js';
+import { assertMayUse, type ToolScope } from '../auth.js';
 import type { InFlight } from '../in-flight.js';
 import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
 
@@ -34,8 +35,23 @@ const CALL_RESPONSES = {
 export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutdownSignal }: ToolRoutesOptions): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { registry } = executor;
-  // Tool lists do not change once the app is built: serialise each format once.
+  // Tool lists do not change once the app is built: serialise each format once, and once more
+  // for each distinct scope of the API keys (a scoped key lists only the tools it may use).
   const lists = new Map<APIFormat, string>(API_FORMATS.map((f) => [f, JSON.stringify(registry.toAPI(f))]));
+  const scopedLists = new Map<ToolScope, Map<APIFormat, string>>();
+  const listsFor = (scope: ToolScope | undefined): Map<APIFormat, string> => {
+    if (scope === undefined) return lists;
+    let shaped = scopedLists.get(scope);
+    if (shaped === undefined) {
+      const tools = registry.list().filter((t) => scope.has(t.name));
+      shaped = new Map(API_FORMATS.map((f) => [f, JSON.stringify(formatTools(tools, f))]));
+      scopedLists.set(scope, shaped);
+    }
+    return shaped;
+  };
+  for (const scope of fastify.hasDecorator('toolScopes') ? fastify.toolScopes : []) listsFor(scope);
+  // Before the body is parsed: a call outside the key's scope is refused whatever it carries.
+  const checkScope = async (request: FastifyRequest): Promise<void> => assertMayUse(request, toolName(request));
 
   app.get(
     '/tools',
@@ -49,7 +65,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
       },
     },
     async (request, reply) =>
-      reply.type(JSON_TYPE).serializer(String).send(lists.get(request.query.format ?? 'anthropic')),
+      reply.type(JSON_TYPE).serializer(String).send(listsFor(request.apiKey?.tools).get(request.query.format ?? 'anthropic')),
   );
 
   app.get(
@@ -63,6 +79,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
         querystring: FormatQuery,
         response: { 200: { description: 'The tool definition.', type: 'object', additionalProperties: true }, 400: ErrorRef, 404: ErrorRef },
       },
+      onRequest: checkScope,
     },
     async (request) => {
       const { name } = request.params;
@@ -74,8 +91,8 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
     },
   );
 
-  const call = async (request: FastifyRequest<{ Params: { name?: string } }>, reply: FastifyReply) => {
-    const name = request.params.name ?? request.routeOptions.config.tool ?? '';
+  const call = async (request: FastifyRequest, reply: FastifyReply) => {
+    const name = toolName(request);
     // No body at all (curl -X POST) means "no arguments": the same as {}.
     const input = request.body === undefined ? {} : request.body;
     executor.check(name, input);
@@ -104,6 +121,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
   for (const tool of registry.list()) {
     app.post(`/tools/${tool.name}`, {
       serializerCompiler: stringify,
+      onRequest: checkScope,
       config: { tool: tool.name, swaggerTransform: withBody(tool) },
       schema: {
         operationId: tool.name,
@@ -117,8 +135,14 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
 
   app.post('/tools/:name', {
     serializerCompiler: stringify,
+    onRequest: checkScope,
     schema: { hide: true, params: ToolNameParams, response: CALL_RESPONSES },
   }, call);
+}
+
+/** The tool a request is for: a per-tool route says it in its config, the generic one in its path. */
+function toolName(request: FastifyRequest): string {
+  return (request.params as { name?: string }).name ?? request.routeOptions.config.tool ?? '';
 }
 
 function withBody(tool: ToolDef) {
