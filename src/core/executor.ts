@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { ToolportError } from './errors.js';
+import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from './limiter.js';
 import { describeViolations } from './validator.js';
 import { errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
@@ -8,12 +9,35 @@ import type { ToolDef, ToolResult } from './types.js';
 /** Outcome of one call, as logged and counted. */
 export type CallOutcome = 'ok' | 'tool_error' | 'threw' | 'malformed' | 'timeout' | 'aborted';
 
+/** The outcomes, in a fixed order (for metrics that start every series at zero). */
+export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'threw', 'malformed', 'timeout', 'aborted'];
+
+/**
+ * Hears what the pipeline does, for metrics; keeps the core free of any metrics library. It is
+ * called on every call, so each method must be cheap, and it must not throw.
+ */
+export interface CallObserver {
+  /** The calls of `tool` holding a slot (`running`) or waiting for one (`waiting`) changed. */
+  loadChanged(tool: string, running: number, waiting: number): void;
+  /**
+   * A call that was admitted ended: how, and how long the tool ran in seconds (undefined for a call
+   * that left the queue before it started). Calls refused before admission are not reported here.
+   */
+  callFinished(tool: string, outcome: CallOutcome, seconds: number | undefined): void;
+}
+
 export interface ExecutorOptions {
   registry: ToolRegistry;
   /** The parent logger; each call gets a child bound to its request id and tool. */
   logger?: Logger;
   /** Deadline for tools that declare no `timeoutMs` of their own. */
   defaultTimeoutMs?: number;
+  /** Most calls of any one tool that run at once (default 16); a tool's own `maxConcurrency` may lower it. */
+  maxConcurrency?: number;
+  /** Most calls of any one tool that wait for a slot (default 64); past it, calls fail with `QUEUE_FULL`. */
+  queueSize?: number;
+  /** Told about every call, for metrics. */
+  observer?: CallObserver;
 }
 
 export interface CallOptions {
@@ -22,6 +46,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Size of the raw input, for the log line (the input itself is never logged). */
   inputBytes?: number;
+  /** The label of the API key the call came with, for the log line (logged as `key`). */
+  keyLabel?: string;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -30,21 +56,45 @@ class DeadlineExceeded extends Error {
   override readonly name = 'DeadlineExceeded';
 }
 
+/** How a call that ran ended: its outcome, its result, and what the tool threw, if it did. */
+interface Settled {
+  outcome: CallOutcome;
+  result: ToolResult & { isError: boolean };
+  err?: unknown;
+}
+
 /**
- * The one execution pipeline: look the tool up, validate the input, run the tool under a deadline
- * with an abort signal, normalise what comes back. Throws `ToolportError` only for the caller's
- * mistakes (unknown tool, bad input); whatever the tool does becomes a `ToolResult`.
+ * The one execution pipeline: look the tool up, validate the input, wait for a slot under the
+ * tool's concurrency limit, run the tool under a deadline with an abort signal, normalise what
+ * comes back. Throws `ToolportError` only for the caller's mistakes (unknown tool, bad input) and
+ * for a full queue; whatever the tool does becomes a `ToolResult`.
+ *
+ * The deadline starts when the tool starts: time spent waiting for a slot does not count against
+ * it. Waiting is bounded by the queue size and ends at once when the call's signal aborts.
  */
 export class ToolExecutor {
   readonly registry: ToolRegistry;
   readonly #log: Logger;
   readonly #defaultTimeoutMs: number;
+  readonly #maxConcurrency: number;
+  readonly #queueSize: number;
+  readonly #observer: CallObserver | undefined;
+  readonly #limiters = new Map<string, ConcurrencyLimiter>();
   #nextId = 0;
 
   constructor(options: ExecutorOptions) {
     this.registry = options.registry;
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    this.#maxConcurrency = options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY;
+    this.#queueSize = options.queueSize ?? DEFAULT_QUEUE_SIZE;
+    this.#observer = options.observer;
+    if (!(Number.isInteger(this.#maxConcurrency) && this.#maxConcurrency > 0)) {
+      throw new RangeError(`maxConcurrency must be a positive integer, got ${this.#maxConcurrency}`);
+    }
+    if (!(Number.isInteger(this.#queueSize) && this.#queueSize >= 0)) {
+      throw new RangeError(`queueSize must be a non-negative integer, got ${this.#queueSize}`);
+    }
   }
 
   /** The tool with this name; throws a `TOOL_NOT_FOUND` error that lists the available ones. */
@@ -75,24 +125,85 @@ export class ToolExecutor {
     }
   }
 
-  /** Runs a tool. Rejects only with `ToolportError` for an unknown tool or invalid input. */
+  /** How many calls of a tool run and wait right now. */
+  load(name: string): { running: number; waiting: number; limit: number } {
+    const limiter = this.#limiterFor(this.lookup(name));
+    return { running: limiter.running, waiting: limiter.waiting, limit: limiter.limit };
+  }
+
+  /**
+   * Runs a tool. Rejects only with `ToolportError`: for an unknown tool or invalid input, and with
+   * `QUEUE_FULL` when every slot of the tool is taken and its queue is full.
+   */
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<ToolResult & { isError: boolean }> {
     this.check(name, input);
     const tool = this.lookup(name);
+    const limiter = this.#limiterFor(tool);
+    // Synchronous up to here: a call is queued (or refused) in the order call() was called.
+    const admitted = limiter.acquire(options.signal);
     const requestId = options.requestId ?? `call-${++this.#nextId}`;
     const log = this.#log.child({ reqId: requestId, tool: name });
+    let waitMs: number | undefined;
+    if (admitted !== true) {
+      const queued = performance.now();
+      const holds = await admitted;
+      waitMs = roundMs(performance.now() - queued);
+      if (!holds) {
+        // Left the queue: the tool never started, and it holds no slot.
+        const result = errorResult(`Tool "${name}" was aborted: ${describeAbort(options.signal?.reason)}.`);
+        log.info({ ms: 0, waitMs, outcome: 'aborted', inputBytes: options.inputBytes, key: options.keyLabel }, 'tool call');
+        this.#observer?.callFinished(name, 'aborted', undefined);
+        return result;
+      }
+    }
+    try {
+      const { outcome, result, err, seconds } = await this.#runUnderDeadline(tool, input as Record<string, unknown>, options, log, requestId);
+      // One line per call; failures of the tool itself carry the error (with its stack) at warn.
+      const fields = { ms: roundMs(seconds * 1000), waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel };
+      if (err === undefined) log.info(fields, 'tool call');
+      else log.warn({ ...fields, err }, 'tool call');
+      this.#observer?.callFinished(name, outcome, seconds);
+      return result;
+    } finally {
+      // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
+      // holding it until such a tool settled would lose the slot for good to a tool that hangs.
+      limiter.release();
+    }
+  }
+
+  #limiterFor(tool: ToolDef): ConcurrencyLimiter {
+    let limiter = this.#limiters.get(tool.name);
+    if (limiter === undefined) {
+      const observer = this.#observer;
+      limiter = new ConcurrencyLimiter({
+        tool: tool.name,
+        limit: Math.min(tool.maxConcurrency ?? Infinity, this.#maxConcurrency),
+        queueSize: this.#queueSize,
+        onChange: observer && ((running, waiting) => observer.loadChanged(tool.name, running, waiting)),
+      });
+      this.#limiters.set(tool.name, limiter);
+    }
+    return limiter;
+  }
+
+  async #runUnderDeadline(
+    tool: ToolDef,
+    input: Record<string, unknown>,
+    options: CallOptions,
+    log: Logger,
+    requestId: string,
+  ): Promise<Settled & { seconds: number }> {
+    const name = tool.name;
     const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
     const controller = new AbortController();
     const started = performance.now();
 
-    type Settled = { outcome: CallOutcome; result: ToolResult & { isError: boolean }; err?: unknown };
     let settle!: (settled: Settled) => void;
     const stopped = new Promise<Settled>((resolve) => (settle = resolve));
     const onAbort = (): void => {
       const reason: unknown = options.signal?.reason;
-      const why = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'the call was cancelled';
       controller.abort(reason);
-      settle({ outcome: 'aborted', result: errorResult(`Tool "${name}" was aborted: ${why}.`) });
+      settle({ outcome: 'aborted', result: errorResult(`Tool "${name}" was aborted: ${describeAbort(reason)}.`) });
     };
     const timer = setTimeout(() => {
       controller.abort(new DeadlineExceeded(`deadline of ${timeoutMs} ms exceeded`));
@@ -102,24 +213,20 @@ export class ToolExecutor {
     else options.signal?.addEventListener('abort', onAbort, { once: true });
 
     // A call cancelled before it began never starts the tool: it may have side effects.
-    const ran = controller.signal.aborted ? stopped : this.#run(tool, input as Record<string, unknown>, { signal: controller.signal, log, requestId });
-    const { outcome, result, err } = await Promise.race([ran, stopped]);
+    const ran = controller.signal.aborted ? stopped : this.#run(tool, input, { signal: controller.signal, log, requestId });
+    const settled = await Promise.race([ran, stopped]);
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     // A tool that finished without looking at its signal still gets it, so leftovers stop.
     if (!controller.signal.aborted) controller.abort(new Error('call finished'));
-    const ms = Math.round((performance.now() - started) * 100) / 100;
-    // One line per call; failures of the tool itself carry the error (with its stack) at warn.
-    if (err === undefined) log.info({ ms, outcome, inputBytes: options.inputBytes }, 'tool call');
-    else log.warn({ ms, outcome, inputBytes: options.inputBytes, err }, 'tool call');
-    return result;
+    return { ...settled, seconds: (performance.now() - started) / 1000 };
   }
 
   async #run(
     tool: ToolDef,
     input: Record<string, unknown>,
     context: { signal: AbortSignal; log: Logger; requestId: string },
-  ): Promise<{ outcome: CallOutcome; result: ToolResult & { isError: boolean }; err?: unknown }> {
+  ): Promise<Settled> {
     let value: unknown;
     try {
       value = await tool.execute(input, context);
@@ -133,6 +240,15 @@ export class ToolExecutor {
     }
     return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
   }
+}
+
+/** Why a call was aborted, from its signal's reason. */
+function describeAbort(reason: unknown): string {
+  return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'the call was cancelled';
+}
+
+function roundMs(ms: number): number {
+  return Math.round(ms * 100) / 100;
 }
 
 /** What a model should read about a thrown value: an Error's message, or the value itself. */

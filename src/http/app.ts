@@ -5,7 +5,8 @@ import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { installAccessControl, type ApiKey } from './auth.js';
 import { installErrorHandling } from './error-handler.js';
-import { installProtection } from './protection.js';
+import { installMetrics, ServiceMetrics } from './metrics.js';
+import { installProtection, type PressureOptions } from './protection.js';
 import { InFlight } from './in-flight.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
@@ -34,6 +35,8 @@ export interface AppOptions {
   maxConcurrency?: number;
   /** Most calls of one tool waiting for a slot; past it, 503 (default 64). */
   queueSize?: number;
+  /** When to shed load with 503 OVERLOADED (default: event-loop delay over 1 s, heap near its limit); false: never. */
+  pressure?: PressureOptions | false;
 }
 
 /** What the entry point needs to run the app: the pipeline, and a bounded graceful shutdown. */
@@ -73,7 +76,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
 
-  const executor = new ToolExecutor({ registry: options.registry, logger, defaultTimeoutMs: options.toolTimeoutMs });
+  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name));
+  const executor = new ToolExecutor({
+    registry: options.registry,
+    logger,
+    defaultTimeoutMs: options.toolTimeoutMs,
+    maxConcurrency: options.maxConcurrency,
+    queueSize: options.queueSize,
+    observer: metrics.observer,
+  });
   const shutdownController = new AbortController();
   const inFlight = new InFlight();
   let draining = false;
@@ -98,7 +109,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
   installJsonParsing(app);
   installAccessControl(app, { apiKeys: options.apiKeys ?? [], publicDocs: options.publicDocs ?? false, localOnly: options.localOnly ?? false });
-  await installProtection(app, { rateLimit: options.rateLimit ?? 0 });
+  await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
+  installMetrics(app, metrics);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

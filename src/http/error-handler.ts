@@ -23,7 +23,16 @@ export function installErrorHandling(app: FastifyInstance): void {
 const INVALID_JSON_MESSAGE =
   'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
 
+// The code each error response carried, for metrics; a WeakMap leaves FastifyReply undecorated.
+const sentCodes = new WeakMap<FastifyReply, ErrorCode>();
+
+/** The catalog code of the error response this reply sent, if it sent one. */
+export function sentErrorCode(reply: FastifyReply): ErrorCode | undefined {
+  return sentCodes.get(reply);
+}
+
 export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
+  sentCodes.set(reply, err.code);
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
 }

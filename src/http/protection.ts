@@ -1,9 +1,90 @@
-import type { FastifyInstance } from 'fastify';
+import { getHeapStatistics } from 'node:v8';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import underPressure from '@fastify/under-pressure';
+import { ToolportError } from '../core/errors.js';
+
+/** When the process counts as overloaded; a threshold of 0 switches that check off. */
+export interface PressureOptions {
+  /** Mean event-loop delay over the last sample, in ms (default 1000). */
+  maxEventLoopDelayMs?: number;
+  /** V8 heap in use, in bytes (default 90% of the heap limit: shed load before V8 runs out). */
+  maxHeapUsedBytes?: number;
+  /** Resident memory, in bytes (default 0: off; a container's limit is the operator's to know). */
+  maxRssBytes?: number;
+  /** An extra check, run every `healthCheckIntervalMs` (default 1000); false means overloaded. */
+  healthCheck?: () => boolean | Promise<boolean>;
+  healthCheckIntervalMs?: number;
+}
 
 export interface ProtectionOptions {
   /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
   rateLimit: number;
+  /** Load shedding thresholds; false switches shedding off. */
+  pressure?: PressureOptions | false;
 }
 
-/** Rate limits and load shedding. (Implementation in progress.) */
-export async function installProtection(_app: FastifyInstance, _options: ProtectionOptions): Promise<void> {}
+export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 1000;
+/** Seconds a client is asked to wait after a 503 OVERLOADED. */
+export const OVERLOADED_RETRY_AFTER_S = 5;
+const RATE_WINDOW_MS = 60_000;
+
+// Probes and the scraper must answer when the service is busiest: that is when they are needed.
+// /readyz is shed, though: an overloaded instance is not ready for more calls.
+const UNLIMITED_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+const UNSHED_ROUTES = new Set(['/healthz', '/metrics']);
+
+/**
+ * Rate limits per key and load shedding, both answering in the error-body shape. Call it after
+ * the authentication hook is installed and before any route is registered: the rate limit runs as
+ * a route-level `onRequest` hook, which Fastify runs after every app-level one, so `request.apiKey`
+ * is known when the key is chosen and a refused request's body is never read.
+ */
+export async function installProtection(app: FastifyInstance, options: ProtectionOptions): Promise<void> {
+  if (options.pressure !== false) await installLoadShedding(app, options.pressure ?? {});
+  if (options.rateLimit > 0) await installRateLimit(app, options.rateLimit);
+}
+
+async function installRateLimit(app: FastifyInstance, max: number): Promise<void> {
+  // Runs before the plugin's own onRoute hook (hooks run in the order they were added).
+  app.addHook('onRoute', (route) => {
+    if (UNLIMITED_ROUTES.has(route.url)) route.config = { ...route.config, rateLimit: false };
+  });
+  await app.register(rateLimit, {
+    max,
+    timeWindow: RATE_WINDOW_MS,
+    hook: 'onRequest',
+    // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
+    keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`),
+    // The plugin throws what this returns, with its x-ratelimit-* and retry-after headers already
+    // set; the error handler answers it in the error-body shape.
+    errorResponseBuilder: (request, context) => {
+      const retryAfter = Math.ceil(context.ttl / 1000);
+      const who = request.apiKey ? `key "${request.apiKey.label}"` : 'this client address';
+      return new ToolportError(
+        'RATE_LIMITED',
+        `Rate limit exceeded: ${who} may make ${context.max} ${context.max === 1 ? 'request' : 'requests'} per minute; retry in ${retryAfter} s.`,
+        { limit: context.max, windowSeconds: RATE_WINDOW_MS / 1000, retryAfterSeconds: retryAfter },
+        { 'retry-after': String(retryAfter) },
+      );
+    },
+  });
+}
+
+async function installLoadShedding(app: FastifyInstance, pressure: PressureOptions): Promise<void> {
+  const healthCheck = pressure.healthCheck;
+  await app.register(underPressure, {
+    maxEventLoopDelay: pressure.maxEventLoopDelayMs ?? DEFAULT_MAX_EVENT_LOOP_DELAY_MS,
+    maxHeapUsedBytes: pressure.maxHeapUsedBytes ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9),
+    maxRssBytes: pressure.maxRssBytes ?? 0,
+    ...(healthCheck && { healthCheck: async () => healthCheck(), healthCheckInterval: pressure.healthCheckIntervalMs ?? 1000 }),
+    exposeStatusRoute: false,
+    // Returning lets the request through; a rejection goes to the error handler.
+    pressureHandler: async (request: FastifyRequest) => {
+      if (UNSHED_ROUTES.has(request.routeOptions.url ?? '')) return;
+      throw new ToolportError('OVERLOADED', `The server is overloaded; retry in ${OVERLOADED_RETRY_AFTER_S} s.`, undefined, {
+        'retry-after': String(OVERLOADED_RETRY_AFTER_S),
+      });
+    },
+  });
+}

@@ -60,6 +60,8 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     annotations: { title: 'Bash', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     // Above the longest command plus the kill grace, so the pipeline's deadline never cuts one short.
     timeoutMs: MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS + 13_000,
+    // Each call is a process tree; a few at once is what one workspace and one machine can take.
+    maxConcurrency: 4,
     async execute({ command, timeout }, context) {
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();

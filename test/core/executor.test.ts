@@ -3,10 +3,11 @@ import { Writable } from 'node:stream';
 import { describe, mock, test } from 'node:test';
 import { pino } from 'pino';
 import { ToolportError } from '../../src/core/errors.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, ToolExecutor } from '../../src/core/executor.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, ToolExecutor, type CallObserver } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { textResult } from '../../src/core/result.js';
 import type { ObjectSchema, ToolContext, ToolDef } from '../../src/core/types.js';
+import { gatedTool, type GatedRun } from '../fixtures/gated-tool.js';
 
 /** A plain tool with a permissive schema unless one is given. */
 function tool(name: string, execute: ToolDef['execute'], extra: Partial<ToolDef> = {}): ToolDef {
@@ -421,5 +422,217 @@ describe('ToolExecutor: context and logging', () => {
     await assert.rejects(executor.call('Nope', {}));
     await assert.rejects(executor.call('Echo', {}));
     assert.equal(capture.raw(), '');
+  });
+});
+
+describe('ToolExecutor: concurrency limits', () => {
+  function limited(def: ToolDef, options: { maxConcurrency?: number; queueSize?: number; observer?: CallObserver; logger?: pino.Logger } = {}) {
+    return new ToolExecutor({ registry: new ToolRegistry().register(def), ...options });
+  }
+
+  test("a tool's own maxConcurrency below the server cap is its limit: the next call waits and starts when a slot frees", async () => {
+    const gated = gatedTool('G', { maxConcurrency: 2 });
+    const executor = limited(gated.tool, { maxConcurrency: 16 });
+    const calls = ['a', 'b', 'c'].map((id) => executor.call('G', { id }));
+    const runs = await gated.started(2);
+    assert.deepEqual(executor.load('G'), { running: 2, waiting: 1, limit: 2 });
+    assert.deepEqual(runs.map((r) => r.id), ['a', 'b']);
+    runs[0]?.release('first');
+    await gated.started(3);
+    assert.equal(runs[2]?.id, 'c');
+    for (const run of runs.slice(1)) run.release();
+    assert.deepEqual(
+      (await Promise.all(calls)).map((r) => r.content),
+      [[{ type: 'text', text: 'first' }], [{ type: 'text', text: 'done' }], [{ type: 'text', text: 'done' }]],
+    );
+    assert.deepEqual(executor.load('G'), { running: 0, waiting: 0, limit: 2 });
+  });
+
+  test("the server cap applies to a tool whose own limit is higher, and to tools without one", () => {
+    const registry = new ToolRegistry().register(gatedTool('High', { maxConcurrency: 8 }).tool).register(gatedTool('None').tool);
+    const executor = new ToolExecutor({ registry, maxConcurrency: 3 });
+    assert.equal(executor.load('High').limit, 3);
+    assert.equal(executor.load('None').limit, 3);
+    assert.equal(new ToolExecutor({ registry }).load('None').limit, 16, 'the default cap is 16');
+  });
+
+  test('waiting calls start in the order they were made (FIFO)', async () => {
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool);
+    const calls = ['a', 'b', 'c', 'd'].map((id) => executor.call('G', { id }));
+    for (let n = 1; n <= 4; n++) (await gated.started(n))[n - 1]?.release();
+    await Promise.all(calls);
+    assert.deepEqual(gated.runs.map((r) => r.id), ['a', 'b', 'c', 'd']);
+  });
+
+  test('a call past a full queue rejects with QUEUE_FULL (503, Retry-After: 1) and its tool never runs', async () => {
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool, { queueSize: 1 });
+    const first = executor.call('G', { id: 'a' });
+    const second = executor.call('G', { id: 'b' });
+    await assert.rejects(executor.call('G', { id: 'c' }), (err: unknown) => {
+      assert.ok(err instanceof ToolportError);
+      assert.deepEqual(
+        { code: err.code, status: err.statusCode, message: err.message, details: err.details, headers: err.headers },
+        {
+          code: 'QUEUE_FULL',
+          status: 503,
+          message: 'Tool "G" is busy: 1 call running and 1 waiting; retry later.',
+          details: { tool: 'G', running: 1, waiting: 1, maxConcurrency: 1, queueSize: 1 },
+          headers: { 'retry-after': '1' },
+        },
+      );
+      return true;
+    });
+    (await gated.started(1))[0]?.release();
+    (await gated.started(2))[1]?.release();
+    await Promise.all([first, second]);
+    assert.deepEqual(gated.runs.map((r) => r.id), ['a', 'b']);
+  });
+
+  test('queueSize 0 refuses a call at once while every slot is taken', async () => {
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool, { queueSize: 0 });
+    const first = executor.call('G', {});
+    await assert.rejects(executor.call('G', {}), { code: 'QUEUE_FULL', message: 'Tool "G" is busy: 1 call running and 0 waiting; retry later.' });
+    (await gated.started(1))[0]?.release();
+    await first;
+    const again = executor.call('G', {});
+    (await gated.started(2))[1]?.release();
+    assert.equal((await again).isError, false, 'a free slot takes calls again');
+  });
+
+  test('a waiting call whose signal aborts answers "aborted" at once, never runs, and logs outcome aborted with its wait', async () => {
+    const capture = capturedLogger();
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool, { logger: capture.logger });
+    const first = executor.call('G', { id: 'a' });
+    const controller = new AbortController();
+    const waiting = executor.call('G', { id: 'b' }, { signal: controller.signal, requestId: 'req-q', keyLabel: 'ci' });
+    controller.abort(new Error('the client disconnected'));
+    assert.deepEqual(await waiting, { content: [{ type: 'text', text: 'Tool "G" was aborted: the client disconnected.' }], isError: true });
+    assert.deepEqual(executor.load('G'), { running: 1, waiting: 0, limit: 1 });
+    (await gated.started(1))[0]?.release();
+    await first;
+    assert.deepEqual(gated.runs.map((r) => r.id), ['a'], 'the aborted call never ran');
+    const line = capture.lines().find((l) => l.reqId === 'req-q');
+    assert.deepEqual({ outcome: line?.outcome, ms: line?.ms, key: line?.key, waits: typeof line?.waitMs }, { outcome: 'aborted', ms: 0, key: 'ci', waits: 'number' });
+  });
+
+  for (const [how, end] of [
+    ['returns', (run: GatedRun) => run.release()],
+    ['throws', (run: GatedRun) => run.fail()],
+  ] as const) {
+    test(`the slot is released when the tool ${how}, and the waiting call runs`, async () => {
+      const gated = gatedTool('G', { maxConcurrency: 1 });
+      const executor = limited(gated.tool);
+      const first = executor.call('G', {});
+      const second = executor.call('G', {});
+      end((await gated.started(1))[0]!);
+      await first;
+      (await gated.started(2))[1]?.release();
+      assert.equal((await second).isError, false);
+      assert.deepEqual(executor.load('G'), { running: 0, waiting: 0, limit: 1 });
+    });
+  }
+
+  test('the slot is released when the tool times out, even if it ignores its signal', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const gated = gatedTool('G', { maxConcurrency: 1, timeoutMs: 1_000 });
+    const executor = limited(gated.tool);
+    const first = executor.call('G', {});
+    const second = executor.call('G', {});
+    await gated.started(1);
+    t.mock.timers.tick(1_000);
+    assert.deepEqual(await first, { content: [{ type: 'text', text: 'Tool "G" timed out after 1000 ms and was aborted.' }], isError: true });
+    (await gated.started(2))[1]?.release();
+    assert.equal((await second).isError, false);
+    assert.deepEqual(executor.load('G'), { running: 0, waiting: 0, limit: 1 });
+  });
+
+  test('the slot is released when a running call is aborted', async () => {
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool);
+    const controller = new AbortController();
+    const first = executor.call('G', {}, { signal: controller.signal });
+    const second = executor.call('G', {});
+    await gated.started(1);
+    controller.abort(new Error('shutting down'));
+    assert.equal((await first).isError, true);
+    (await gated.started(2))[1]?.release();
+    assert.equal((await second).isError, false);
+  });
+
+  test('the deadline starts when the tool starts: time spent waiting for a slot does not count', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const gated = gatedTool('G', { maxConcurrency: 1, timeoutMs: 1_000 });
+    const executor = limited(gated.tool);
+    const first = executor.call('G', {});
+    const second = executor.call('G', {});
+    await gated.started(1);
+    t.mock.timers.tick(900);
+    gated.runs[0]?.release();
+    await first;
+    const [, run] = await gated.started(2);
+    t.mock.timers.tick(999);
+    assert.equal(run?.signal.aborted, false, '1899 ms after it was made, 999 ms after it started');
+    t.mock.timers.tick(1);
+    assert.equal(run?.signal.aborted, true);
+    assert.deepEqual(await second, { content: [{ type: 'text', text: 'Tool "G" timed out after 1000 ms and was aborted.' }], isError: true });
+  });
+
+  test('the observer hears the running and waiting counts and every finished call with its outcome and run time', async () => {
+    const load: Array<[string, number, number]> = [];
+    const finished: Array<[string, string, string]> = [];
+    const observer: CallObserver = {
+      loadChanged: (tool, running, waiting) => load.push([tool, running, waiting]),
+      callFinished: (tool, outcome, seconds) => finished.push([tool, outcome, seconds === undefined ? 'never ran' : typeof seconds]),
+    };
+    const gated = gatedTool('G', { maxConcurrency: 1 });
+    const executor = limited(gated.tool, { observer });
+    const first = executor.call('G', {});
+    const controller = new AbortController();
+    const abandoned = executor.call('G', {}, { signal: controller.signal });
+    const second = executor.call('G', {});
+    controller.abort();
+    await abandoned;
+    (await gated.started(1))[0]?.release();
+    await first;
+    (await gated.started(2))[1]?.fail();
+    await second;
+    assert.deepEqual(load, [
+      ['G', 1, 0],
+      ['G', 1, 1],
+      ['G', 1, 2],
+      ['G', 1, 1],
+      ['G', 1, 0],
+      ['G', 0, 0],
+    ]);
+    assert.deepEqual(finished, [
+      ['G', 'aborted', 'never ran'],
+      ['G', 'ok', 'number'],
+      ['G', 'threw', 'number'],
+    ]);
+  });
+
+  test('maxConcurrency must be a positive integer and queueSize a non-negative one', () => {
+    const registry = new ToolRegistry();
+    assert.throws(() => new ToolExecutor({ registry, maxConcurrency: 0 }), RangeError);
+    assert.throws(() => new ToolExecutor({ registry, queueSize: -1 }), RangeError);
+    assert.doesNotThrow(() => new ToolExecutor({ registry, maxConcurrency: 1, queueSize: 0 }));
+  });
+});
+
+describe('ToolExecutor: audit line', () => {
+  test("the log line carries the API key's label as `key`, and no key field without one", async () => {
+    const capture = capturedLogger();
+    const executor = new ToolExecutor({ registry: new ToolRegistry().register(echo), logger: capture.logger });
+    await executor.call('Echo', { text: 'a' }, { requestId: 'with', keyLabel: 'ci-bot' });
+    await executor.call('Echo', { text: 'b' }, { requestId: 'without' });
+    const [withKey, withoutKey] = capture.lines();
+    assert.deepEqual({ reqId: withKey?.reqId, key: withKey?.key }, { reqId: 'with', key: 'ci-bot' });
+    assert.equal(withoutKey?.reqId, 'without');
+    assert.equal('key' in (withoutKey ?? {}), false);
+    assert.equal('waitMs' in (withKey ?? {}), false, 'a call that did not wait logs no waitMs');
   });
 });
