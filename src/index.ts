@@ -12,7 +12,7 @@ export type {
 } from './core/types.js';
 export { defineTool, type TypedToolSpec } from './core/define-tool.js';
 export { ToolRegistry } from './core/registry.js';
-export { ToolExecutor, type CallOptions, type ExecutorOptions, type CallOutcome } from './core/executor.js';
+export { ToolExecutor, type CallObserver, type CallOptions, type ExecutorOptions, type CallOutcome } from './core/executor.js';
 export { ToolportError, ToolRegistrationError, ErrorCodes, errorBody, type ErrorBody, type ErrorCode } from './core/errors.js';
 export { API_FORMATS, type APIFormat, type AnthropicTool, type OpenAITool, type MCPTool } from './core/formats.js';
 export { textResult, errorResult } from './core/result.js';

@@ -108,12 +108,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   installErrorHandling(app);
   installJsonParsing(app);
+  // First, so that every response, refusals by the hooks below included, carries the id.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   installAccessControl(app, { apiKeys: options.apiKeys ?? [], publicDocs: options.publicDocs ?? false, localOnly: options.localOnly ?? false });
   await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
   installMetrics(app, metrics);
 
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
     if (draining) {
       reply.header('connection', 'close');
       if (request.url !== '/healthz') throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down; retry on another instance.');

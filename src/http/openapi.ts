@@ -20,8 +20,11 @@ Every error body is itself a ToolResult (\`isError: true\`, one text block) with
 | no such tool | 404 | error body (\`TOOL_NOT_FOUND\`), lists the available tools |
 | wrong Content-Type | 415 | error body (\`UNSUPPORTED_MEDIA_TYPE\`) |
 | body over the limit | 413 | error body (\`PAYLOAD_TOO_LARGE\`) |
+| no valid API key (when keys are configured) | 401 | error body (\`UNAUTHORIZED\`), \`WWW-Authenticate: Bearer\` |
+| the key may not use the tool; a non-local Host or Origin on loopback | 403 | error body (\`FORBIDDEN\`) |
+| over the rate limit | 429 | error body (\`RATE_LIMITED\`), \`Retry-After\` |
 | anything unexpected in the service itself | 500 | error body (\`INTERNAL_ERROR\`), no internals |
-| shutting down | 503 | error body (\`SHUTTING_DOWN\`) |
+| shutting down, overloaded, or the tool's queue is full | 503 | error body (\`SHUTTING_DOWN\`, \`OVERLOADED\`, \`QUEUE_FULL\`), \`Retry-After\` |
 `;
 
 /** Registers the OpenAPI 3.1 document (`/openapi.json`) and, optionally, its browser (`/docs`). */
@@ -37,6 +40,13 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
         description: `Agent tools behind one registry, served over REST.\n${CONTRACT}`,
         license: { name: 'MIT', identifier: 'MIT' },
       },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, when the server is configured with keys.' },
+        },
+      },
+      // Keys are optional: a server without keys takes calls without one.
+      security: [{}, { bearerAuth: [] }],
       tags: [
         { name: 'tools', description: 'One operation per tool: POST the tool input, get a ToolResult.' },
         { name: 'service', description: 'Tool listing and health.' },

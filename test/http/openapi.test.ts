@@ -49,7 +49,7 @@ test('each tool is its own operation, with the tool name as operationId and its 
   assert.equal(op.description, Echo.description);
   assert.deepEqual(op.tags, ['tools']);
   assert.deepEqual(op.requestBody.content['application/json'].schema, Echo.inputSchema);
-  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '400', '404', '413', '415', '500', '503']);
+  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '400', '401', '403', '404', '413', '415', '429', '500', '503']);
   assert.equal(op.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ToolResult');
   assert.equal(op.responses['400'].content['application/json'].schema.$ref, '#/components/schemas/ErrorBody');
   assert.ok(doc.components.schemas.ToolResult && doc.components.schemas.ErrorBody);

@@ -24,11 +24,17 @@ const stringify = (): ((data: unknown) => string) => JSON.stringify;
 const CALL_RESPONSES = {
   200: { ...ToolResultRef, description: 'The tool ran. `isError` is true when it failed, threw, timed out or returned garbage.' },
   400: { ...ErrorRef, description: 'The body is not valid JSON, not an object, or fails the tool\'s input schema (every violation with its JSON path).' },
+  401: { ...ErrorRef, description: 'API keys are configured and the request has no valid `Authorization: Bearer` key (UNAUTHORIZED).' },
+  403: { ...ErrorRef, description: 'The key may not use this tool, or (on loopback) the Host or Origin is not local (FORBIDDEN).' },
   404: { ...ErrorRef, description: 'No such tool; the message lists the available ones.' },
   413: { ...ErrorRef, description: 'The body is over the size limit.' },
   415: { ...ErrorRef, description: 'The Content-Type is not application/json.' },
+  429: { ...ErrorRef, description: 'Over the rate limit (RATE_LIMITED); Retry-After says when to retry.' },
   500: { ...ErrorRef, description: 'An unexpected failure of the service itself; no internals are included.' },
-  503: { ...ErrorRef, description: 'The service is shutting down.' },
+  503: {
+    ...ErrorRef,
+    description: 'Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool\'s queue is full (QUEUE_FULL); Retry-After says when to retry.',
+  },
 };
 
 /** The REST adapter over the registry and the execution pipeline. */
@@ -107,6 +113,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
         requestId: request.id,
         signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
         inputBytes: Number(request.headers['content-length'] ?? 0),
+        keyLabel: request.apiKey?.label,
       });
       return await reply.type(JSON_TYPE).send(result);
     } finally {
