@@ -4,7 +4,7 @@ import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { installAccessControl, type ApiKey } from './auth.js';
-import { installErrorHandling } from './error-handler.js';
+import { installErrorHandling, sendError } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
 import { InFlight } from './in-flight.js';
@@ -74,6 +74,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     requestIdHeader: 'x-request-id',
     // Shutdown answers new requests itself, in the error-body shape.
     return503OnClosing: false,
+    // Errors raised before routing (a malformed %-escape, an over-long parameter) skip the hooks
+    // and the error handler; answer them in the same shape, with the request id.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const path = request.url.split('?')[0]!.slice(0, 200);
+      return sendError(
+        reply,
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new ToolportError('ROUTE_NOT_FOUND', `Route ${request.method} ${path} not found.`)
+          : new ToolportError('BAD_REQUEST', 'The URL holds a malformed percent-encoding.'),
+      );
+    },
   }) as unknown as FastifyInstance;
 
   const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name));
@@ -137,6 +149,11 @@ function installJsonParsing(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // The body is decoded as UTF-8 (as RFC 8259 requires); another declared charset would be misread.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send the tool input as UTF-8 JSON.`), undefined);
+    }
     if (body === '') return done(null, {});
     return parseJson(request, body as string, done);
   });

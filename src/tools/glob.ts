@@ -2,6 +2,7 @@ import { readdir, realpath, type Dirent } from 'node:fs';
 import { lstat, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { glob, type FileSystemAdapter } from 'tinyglobby';
+import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
@@ -11,6 +12,8 @@ import type { Workspace } from './workspace.js';
 
 /** Most paths one call returns (the newest); a note says how many matched in all. */
 export const MAX_GLOB_RESULTS = 100;
+/** Longest pattern accepted: compiling one to a regular expression stays in the tens of milliseconds. */
+export const MAX_PATTERN_LENGTH = 1024;
 const STAT_BATCH = 64;
 
 // A `..` or `.git` / `node_modules` as a whole path segment, also inside braces and extglobs.
@@ -30,7 +33,9 @@ export function createGlobTool(ws: Workspace): ToolDef {
     ].join(' '),
     inputSchema: Type.Object(
       {
-        pattern: Type.String({ description: 'The glob pattern, relative to path, e.g. "**/*.ts".' }),
+        // Bounded: picomatch turns a pattern into a regular expression, and huge or deeply nested
+        // ones take seconds to compile or overflow V8's regexp compiler.
+        pattern: Type.String({ maxLength: MAX_PATTERN_LENGTH, description: 'The glob pattern, relative to path, e.g. "**/*.ts".' }),
         path: Type.Optional(Type.String({ description: 'The directory to search in: absolute, or relative to the workspace root. Defaults to the root.' })),
       },
       { additionalProperties: false },
@@ -56,6 +61,12 @@ export function createGlobTool(ws: Workspace): ToolDef {
       // tinyglobby reads a leading ".." as "go up" even in a name like "..env"; escape its first dot.
       const normalised = path.posix.normalize(pattern);
       const query = normalised.startsWith('..') ? `\\${normalised}` : pattern;
+      try {
+        // Compile here, where a failure is the caller's error; inside the crawler it would escape as an uncaught exception.
+        picomatch.makeRe(query, { dot: true });
+      } catch (err) {
+        return errorResult(`Pattern ${quotePath(pattern)} is not a valid glob: ${(err as Error).message}`);
+      }
       const found = await glob(query, {
         cwd: dir,
         dot: true,

@@ -7,6 +7,7 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
+import { MAX_PATTERN_LENGTH } from './glob.js';
 import type { Workspace } from './workspace.js';
 
 /** Most entries one listing shows; the rest are counted in a note. */
@@ -26,7 +27,10 @@ export function createLsTool(ws: Workspace): ToolDef {
     inputSchema: Type.Object(
       {
         path: Type.String({ description: 'The directory to list: absolute, or relative to the workspace root ("." for the root).' }),
-        ignore: Type.Optional(Type.Array(Type.String(), { description: 'Glob patterns for entry names to leave out.' })),
+        // Bounded like Glob's pattern: each one compiles to a regular expression.
+        ignore: Type.Optional(
+          Type.Array(Type.String({ maxLength: MAX_PATTERN_LENGTH }), { maxItems: 100, description: 'Glob patterns for entry names to leave out.' }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -42,7 +46,12 @@ export function createLsTool(ws: Workspace): ToolDef {
       } catch (err) {
         return fileErrorResult(err, given);
       }
-      const ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
+      let ignored: ((name: string) => boolean) | undefined;
+      try {
+        ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
+      } catch (err) {
+        return errorResult(`The ignore patterns are not valid globs: ${(err as Error).message}`);
+      }
       const kept = entries
         .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -179,6 +179,35 @@ test('POST /tools/:name with a Content-Type other than JSON is a 415', async (t)
   }
 });
 
+test('POST /tools/:name with a JSON body in a charset other than UTF-8 is a 415', async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  const res = await app.inject({
+    method: 'POST',
+    url: '/tools/Echo',
+    headers: { 'content-type': 'application/json; charset=latin1' },
+    payload: '{"text":"hi"}',
+  });
+  assert.equal(res.statusCode, 415);
+  assert.deepEqual(res.json(), errorBody('UNSUPPORTED_MEDIA_TYPE', 'Unsupported charset "latin1": send the tool input as UTF-8 JSON.'));
+  const utf8 = await app.inject({
+    method: 'POST',
+    url: '/tools/Echo',
+    headers: { 'content-type': 'application/json; charset=UTF-8' },
+    payload: '{"text":"hi"}',
+  });
+  assert.equal(utf8.statusCode, 200);
+});
+
+test('a URL with a malformed percent-escape is a 400 in the error-body shape, with the request id', async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  const res = await app.inject({ method: 'POST', url: '/tools/%zz', headers: { 'x-request-id': 'bad-url' }, payload: {} });
+  assert.equal(res.statusCode, 400);
+  assert.equal(res.headers['x-request-id'], 'bad-url');
+  assert.deepEqual(res.json(), errorBody('BAD_REQUEST', 'The URL holds a malformed percent-encoding.'));
+});
+
 test('POST /tools/:name with a body over the limit is a 413', async (t) => {
   const app = await appWith([Echo], { bodyLimit: 64 });
   t.after(() => app.close());
