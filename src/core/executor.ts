@@ -218,7 +218,7 @@ export class ToolExecutor {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     // A tool that finished without looking at its signal still gets it, so leftovers stop.
-    if (!controller.signal.aborted) controller.abort(new Error('call finished'));
+    if (!controller.signal.aborted) controller.abort(CALL_FINISHED);
     return { ...settled, seconds: (performance.now() - started) / 1000 };
   }
 
@@ -246,6 +246,9 @@ export class ToolExecutor {
 function describeAbort(reason: unknown): string {
   return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'the call was cancelled';
 }
+
+// Made once: an Error captures a stack trace, which is not free on every call.
+const CALL_FINISHED = new Error('call finished');
 
 function roundMs(ms: number): number {
   return Math.round(ms * 100) / 100;

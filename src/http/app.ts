@@ -97,7 +97,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     queueSize: options.queueSize,
     observer: metrics.observer,
   });
-  const shutdownController = new AbortController();
   const inFlight = new InFlight();
   let draining = false;
 
@@ -110,7 +109,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       // Keep listening while draining: load balancers see /readyz fail and new calls get a clean 503.
       draining = true;
       if (!(await inFlight.drained(graceMs))) {
-        shutdownController.abort(new Error('the server is shutting down'));
+        inFlight.abortAll(new Error('the server is shutting down'));
         // Aborted calls answer at once; the bound only guards against a stuck response.
         await inFlight.drained(graceMs);
       }
@@ -137,7 +136,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await registerOpenAPI(app, { docs: options.docs ?? true });
   healthRoutes(app, () => draining);
-  toolRoutes(app, { executor, inFlight, shutdownSignal: shutdownController.signal });
+  toolRoutes(app, { executor, inFlight });
   return app;
 }
 

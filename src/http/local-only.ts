@@ -9,10 +9,21 @@ const LOOPBACK_ONLY = 'This server listens on loopback only';
 
 /** True for a Host header naming this machine: localhost, 127.x.x.x or [::1], with an optional port. */
 export function isLocalHostHeader(host: string | undefined): boolean {
-  // The pattern admits IPv6 only in brackets: a bare "::1" is not a valid Host.
-  const name = host === undefined ? undefined : HOST_HEADER.exec(host)?.[1];
-  return name !== undefined && isLoopback(name);
+  if (host === undefined) return false;
+  let local = seenHosts.get(host);
+  if (local === undefined) {
+    // The pattern admits IPv6 only in brackets: a bare "::1" is not a valid Host.
+    const name = HOST_HEADER.exec(host)?.[1];
+    local = name !== undefined && isLoopback(name);
+    if (seenHosts.size < SEEN_HOSTS_MAX) seenHosts.set(host, local);
+  }
+  return local;
 }
+
+// Every request asks about the same one or two Host values, and the address check behind the
+// answer allocates; remember answers, up to a bound a client cannot push memory past.
+const SEEN_HOSTS_MAX = 256;
+const seenHosts = new Map<string, boolean>();
 
 /** True for an origin served from this machine: http(s)://localhost|127.x.x.x|[::1][:port]. `null` is not. */
 export function isLocalOrigin(origin: string): boolean {

@@ -9,13 +9,13 @@ import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas
 
 export interface ToolRoutesOptions {
   executor: ToolExecutor;
-  /** Tracks calls in flight, for graceful shutdown. */
+  /** Tracks calls in flight, for graceful shutdown, which aborts them after its grace period. */
   inFlight: InFlight;
-  /** Aborted when the server gives up waiting for calls in flight during shutdown. */
-  shutdownSignal: AbortSignal;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+// Made once: an Error captures a stack trace, which is not free on every disconnect.
+const CLIENT_GONE = new Error('the client disconnected');
 
 // A ToolResult is already normalised by the pipeline; plain JSON.stringify is the cheapest
 // correct serialiser for it (a schema-driven one would re-check every content block's union).
@@ -38,7 +38,7 @@ const CALL_RESPONSES = {
 };
 
 /** The REST adapter over the registry and the execution pipeline. */
-export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutdownSignal }: ToolRoutesOptions): void {
+export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: ToolRoutesOptions): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { registry } = executor;
   // Tool lists do not change once the app is built: serialise each format once, and once more
@@ -102,22 +102,23 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight, shutd
     // No body at all (curl -X POST) means "no arguments": the same as {}.
     const input = request.body === undefined ? {} : request.body;
     executor.check(name, input);
-    const clientGone = new AbortController();
+    // Aborted when the client goes away, or by shutdown once its grace period is over.
+    const cancel = new AbortController();
     const onClose = (): void => {
-      if (!reply.raw.writableFinished) clientGone.abort(new Error('the client disconnected'));
+      if (!reply.raw.writableFinished) cancel.abort(CLIENT_GONE);
     };
     reply.raw.once('close', onClose);
-    inFlight.enter();
+    inFlight.enter(cancel);
     try {
       const result = await executor.call(name, input, {
         requestId: request.id,
-        signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
+        signal: cancel.signal,
         inputBytes: Number(request.headers['content-length'] ?? 0),
         keyLabel: request.apiKey?.label,
       });
       return await reply.type(JSON_TYPE).send(result);
     } finally {
-      inFlight.leave();
+      inFlight.leave(cancel);
       reply.raw.off('close', onClose);
     }
   };
