@@ -58,7 +58,11 @@ export async function serve(env: Record<string, string | undefined> = process.en
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal means "now": exit at once; the exit handler still kills running commands.
+      app.log.warn({ signal }, 'second signal; exiting without waiting for calls in flight');
+      process.exit(1);
+    }
     stopping = true;
     app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
     setTimeout(() => {
@@ -76,7 +80,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   return app;
 }

@@ -7,7 +7,7 @@ import { installAccessControl, type ApiKey } from './auth.js';
 import { installErrorHandling, sendError } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
-import { InFlight } from './in-flight.js';
+import { InFlight, shuttingDown } from './in-flight.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { toolRoutes } from './routes/tools.js';
@@ -98,16 +98,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     observer: metrics.observer,
   });
   const inFlight = new InFlight();
-  let draining = false;
 
   app.decorate('toolport', {
     executor,
     get draining() {
-      return draining;
+      return inFlight.draining;
     },
     async shutdown(graceMs: number) {
       // Keep listening while draining: load balancers see /readyz fail and new calls get a clean 503.
-      draining = true;
+      inFlight.drain();
       if (!(await inFlight.drained(graceMs))) {
         inFlight.abortAll(new Error('the server is shutting down'));
         // Aborted calls answer at once; the bound only guards against a stuck response.
@@ -127,15 +126,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
   installMetrics(app, metrics);
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (draining) {
-      reply.header('connection', 'close');
-      if (request.url !== '/healthz') throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down; retry on another instance.');
-    }
+  app.addHook('onRequest', async (request) => {
+    if (inFlight.draining && request.url !== '/healthz') throw shuttingDown();
+  });
+  // While draining, every response closes its connection, so none lingers idle after the close.
+  app.addHook('onSend', async (_request, reply) => {
+    if (inFlight.draining) reply.header('connection', 'close');
   });
 
   await registerOpenAPI(app, { docs: options.docs ?? true });
-  healthRoutes(app, () => draining);
+  healthRoutes(app, () => inFlight.draining);
   toolRoutes(app, { executor, inFlight });
   return app;
 }

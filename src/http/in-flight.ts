@@ -1,3 +1,5 @@
+import { ToolportError } from '../core/errors.js';
+
 /**
  * The tool calls in flight, each with the controller that cancels it, so shutdown can wait for
  * them and then abort the ones left. (One controller per call, rather than AbortSignal.any over a
@@ -6,13 +8,29 @@
 export class InFlight {
   readonly #calls = new Set<AbortController>();
   #waiters: Array<() => void> = [];
+  #draining = false;
+
+  /** True once shutdown began: no call may enter any more. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Refuses new calls from now on. */
+  drain(): void {
+    this.#draining = true;
+  }
 
   get count(): number {
     return this.#calls.size;
   }
 
-  /** Registers a call; its controller is aborted by `abortAll`. */
+  /**
+   * Registers a call; its controller is aborted by `abortAll`. Throws `SHUTTING_DOWN` once draining:
+   * a request that passed the draining check before shutdown began (its body still arriving) must
+   * not start a call that shutdown would neither wait for nor abort.
+   */
   enter(controller: AbortController): void {
+    if (this.#draining) throw shuttingDown();
     this.#calls.add(controller);
   }
 
@@ -41,4 +59,9 @@ export class InFlight {
       this.#waiters.push(wake);
     });
   }
+}
+
+/** The refusal every request gets while the server drains. */
+export function shuttingDown(): ToolportError {
+  return new ToolportError('SHUTTING_DOWN', 'The server is shutting down; retry on another instance.');
 }

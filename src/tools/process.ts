@@ -70,6 +70,7 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
     return Promise.resolve({ ...outcome, spawnError: err as NodeJS.ErrnoException });
   }
 
+  if (child.pid !== undefined) trackGroup(child.pid);
   return new Promise((resolve) => {
     let finished = false;
     let killing = false;
@@ -124,16 +125,40 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
 }
 
 /**
+ * Process groups started here that may still have members. When the server exits (say, right
+ * after a shutdown aborted a command that ignores SIGTERM), the timers that would send SIGKILL
+ * never fire; an exit handler, which may only do synchronous work, sends it instead.
+ */
+const liveGroups = new Set<number>();
+let exitHandlerInstalled = false;
+
+function trackGroup(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHandlerInstalled) return;
+  exitHandlerInstalled = true;
+  process.on('exit', () => {
+    for (const group of liveGroups) signalGroup(group, 'SIGKILL');
+  });
+}
+
+/**
  * Sends SIGTERM to a process group, then SIGKILL if any of it is still running after `graceMs`.
  * Runs on by itself (polling), so callers need not wait for it.
  */
 export function killProcessGroup(pgid: number, graceMs = KILL_GRACE_MS): void {
-  if (!signalGroup(pgid, 'SIGTERM')) return;
+  if (!signalGroup(pgid, 'SIGTERM')) {
+    liveGroups.delete(pgid);
+    return;
+  }
   const deadline = Date.now() + graceMs;
   const poll = async (): Promise<void> => {
-    if (!(await processGroupRunning(pgid))) return;
+    if (!(await processGroupRunning(pgid))) {
+      liveGroups.delete(pgid);
+      return;
+    }
     if (Date.now() >= deadline) {
       signalGroup(pgid, 'SIGKILL');
+      liveGroups.delete(pgid);
       return;
     }
     setTimeout(() => void poll(), POLL_MS);

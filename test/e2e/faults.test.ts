@@ -117,6 +117,20 @@ test('SIGTERM lets a short call finish, aborts a long one after the grace period
   await waitFor(() => processesWith(mark).length === 0, 'no sleep left behind', 10_000);
 });
 
+test('SIGTERM kills a command that ignores SIGTERM before the process exits, so nothing outlives the server', async (t) => {
+  const srv = await server(t, { TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
+  const mark = marker(t);
+  // An ignored signal is inherited: neither bash nor its sleeps die of the SIGTERM the abort sends.
+  const stubborn = call(srv, 'Bash', { command: `trap "" TERM; sleep ${mark} & sleep ${mark}; wait` }, 'stubborn-1');
+  await waitFor(() => processesWith(mark).length >= 3, 'the command to start', 10_000);
+  srv.child.kill('SIGTERM');
+  const res = await stubborn;
+  assert.equal(((await res.json()) as { isError: boolean }).isError, true);
+  assert.equal(await srv.exited, 0);
+  // The timers that would send SIGKILL died with the server: only its exit handler can have sent it.
+  await waitFor(() => processesWith(mark).length === 0, 'no process left behind after exit');
+});
+
 test('a plug-in that fails to register stops start-up with exit status 1 and a message naming it', async () => {
   await assert.rejects(
     startServer({ TOOLPORT_PLUGINS: BROKEN_PLUGIN }),

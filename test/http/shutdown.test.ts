@@ -75,3 +75,37 @@ test('a call whose client disconnects is aborted through its signal', async (t) 
   const reason = await slow.aborted;
   assert.match(String(reason), /the client disconnected/);
 });
+
+test('a call whose body is still arriving when shutdown begins is refused with 503 and never runs', async (t) => {
+  const slow = controllableTool();
+  const app = await buildApp({ registry: new ToolRegistry().register(slow.tool) });
+  t.after(() => app.close());
+  let markHeadersIn!: () => void;
+  const headersIn = new Promise<void>((resolve) => (markHeadersIn = resolve));
+  // preParsing runs after the onRequest hooks (the draining check among them), before the body is read.
+  app.addHook('preParsing', async () => markHeadersIn());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  let ran = false;
+  void slow.started.then(() => (ran = true));
+
+  const response = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+    const req = request(`http://127.0.0.1:${port}/tools/Slow`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2' } }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += String(chunk)));
+      res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+    });
+    req.on('error', reject);
+    // Headers and half the body now; the rest once the request is past its onRequest hooks and shutdown has begun.
+    req.write('{');
+    void headersIn.then(() => {
+      void app.toolport.shutdown(60_000);
+      req.end('}');
+    });
+  });
+  const res = await response;
+  assert.equal(res.status, 503);
+  assert.equal(JSON.parse(res.body).error.code, 'SHUTTING_DOWN');
+  assert.equal(res.connection, 'close');
+  assert.equal(ran, false);
+});

@@ -101,14 +101,13 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: Too
     const name = toolName(request);
     // No body at all (curl -X POST) means "no arguments": the same as {}.
     const input = request.body === undefined ? {} : request.body;
-    executor.check(name, input);
     // Aborted when the client goes away, or by shutdown once its grace period is over.
     const cancel = new AbortController();
+    inFlight.enter(cancel);
     const onClose = (): void => {
       if (!reply.raw.writableFinished) cancel.abort(CLIENT_GONE);
     };
     reply.raw.once('close', onClose);
-    inFlight.enter(cancel);
     try {
       const result = await executor.call(name, input, {
         requestId: request.id,
