@@ -4,10 +4,11 @@ import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { installAccessControl, type ApiKey } from './auth.js';
-import { installErrorHandling, sendError } from './error-handler.js';
+import { answerClientError, installErrorHandling, sendError, sentErrorCode } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
 import { InFlight, shuttingDown } from './in-flight.js';
+import { installJsonBody } from './json-body.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { toolRoutes } from './routes/tools.js';
@@ -63,6 +64,17 @@ declare module 'fastify' {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Request ids: the client's x-request-id when it is short and plain, else a counter. */
+function requestId(): (req: { headers: Record<string, string | string[] | undefined> }) => string {
+  let next = 0;
+  return (req) => {
+    const given = req.headers['x-request-id'];
+    return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : `req-${(++next).toString(36)}`;
+  };
+}
+
 /** Builds the REST service around a registry. Never listens: the caller owns the process. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -71,9 +83,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    requestIdHeader: 'x-request-id',
+    // The client's x-request-id is taken only when it is short and plain: it goes into every log line.
+    requestIdHeader: false,
+    genReqId: requestId(),
     // Shutdown answers new requests itself, in the error-body shape.
     return503OnClosing: false,
+    clientErrorHandler: answerClientError,
+    // Unknown query parameters are refused like unknown tool input, not silently dropped.
+    ajv: { customOptions: { removeAdditional: false } },
     // Errors raised before routing (a malformed %-escape, an over-long parameter) skip the hooks
     // and the error handler; answer them in the same shape, with the request id.
     frameworkErrors: (err, request, reply) => {
@@ -117,7 +134,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   } satisfies Toolport);
 
   installErrorHandling(app);
-  installJsonParsing(app);
+  installJsonBody(app);
   // First, so that every response, refusals by the hooks below included, carries the id.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -125,6 +142,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installAccessControl(app, { apiKeys: options.apiKeys ?? [], publicDocs: options.publicDocs ?? false, localOnly: options.localOnly ?? false });
   await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
   installMetrics(app, metrics);
+  // The audit line of a call refused before it ran (401, 403, 400, 429, 503...); the pipeline
+  // logs the calls that ran.
+  app.addHook('onResponse', (request, reply, done) => {
+    if (reply.statusCode >= 400 && request.method === 'POST' && request.url.startsWith('/tools/')) {
+      const tool = request.routeOptions.config.tool ?? (request.params as { name?: string } | undefined)?.name;
+      request.log.info({ tool, key: request.apiKey?.label, status: reply.statusCode, code: sentErrorCode(reply) }, 'tool call refused');
+    }
+    done();
+  });
 
   app.addHook('onRequest', async (request) => {
     if (inFlight.draining && request.url !== '/healthz') throw shuttingDown();
@@ -138,22 +164,4 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   healthRoutes(app, () => inFlight.draining);
   toolRoutes(app, { executor, inFlight });
   return app;
-}
-
-/**
- * JSON is the only body type. An empty body means "no arguments", as `{}`; `__proto__` and
- * `constructor.prototype` keys are refused rather than parsed.
- */
-function installJsonParsing(app: FastifyInstance): void {
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    // The body is decoded as UTF-8 (as RFC 8259 requires); another declared charset would be misread.
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send the tool input as UTF-8 JSON.`), undefined);
-    }
-    if (body === '') return done(null, {});
-    return parseJson(request, body as string, done);
-  });
 }

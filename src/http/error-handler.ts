@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, ToolportError, type ErrorCode } from '../core/errors.js';
 import { describeViolations } from '../core/validator.js';
@@ -63,4 +65,28 @@ function toToolportError(err: FastifyError, request: FastifyRequest): ToolportEr
     return new ToolportError('BAD_REQUEST', err.message);
   }
   return undefined;
+}
+
+/**
+ * Answers requests Node's HTTP parser refuses before Fastify sees them (headers over the limit,
+ * malformed HTTP, a request that took too long to arrive) in the error-body shape. No request
+ * exists yet, so there is no request id.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? ['HEADERS_TOO_LARGE', 'Request headers are larger than the server accepts.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['REQUEST_TIMEOUT', 'The request did not arrive in time.']
+        : ['BAD_REQUEST', 'The request is not valid HTTP.'];
+  const status = new ToolportError(code, message).statusCode;
+  const body = JSON.stringify(errorBody(code, message));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

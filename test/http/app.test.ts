@@ -276,6 +276,35 @@ test('GET /tools with an unknown format is a 400 that lists the valid ones', asy
   );
 });
 
+test('GET /tools with an unknown query parameter is a 400 that names it', async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  const res = await app.inject({ url: '/tools?fromat=openai' });
+  assert.equal(res.statusCode, 400);
+  const message = 'Invalid querystring:\n- $.fromat: is not an allowed property';
+  assert.deepEqual(res.json(), errorBody('INVALID_QUERY', message, { violations: [{ path: '$.fromat', message: 'is not an allowed property' }] }));
+});
+
+test('a tool call refused before it ran gets an audit line with the tool, status and code', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const app = await appWith([Echo], { logger: pino({ level: 'info' }, stream) });
+  t.after(() => app.close());
+  await app.inject({ method: 'POST', url: '/tools/Echo', headers: { 'x-request-id': 'refused-1' }, payload: { wrong: 1 } });
+  const refused = lines.filter((l) => l.msg === 'tool call refused');
+  assert.equal(refused.length, 1);
+  assert.deepEqual(
+    { reqId: refused[0]!.reqId, tool: refused[0]!.tool, status: refused[0]!.status, code: refused[0]!.code },
+    { reqId: 'refused-1', tool: 'Echo', status: 400, code: 'INVALID_INPUT' },
+  );
+  assert.doesNotMatch(JSON.stringify(lines), /wrong/);
+});
+
 test('GET /tools/:name returns one definition, in the requested format', async (t) => {
   const app = await appWith([Echo, NoArgs]);
   t.after(() => app.close());
@@ -305,6 +334,24 @@ test('GET /healthz and GET /readyz answer while the service runs', async (t) => 
   const ready = await app.inject({ url: '/readyz' });
   assert.equal(ready.statusCode, 200);
   assert.deepEqual(ready.json(), { status: 'ready' });
+});
+
+test('a client request id that is long or holds other characters is replaced by a generated one', async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  for (const sent of ['x'.repeat(129), 'a b', 'id\u00e9', '{"json":1}']) {
+    const res = await app.inject({ url: '/healthz', headers: { 'x-request-id': sent } });
+    assert.match(String(res.headers['x-request-id']), /^req-[0-9a-z]+$/, sent);
+  }
+});
+
+test('a body that is not valid UTF-8 is refused with 400 INVALID_JSON, not rewritten', async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  const payload = Buffer.concat([Buffer.from('{"text":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]);
+  const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: JSON_HEADERS, payload });
+  assert.equal(res.statusCode, 400);
+  assert.deepEqual(res.json(), errorBody('INVALID_JSON', 'Request body is not valid UTF-8; send the tool input as UTF-8 JSON.'));
 });
 
 test('every response carries the request id, taken from x-request-id when the client sends one', async (t) => {
