@@ -1,6 +1,8 @@
+import { realpath } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { loadApiKeys } from './api-keys.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type Config } from './config.js';
+import { Workspace } from './tools/workspace.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import { assertSafeExposure, isLoopback } from './safety.js';
@@ -26,6 +28,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const registry = await createToolset(config);
     const tools = registry.list();
     const apiKeys = await loadApiKeys(config, tools.map((t) => t.name));
+    await assertKeysOutsideWorkspace(config);
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
     keyLabels = apiKeys.map((k) => k.label);
     app = await buildApp({
@@ -83,4 +86,18 @@ export async function serve(env: Record<string, string | undefined> = process.en
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   return app;
+}
+
+/**
+ * A keys file inside the workspace could be read with the file tools, and a key scoped to Read
+ * would then hold every other key: refuse to start.
+ */
+async function assertKeysOutsideWorkspace(config: Pick<Config, 'apiKeysFile' | 'workspace'>): Promise<void> {
+  if (config.apiKeysFile === undefined) return;
+  const ws = await Workspace.open(config.workspace);
+  if (ws.contains(await realpath(config.apiKeysFile))) {
+    throw new Error(
+      `Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(config.apiKeysFile)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside`,
+    );
+  }
 }

@@ -107,3 +107,13 @@ test('a bad keys file stops start-up with exit 1 and a message that does not sho
     `toolport: Invalid TOOLPORT_API_KEYS_FILE "${file}": entry 1 ("ci-bot"): the key is shorter than 16 characters (use a long random secret, e.g. \`openssl rand -hex 32\`).\n`,
   );
 });
+
+test('a keys file inside the workspace stops start-up: the file tools could read every key', async (t) => {
+  const file = path.join(ROOT, 'test/fixtures/keys/valid.json');
+  const run = await start(t, { TOOLPORT_API_KEYS_FILE: file, TOOLPORT_WORKSPACE: ROOT });
+  assert.equal(await run.exited, 1);
+  assert.equal(
+    run.stderr(),
+    `toolport: Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(file)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside\n`,
+  );
+});
