@@ -44,6 +44,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
     });
+    handleSignals(app, config);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
@@ -59,6 +60,14 @@ export async function serve(env: Record<string, string | undefined> = process.en
   // Labels only: a key's value never reaches the log.
   app.log.info({ tools: app.toolport.executor.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
 
+  return app;
+}
+
+/**
+ * SIGTERM or SIGINT: stop taking calls, let calls in flight finish up to the grace period, abort
+ * the rest, exit 0. Installed before the server listens, so no signal finds it without a handler.
+ */
+function handleSignals(app: FastifyInstance, config: Config): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -85,7 +94,6 @@ export async function serve(env: Record<string, string | undefined> = process.en
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  return app;
 }
 
 /**

@@ -106,3 +106,11 @@ test('a bad variable stops start-up with a message naming it and exit status 1',
 test('a plug-in that fails to load stops start-up with a message naming it', async () => {
   await assert.rejects(startServer({ TOOLPORT_PLUGINS: './no/such/plugin.js' }), /server exited with 1: toolport: Plug-in "\.\/no\/such\/plugin\.js" failed to load: /);
 });
+
+test('SIGINT shuts down gracefully too, and the process exits 0', async () => {
+  const server = await startServer({});
+  const stopped = server.logLine((l) => l.msg === 'stopped');
+  server.child.kill('SIGINT');
+  await stopped;
+  assert.equal(await server.exited, 0);
+});
