@@ -126,7 +126,10 @@ function describe(sandbox: boolean): string {
     '',
     '- Each call is independent: it starts a fresh bash in the workspace root, so `cd`, variables and other shell state do not carry over to the next call. Chain steps with `&&` in one command, or use paths relative to the workspace root.',
     '- stdin is empty (/dev/null): interactive programs see end of input; pass flags such as `--yes` instead.',
-    `- Timeout: \`timeout\` in milliseconds, default ${DEFAULT_BASH_TIMEOUT_MS} (2 minutes), maximum ${MAX_BASH_TIMEOUT_MS} (10 minutes); larger values are lowered to the maximum. On timeout the command and every process it started are killed (SIGTERM, then SIGKILL ${KILL_GRACE_MS / 1000} s later). Processes left running in the background are killed when the command ends, so this tool cannot keep a server running.`,
+    `- Timeout: \`timeout\` in milliseconds, default ${DEFAULT_BASH_TIMEOUT_MS} (2 minutes), maximum ${MAX_BASH_TIMEOUT_MS} (10 minutes); larger values are lowered to the maximum. On timeout the command is killed with its background processes, as below (SIGTERM, then SIGKILL ${KILL_GRACE_MS / 1000} s later).`,
+    sandbox
+      ? '- Background processes: when the command ends, every process it started is killed, including ones that call setsid or daemonise; nothing outlives the command, so this tool cannot keep a server running.'
+      : '- Background processes: when the command ends, the processes still in its process group (such as `cmd &`) are killed. A process that leaves the group (setsid, or a program that daemonises) is not killed and keeps running after the command; do not rely on it being cleaned up.',
     `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,
     '- isError is true when the command exits with a non-zero code, is killed by a signal, times out or is aborted.',
     '- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server\'s own variables are not passed.',

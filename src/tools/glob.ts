@@ -8,6 +8,7 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
+import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
 import type { Workspace } from './workspace.js';
 
 /** Most paths one call returns (the newest); a note says how many matched in all. */
@@ -30,6 +31,7 @@ export function createGlobTool(ws: Workspace): ToolDef {
       `Returns the matching files, one path per line, relative to the workspace root, the most recently modified first; at most ${MAX_GLOB_RESULTS}, with a note saying how many matched when there are more. "No files found" when nothing matches.`,
       'Only files are returned, not directories. Hidden files are included; .git and node_modules directories are skipped unless the pattern names them. Symbolic links are neither followed nor listed.',
       'The pattern must be relative and may not use "..": to search elsewhere in the workspace, pass that directory as path (absolute or relative to the workspace root). Paths outside the workspace are refused.',
+      PATTERN_LIMITS,
     ].join(' '),
     inputSchema: Type.Object(
       {
@@ -43,12 +45,16 @@ export function createGlobTool(ws: Workspace): ToolDef {
     annotations: { title: 'Find files', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async execute({ pattern, path: given = '.' }, { signal }) {
       if (pattern === '') return errorResult('The pattern is empty; give a glob pattern such as "**/*.ts".');
-      if (pattern.startsWith('/')) {
+      // tinyglobby and picomatch take "\." for "."; "\.\./x" must be seen as the ".." it becomes.
+      const unescaped = pattern.replace(/\\(.)/g, '$1');
+      if (unescaped.startsWith('/')) {
         return errorResult(`Pattern ${quotePath(pattern)} is absolute. Give a pattern relative to path, and pass the directory to search as path.`);
       }
-      if (PARENT.test(pattern)) {
+      if (PARENT.test(unescaped)) {
         return errorResult(`Pattern ${quotePath(pattern)} uses "..". Glob searches below path only; pass the directory to search as path instead.`);
       }
+      const problem = patternProblem(pattern);
+      if (problem !== undefined) return errorResult(`Pattern ${quotePath(pattern)} ${problem}`);
       let dir: string;
       try {
         ({ absolute: dir } = await ws.resolve(given));

@@ -8,10 +8,14 @@ import { commandEnv, runProcess } from './process.js';
 import { WorkspaceError, type Workspace } from './workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
+/** Largest head_limit accepted; the output cap stops far fewer lines of ordinary length anyway. */
+export const MAX_HEAD_LIMIT = 10_000;
 export const GREP_TIMEOUT_MS = 30_000;
 // rg prints at most this many characters of a line (minified files would fill the output alone).
 const MAX_COLUMNS = 500;
 const MAX_STDERR_CHARS = 2_000;
+// Characters of result lines kept: the output cap less room for the header and the notes after them.
+const MAX_LINES_CHARS = MAX_OUTPUT_CHARS - MAX_STDERR_CHARS - 1_000;
 
 export interface GrepToolOptions {
   /** The ripgrep program; `rg` on PATH unless given (tests point it at a missing one). */
@@ -49,7 +53,8 @@ const inputSchema = Type.Object(
     head_limit: Type.Optional(
       Type.Integer({
         minimum: 1,
-        description: `Limit output to the first N lines/entries, like "| head -N": lines for content, file paths for files_with_matches, entries for count. Defaults to ${DEFAULT_HEAD_LIMIT}.`,
+        maximum: MAX_HEAD_LIMIT,
+        description: `Limit output to the first N lines/entries, like "| head -N": lines for content, file paths for files_with_matches, entries for count. Defaults to ${DEFAULT_HEAD_LIMIT}, at most ${MAX_HEAD_LIMIT}.`,
       }),
     ),
   },
@@ -122,19 +127,28 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
       }
 
       const kept = stripDotSlash ? lines.kept.map((l) => (l.startsWith('./') ? l.slice(2) : l)) : lines.kept;
-      const parts: string[] = [];
-      if (lines.total === 0) parts.push('No matches found');
-      else if (mode === 'files_with_matches') parts.push(`Found ${lines.total} file${lines.total === 1 ? '' : 's'}`, ...kept);
-      else if (mode === 'count') {
-        parts.push(`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${lines.total} file${lines.total === 1 ? '' : 's'}`, ...kept);
-      } else parts.push(...kept);
+      const files = `${lines.total} file${lines.total === 1 ? '' : 's'}`;
+      const header =
+        lines.total === 0
+          ? ['No matches found']
+          : mode === 'files_with_matches'
+            ? [`Found ${files}`]
+            : mode === 'count'
+              ? [`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${files}`]
+              : [];
+      const notes: string[] = [];
       if (lines.total > kept.length) {
-        const unit = mode === 'content' ? 'lines' : 'entries';
-        parts.push(`[Showing the first ${kept.length} of ${lines.total} ${unit}; raise head_limit or narrow the search to see more]`);
+        const shown = `Showing the first ${kept.length} of ${lines.total} ${mode === 'content' ? 'lines' : 'entries'}`;
+        notes.push(
+          lines.full
+            ? `[${shown}: the output is limited to ${MAX_OUTPUT_CHARS} characters; narrow the search with path, glob or type to see more]`
+            : `[${shown}; raise head_limit or narrow the search to see more]`,
+        );
       }
-      if (outcome.timedOut) parts.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
-      if (outcome.exitCode === 2 && errors) parts.push(`(ripgrep reported errors: ${errors})`);
-      return textResult(capText(parts.join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
+      if (outcome.timedOut) notes.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
+      if (outcome.exitCode === 2 && errors) notes.push(`(ripgrep reported errors: ${errors})`);
+      // concat, not push(...kept): spreading a long array overflows the call stack.
+      return textResult(capText(header.concat(kept, notes).join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
     },
   });
 }
@@ -160,11 +174,18 @@ function rgArgs(input: GrepInput, mode: string, target: string): string[] {
   return args;
 }
 
-/** Splits rg's output into lines, keeping the first `limit` and counting all (and, for `--count`, summing). */
+/**
+ * Splits rg's output into lines, keeping the first `limit` while they fit in MAX_LINES_CHARS, and
+ * counting all (and, for `--count`, summing). Memory stays bounded by the output cap, whatever
+ * the limit and however much rg prints.
+ */
 class LineCollector {
   readonly kept: string[] = [];
   total = 0;
   countSum = 0;
+  /** True once a line was left out because the kept lines filled MAX_LINES_CHARS. */
+  full = false;
+  #keptChars = 0;
   readonly #limit: number;
   readonly #decoder = new StringDecoder('utf8');
   #partial = '';
@@ -192,6 +213,13 @@ class LineCollector {
     this.total += 1;
     const n = Number(line.slice(line.lastIndexOf(':') + 1));
     if (Number.isInteger(n)) this.countSum += n;
-    if (this.kept.length < this.#limit) this.kept.push(line);
+    if (this.full || this.kept.length >= this.#limit) return;
+    // Kept in order and without gaps: once a line does not fit, no later one is kept.
+    if (this.#keptChars + line.length + 1 > MAX_LINES_CHARS) {
+      this.full = true;
+      return;
+    }
+    this.kept.push(line);
+    this.#keptChars += line.length + 1;
   }
 }

@@ -8,11 +8,11 @@ import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
+import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
 import type { Workspace } from './workspace.js';
 
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;
-
 
 /** LS: the entries of one directory inside the workspace. */
 export function createLsTool(ws: Workspace): ToolDef {
@@ -23,6 +23,7 @@ export function createLsTool(ws: Workspace): ToolDef {
       'Directories end with "/". A symbolic link is shown as "name -> target", with the target relative to the workspace root (and "/" when it is a directory); a link that points outside the workspace or to nothing is shown as "name -> (outside the workspace or broken)" and is not followed.',
       `At most ${MAX_LS_ENTRIES} entries are shown, with a note saying how many were left out. ignore takes glob patterns matched against entry names (for example "*.log", "node_modules"); matching entries are left out.`,
       'To find files by name across directories use Glob instead. path may be absolute or relative to the workspace root ("." is the root); paths outside the workspace are refused.',
+      PATTERN_LIMITS,
     ].join(' '),
     inputSchema: Type.Object(
       {
@@ -36,6 +37,10 @@ export function createLsTool(ws: Workspace): ToolDef {
     ),
     annotations: { title: 'List directory', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async execute({ path: given, ignore }, { signal }) {
+      for (const pattern of ignore ?? []) {
+        const problem = patternProblem(pattern);
+        if (problem !== undefined) return errorResult(`Ignore pattern ${quotePath(pattern)} ${problem}`);
+      }
       const shown = quotePath(given);
       let dir: string;
       let entries: Dirent[];

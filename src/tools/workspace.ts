@@ -57,8 +57,10 @@ export class Workspace {
    * every symlink is expanded by hand; a step that would leave the root is refused before
    * anything outside is touched, so refusals say nothing about the file system out there. The
    * path need not exist: once a component is missing, the rest is appended, so a new file's
-   * parent directory is checked like any other path. Throws `WorkspaceError` for empty paths, NUL
-   * bytes, overlong paths, dangling symlinks, symlink loops, and anything that lands outside.
+   * parent directory is checked like any other path. A path that ends with a separator must name
+   * an existing directory, as the kernel requires. Throws `WorkspaceError` for empty paths, NUL
+   * bytes, overlong paths, dangling symlinks, symlink loops, a trailing separator after anything
+   * but a directory, and anything that lands outside.
    */
   async resolve(given: string): Promise<ResolvedPath> {
     if (typeof given !== 'string' || given.length === 0) throw new WorkspaceError('The path is empty.');
@@ -67,6 +69,10 @@ export class Workspace {
     if (given.length > MAX_PATH_LENGTH) throw new WorkspaceError(`Path ${shown} is longer than ${MAX_PATH_LENGTH} characters.`);
     const outside = (): WorkspaceError =>
       new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
+    // The walk drops empty parts, so "file.txt/" would name the file; the kernel says ENOTDIR.
+    const notDirectory = given.endsWith(path.sep)
+      ? (): WorkspaceError => new WorkspaceError(`Path ${shown} ends with "${path.sep}" but is not a directory.`)
+      : undefined;
 
     let current = path.isAbsolute(given) ? path.parse(given).root : this.root;
     // Each part remembers whether it came from a symlink's target, to tell a dangling link from a new file.
@@ -94,6 +100,7 @@ export class Workspace {
         if (pending.some((p) => p.part === '..')) throw new WorkspaceError(`Path ${shown} goes through a directory that does not exist.`);
         const absolute = path.resolve(next, ...pending.map((p) => p.part));
         if (!this.contains(absolute)) throw outside();
+        if (notDirectory) throw notDirectory();
         return { absolute, relative: path.relative(this.root, absolute) || '.' };
       }
       if (!isLink) {
@@ -106,6 +113,7 @@ export class Workspace {
       if (path.isAbsolute(target)) current = path.parse(target).root;
     }
     if (!this.contains(current)) throw outside();
+    if (notDirectory && !(await stat(current)).isDirectory()) throw notDirectory();
     return { absolute: current, relative: path.relative(this.root, current) || '.' };
   }
 

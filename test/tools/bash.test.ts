@@ -94,6 +94,18 @@ test('Bash kills background jobs that are still running when the command ends', 
   await waitFor(() => processesWith(marker).length === 0, 'the background job to be gone');
 });
 
+test('Bash does not kill a process that left the process group with setsid, as its description says', async (t) => {
+  const { bash } = await setup(t);
+  const marker = trackMarker(t);
+  // Wait inside the command until the child has its own session (field 6 of /proc/PID/stat is the
+  // session id), so the command cannot end before the child leaves the group.
+  const command = `setsid sleep ${marker} > /dev/null 2>&1 & until [ "$(cut -d' ' -f6 /proc/$!/stat)" = "$!" ]; do :; done; echo escaped`;
+  assert.deepEqual(await run(bash, { command, timeout: 5_000 }), { text: 'escaped', isError: false });
+  assert.equal(processesWith(marker).length, 1);
+  assert.match(bash.description, /A process that leaves the group \(setsid, or a program that daemonises\) is not killed and keeps running after the command/);
+  assert.doesNotMatch(bash.description, /cannot keep a server running|every process it started are killed/);
+});
+
 test('Bash returns when a background job keeps the output pipe open', async (t) => {
   const { bash } = await setup(t);
   const marker = trackMarker(t);

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createGlobTool } from '../../src/tools/glob.js';
+import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 let base: string;
@@ -125,6 +126,19 @@ test('Glob accepts names that merely start with two dots', async () => {
   assert.deepEqual(await glob({ pattern: '..*' }), result('..notes.txt'));
 });
 
+test('Glob refuses ".." and absolute patterns hidden behind backslash escapes, which the crawler unescapes', async () => {
+  for (const pattern of ['\\.\\./\\.\\./\\.\\./etc/passwd', 'src/\\.\\./\\.\\./outside/*.ts', '.\\./*', '{\\.\\.,src}/*.ts']) {
+    assert.deepEqual(
+      await glob({ pattern }),
+      result(`Pattern ${JSON.stringify(pattern)} uses "..". Glob searches below path only; pass the directory to search as path instead.`, true),
+    );
+  }
+  assert.deepEqual(
+    await glob({ pattern: '\\/etc/passwd' }),
+    result('Pattern "\\\\/etc/passwd" is absolute. Give a pattern relative to path, and pass the directory to search as path.', true),
+  );
+});
+
 test('Glob refuses absolute and empty patterns', async () => {
   assert.deepEqual(
     await glob({ pattern: `${base}/outside/*.ts` }),
@@ -163,4 +177,66 @@ test('Glob takes a pattern and an optional path and no other properties', () => 
   assert.equal(validate({ path: 'src' }), false);
   assert.equal(validate({ pattern: '*', ignore: [] }), false);
   assert.deepEqual(Glob.annotations, { title: 'Find files', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+});
+
+// A name that a pattern with many wildcards backtracks on for minutes: found by the crawler, it would
+// block the event loop, so these tests hang instead of failing if a refusal goes missing.
+const HOSTILE = 'a'.repeat(100);
+const tooMany = (pattern: string, what: string): ToolResult =>
+  result(`Pattern ${JSON.stringify(pattern)} ${what}. ${PATTERN_LIMITS} Use a simpler pattern, such as "*foo*" or "**/*.ts".`, true);
+
+test('Glob refuses a pattern with more than two "*" in one path segment before matching any name', async () => {
+  await file(`hostile/${HOSTILE}`, 9_000_000);
+  assert.deepEqual(await glob({ pattern: '*a*a*a*a*a*a*c', path: 'hostile' }), tooMany('*a*a*a*a*a*a*c', 'has 7 "*" wildcards in one path segment'));
+  assert.deepEqual(await glob({ pattern: 'hostile/*a*a*c' }), tooMany('hostile/*a*a*c', 'has 3 "*" wildcards in one path segment'));
+  assert.deepEqual(
+    await glob({ pattern: 'hostile/{x,*a*a*c}' }),
+    tooMany('hostile/{x,*a*a*c}', 'has 3 "*" wildcards in one path segment (in "hostile/*a*a*c", one of its brace alternatives)'),
+  );
+  // A brace alternative next to a "*" adds a wildcard: picomatch compiles the two apart.
+  assert.deepEqual(
+    await glob({ pattern: 'hostile/*{*a,b}*c' }),
+    tooMany('hostile/*{*a,b}*c', 'has 3 "*" wildcards in one path segment (in "hostile/**a*c", one of its brace alternatives)'),
+  );
+});
+
+test('Glob refuses wildcards spread over segments, a third "**", "**" inside a segment and braces past 16 alternatives', async () => {
+  assert.deepEqual(await glob({ pattern: '*a*/*a*/x' }), tooMany('*a*/*a*/x', 'has 4 "*" wildcards in all'));
+  assert.deepEqual(await glob({ pattern: '**/a/**/b/**/c' }), tooMany('**/a/**/b/**/c', 'has 3 "**" globstars'));
+  assert.deepEqual(
+    await glob({ pattern: 'src/**.ts' }),
+    result('Pattern "src/**.ts" uses "**" inside a path segment. "**" must be a whole segment, as in "src/**/*.ts"; within a name use "*".', true),
+  );
+  assert.deepEqual(
+    await glob({ pattern: '{a,b}{c,d}{e,f}{g,h}{i,j}' }),
+    result(`Pattern "{a,b}{c,d}{e,f}{g,h}{i,j}" has braces that expand to more than 16 alternatives. ${PATTERN_LIMITS} Use fewer alternatives, or several calls.`, true),
+  );
+});
+
+test('Glob refuses extglobs, which can backtrack for minutes however few their wildcards', async () => {
+  for (const pattern of ['@(a|b)', 'hostile/+(a)', '*(a|aa)c', '?(x).ts', '!(*.ts)', 'src/\\\\*(a)']) {
+    assert.deepEqual(
+      await glob({ pattern }),
+      result(
+        `Pattern ${JSON.stringify(pattern)} uses extglob syntax ("@(", "!(", "+(", "*(" or "?("), which is refused because it can make matching take minutes. Use braces such as "{a,b}" or a simpler pattern.`,
+        true,
+      ),
+    );
+  }
+});
+
+test('Glob still matches ordinary patterns within the limits, and escaped stars do not count', async () => {
+  for (const name of ['src/a.js', 'src/b.jsx', 'src/c.ts', 'x.test.ts', 'my-foo-bar.md', 'star*star*star.txt']) await file(`plain/${name}`, 9_500_000);
+  const inPlain = (pattern: string): Promise<ToolResult> => glob({ pattern, path: 'plain' });
+  assert.deepEqual(await inPlain('**/*.ts'), result('plain/src/c.ts\nplain/x.test.ts'));
+  assert.deepEqual(await inPlain('src/**/*.{js,jsx}'), result('plain/src/a.js\nplain/src/b.jsx'));
+  assert.deepEqual(await inPlain('*.test.*'), result('plain/x.test.ts'));
+  assert.deepEqual(await inPlain('*foo*'), result('plain/my-foo-bar.md'));
+  assert.deepEqual(await inPlain('**/*.test.*'), result('plain/x.test.ts'));
+  assert.deepEqual(await inPlain('star\\*star\\*star*'), result('plain/star*star*star.txt'));
+  assert.deepEqual(await glob({ pattern: '*a*', path: 'hostile' }), result(`hostile/${HOSTILE}`));
+});
+
+test('Glob states the pattern limits in its description', () => {
+  assert.ok(Glob.description.endsWith(` ${PATTERN_LIMITS}`), Glob.description);
 });

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
-import { createGrepTool, DEFAULT_HEAD_LIMIT } from '../../src/tools/grep.js';
+import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/tools/grep.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 const FILES: Record<string, string> = {
@@ -148,13 +148,28 @@ test('Grep returns at most 250 lines by default', async () => {
   assert.equal(lines[DEFAULT_HEAD_LIMIT], '[Showing the first 250 of 300 lines; raise head_limit or narrow the search to see more]');
 });
 
-test('Grep caps its output at 30000 characters, keeping head and tail', async () => {
-  const { text, isError } = await search({ pattern: 'wide', output_mode: 'content', path: 'wide' });
-  assert.equal(isError, false);
-  assert.ok(text.length <= 30_000, `${text.length} characters`);
-  assert.ok(text.startsWith('wide/long.txt:1:wide 0 xxx'));
-  assert.ok(text.endsWith('wide/long.txt:200:wide 199 ' + 'x'.repeat(400)));
-  assert.match(text, /\[\.\.\. \d+ bytes omitted/);
+test('Grep stops at the output cap after whole lines and says how many it shows', async () => {
+  // 200 lines of about 420 characters: 63 fill the 27000 characters kept for lines.
+  const shown = Array.from({ length: 63 }, (_, i) => `wide/long.txt:${i + 1}:wide ${i} ${'x'.repeat(400)}`).join('\n');
+  assert.deepEqual(await search({ pattern: 'wide', output_mode: 'content', path: 'wide' }), {
+    text: `${shown}\n[Showing the first 63 of 200 lines: the output is limited to 30000 characters; narrow the search with path, glob or type to see more]`,
+    isError: false,
+  });
+});
+
+test('Grep keeps result lines only up to the output cap, in order, and says how many of all it shows', async () => {
+  // A workspace of its own: 200000 short matching lines, far more text than the output cap.
+  const big = path.join(path.dirname(root), 'big');
+  await mkdir(big);
+  await writeFile(path.join(big, 'lines.txt'), Array.from({ length: 200_000 }, (_, i) => `L${i + 1}`).join('\n'));
+  const tool = createGrepTool(await Workspace.open(big));
+  // Lines "lines.txt:N:LN" fill the 27000 characters kept for lines (the cap less room for notes) at N = 1391.
+  const shown = Array.from({ length: 1391 }, (_, i) => `lines.txt:${i + 1}:L${i + 1}`).join('\n');
+  const note = '[Showing the first 1391 of 200000 lines: the output is limited to 30000 characters; narrow the search with path, glob or type to see more]';
+  const input = { pattern: 'L', output_mode: 'content', path: 'lines.txt' };
+  assert.deepEqual(await search({ ...input, head_limit: MAX_HEAD_LIMIT }, tool), { text: `${shown}\n${note}`, isError: false });
+  // Called directly, past the schema: a limit of a billion used to keep every line and overflow the stack.
+  assert.deepEqual(await search({ ...input, head_limit: 1e9 }, tool), { text: `${shown}\n${note}`, isError: false });
 });
 
 test('Grep takes a pattern that starts with a dash as the pattern, not an option', async () => {
@@ -218,6 +233,8 @@ test('Grep is read-only and registers with its Claude Code input schema', async 
   const executor = new ToolExecutor({ registry: new ToolRegistry().register(grep) });
   await assert.rejects(executor.call('Grep', { pattern: 'x', output_mode: 'lines' }), { code: 'INVALID_INPUT' });
   await assert.rejects(executor.call('Grep', { pattern: 'x', head_limit: 0 }), { code: 'INVALID_INPUT' });
+  await assert.rejects(executor.call('Grep', { pattern: 'x', head_limit: 10_001 }), { code: 'INVALID_INPUT' });
+  assert.equal((await executor.call('Grep', { pattern: 'helper', head_limit: 10_000 })).isError, false);
   await assert.rejects(executor.call('Grep', { pattern: 'x', include: '*.ts' }), { code: 'INVALID_INPUT' });
   assert.equal((await executor.call('Grep', { pattern: 'helper' })).isError, false);
 });

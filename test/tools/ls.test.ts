@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { createLsTool } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
@@ -67,6 +68,53 @@ test('LS accepts the root as "." and as an absolute path', async () => {
 test('LS leaves out entries that match ignore patterns and counts them', async () => {
   const r = await ls({ path: 'src', ignore: ['*.log', 'lib', 'link-*', '.*'] });
   assert.deepEqual(r, result('Directory "src", 3 entries (8 ignored):\nZ.md\na.ts\nb.ts'));
+});
+
+/** An LS tool over a workspace of its own holding `names` (empty files) in `dir`. */
+async function lsWith(dir: string, names: string[]): Promise<(input: Record<string, unknown>) => Promise<ToolResult>> {
+  const own = path.join(base, dir);
+  await mkdir(own);
+  for (const name of names) await writeFile(path.join(own, name), '');
+  const tool = createLsTool(await Workspace.open(own));
+  return (input) => Promise.resolve(tool.execute(input, context()));
+}
+
+test('LS refuses an ignore pattern with more than two "*" in one segment before matching it against a hostile name', async () => {
+  // Matching this pattern against this name held the event loop for minutes: a missing refusal hangs the test.
+  const ls = await lsWith('hostile', ['a'.repeat(100)]);
+  assert.deepEqual(
+    await ls({ path: '.', ignore: ['*.log', '*a*a*a*a*a*a*c'] }),
+    result(`Ignore pattern "*a*a*a*a*a*a*c" has 7 "*" wildcards in one path segment. ${PATTERN_LIMITS} Use a simpler pattern, such as "*foo*" or "**/*.ts".`, true),
+  );
+  assert.deepEqual(
+    await ls({ path: '.', ignore: ['{x,*a*a*c}'] }),
+    result(
+      `Ignore pattern "{x,*a*a*c}" has 3 "*" wildcards in one path segment (in "*a*a*c", one of its brace alternatives). ${PATTERN_LIMITS} Use a simpler pattern, such as "*foo*" or "**/*.ts".`,
+      true,
+    ),
+  );
+  assert.deepEqual(await ls({ path: '.', ignore: ['*a*'] }), result('Directory "." has no entries (1 ignored).'));
+});
+
+test('LS refuses extglob ignore patterns', async () => {
+  for (const pattern of ['+(a|aa)', '*(a)c', '!(*.ts)', '@(x)', '?(y)']) {
+    assert.deepEqual(
+      await ls({ path: 'src', ignore: [pattern] }),
+      result(
+        `Ignore pattern ${JSON.stringify(pattern)} uses extglob syntax ("@(", "!(", "+(", "*(" or "?("), which is refused because it can make matching take minutes. Use braces such as "{a,b}" or a simpler pattern.`,
+        true,
+      ),
+    );
+  }
+});
+
+test('LS still ignores with ordinary patterns such as "*.test.*", "*foo*" and braces', async () => {
+  const ls = await lsWith('plain', ['a.test.ts', 'my-foo.md', 'b.js', 'c.jsx', 'keep.txt']);
+  assert.deepEqual(await ls({ path: '.', ignore: ['*.test.*', '*foo*', '*.{js,jsx}'] }), result('Directory ".", 1 entry (4 ignored):\nkeep.txt'));
+});
+
+test('LS states the pattern limits in its description', () => {
+  assert.ok(LS.description.endsWith(` ${PATTERN_LIMITS}`), LS.description);
 });
 
 test('LS matches a directory ignore pattern written with a trailing slash', async () => {

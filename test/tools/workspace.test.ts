@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
+import { pino } from 'pino';
+import type { ToolContext, ToolResult } from '../../src/core/types.js';
+import { createReadTool } from '../../src/tools/read.js';
 import { Workspace, WorkspaceError } from '../../src/tools/workspace.js';
+import { createWriteTool } from '../../src/tools/write.js';
 
 // Layout, under a fresh temp directory `base`:
 //   base/ws/                 the workspace root
@@ -184,6 +188,16 @@ describe('Workspace.resolve', () => {
     await refused('probe-missing', OUTSIDE);
   });
 
+  test('refuses a path that ends with "/" unless it names an existing directory, as the kernel would', async () => {
+    for (const given of ['a/b.txt/', 'link-in/b.txt/', 'a/missing/', 'a/b.txt/new/', 'new-dir/', `${root}/a/b.txt/`]) {
+      await assert.rejects(ws.resolve(given), new WorkspaceError(`Path ${JSON.stringify(given)} ends with "/" but is not a directory.`));
+    }
+    assert.deepEqual(await ws.resolve('a/'), { absolute: path.join(root, 'a'), relative: 'a' });
+    assert.deepEqual(await ws.resolve('link-in/'), { absolute: path.join(root, 'a'), relative: 'a' });
+    assert.deepEqual(await ws.resolve('./'), { absolute: root, relative: '.' });
+    assert.deepEqual(await ws.resolve(`${root}/`), { absolute: root, relative: '.' });
+  });
+
   test('either resolves inside the root or throws WorkspaceError, for any hostile path (property)', async () => {
     const segments = [
       '..', '.', '', 'a', 'b.txt', 'new', 'link-in', 'link-out', 'file-out', 'link-evil', 'sub', 'dangling', 'loop-1',
@@ -210,6 +224,21 @@ describe('Workspace.resolve', () => {
       }),
       { numRuns: 400 },
     );
+  });
+});
+
+describe('file tools given a path that ends with "/"', () => {
+  const context: ToolContext = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+  const refusal = (given: string): ToolResult => ({ content: [{ type: 'text', text: `Path "${given}" ends with "/" but is not a directory.` }], isError: true });
+
+  test('Read refuses a file named with a trailing "/" instead of reading it', async () => {
+    assert.deepEqual(await createReadTool(ws).execute({ file_path: 'a/b.txt/' }, context), refusal('a/b.txt/'));
+  });
+
+  test('Write refuses a new path with a trailing "/" instead of creating a file by that name', async () => {
+    assert.deepEqual(await createWriteTool(ws).execute({ file_path: 'newdir/', content: 'x' }, context), refusal('newdir/'));
+    await assert.rejects(lstat(path.join(root, 'newdir')), { code: 'ENOENT' });
+    assert.deepEqual(await createWriteTool(ws).execute({ file_path: 'a/b.txt/', content: 'x' }, context), refusal('a/b.txt/'));
   });
 });
 
