@@ -16,6 +16,18 @@ async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
+/** A logger whose JSON lines land in `lines`. */
+function capturedLog() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'info' }, stream) };
+}
+
 function errorBody(code: string, message: string, details?: unknown) {
   return {
     content: [{ type: 'text', text: message }],
@@ -286,14 +298,8 @@ test('GET /tools with an unknown query parameter is a 400 that names it', async 
 });
 
 test('a tool call refused before it ran gets an audit line with the tool, status and code', async (t) => {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const app = await appWith([Echo], { logger: pino({ level: 'info' }, stream) });
+  const { lines, logger } = capturedLog();
+  const app = await appWith([Echo], { logger });
   t.after(() => app.close());
   await app.inject({ method: 'POST', url: '/tools/Echo', headers: { 'x-request-id': 'refused-1' }, payload: { wrong: 1 } });
   const refused = lines.filter((l) => l.msg === 'tool call refused');
@@ -364,14 +370,8 @@ test('every response carries the request id, taken from x-request-id when the cl
 });
 
 test('each tool call is logged once with request id, tool, duration, outcome and input size, never the input', async (t) => {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const app = await appWith([Echo], { logger: pino({ level: 'info' }, stream) });
+  const { lines, logger } = capturedLog();
+  const app = await appWith([Echo], { logger });
   t.after(() => app.close());
   const payload = JSON.stringify({ text: 'my-secret-value' });
   await app.inject({ method: 'POST', url: '/tools/Echo', headers: { ...JSON_HEADERS, 'x-request-id': 'r-1' }, payload });
