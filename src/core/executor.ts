@@ -2,7 +2,7 @@ import { pino, type Logger } from 'pino';
 import { ToolportError } from './errors.js';
 import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from './limiter.js';
 import { describeViolations } from './validator.js';
-import { errorResult, normaliseResult } from './result.js';
+import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import type { ToolDef, ToolResult } from './types.js';
 
@@ -150,7 +150,7 @@ export class ToolExecutor {
       waitMs = roundMs(performance.now() - queued);
       if (!holds) {
         // Left the queue: the tool never started, and it holds no slot.
-        const result = errorResult(`Tool "${name}" was aborted: ${describeAbort(options.signal?.reason)}.`);
+        const result = errorResult(`Tool "${name}" was aborted: ${describeAbortReason(options.signal?.reason)}.`);
         log.info({ ms: 0, waitMs, outcome: 'aborted', inputBytes: options.inputBytes, key: options.keyLabel }, 'tool call');
         this.#observer?.callFinished(name, 'aborted', undefined);
         return result;
@@ -203,7 +203,7 @@ export class ToolExecutor {
     const onAbort = (): void => {
       const reason: unknown = options.signal?.reason;
       controller.abort(reason);
-      settle({ outcome: 'aborted', result: errorResult(`Tool "${name}" was aborted: ${describeAbort(reason)}.`) });
+      settle({ outcome: 'aborted', result: errorResult(`Tool "${name}" was aborted: ${describeAbortReason(reason)}.`) });
     };
     const timer = setTimeout(() => {
       controller.abort(new DeadlineExceeded(`deadline of ${timeoutMs} ms exceeded`));
@@ -240,11 +240,6 @@ export class ToolExecutor {
     }
     return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
   }
-}
-
-/** Why a call was aborted, from its signal's reason. */
-function describeAbort(reason: unknown): string {
-  return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'the call was cancelled';
 }
 
 // Made once: an Error captures a stack trace, which is not free on every call.

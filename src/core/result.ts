@@ -58,3 +58,10 @@ function describe(value: unknown): string {
   if (typeof value === 'object') return 'an object';
   return String(value === undefined ? 'undefined' : typeof value);
 }
+
+/** Why a call was cancelled, in words a model can read, from an abort signal's reason. */
+export function describeAbortReason(reason: unknown): string {
+  if (reason instanceof Error) return reason.message || reason.name;
+  if (typeof reason === 'string' && reason !== '') return reason;
+  return 'the call was cancelled';
+}

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import { describeAbortReason } from '../core/result.js';
 
 /** How long a process group gets to exit after SIGTERM before it is sent SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -60,7 +61,7 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
   const graceMs = options.killGraceMs ?? KILL_GRACE_MS;
   const { signal } = options;
   const outcome: RunOutcome = { exitCode: null, exitSignal: null, timedOut: false };
-  if (signal?.aborted) return Promise.resolve({ ...outcome, abortReason: describeReason(signal.reason) });
+  if (signal?.aborted) return Promise.resolve({ ...outcome, abortReason: describeAbortReason(signal.reason) });
 
   let child: ChildProcessByStdio<null, Readable, Readable>;
   try {
@@ -94,7 +95,7 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
       killGroup();
     }, options.timeoutMs);
     const onAbort = (): void => {
-      outcome.abortReason = describeReason(signal?.reason);
+      outcome.abortReason = describeAbortReason(signal?.reason);
       killGroup();
     };
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -204,8 +205,3 @@ function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
   }
 }
 
-function describeReason(reason: unknown): string {
-  if (reason instanceof Error) return reason.message || reason.name;
-  if (typeof reason === 'string' && reason !== '') return reason;
-  return 'the call was cancelled';
-}
