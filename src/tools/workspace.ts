@@ -1,17 +1,57 @@
-import { lstat, readlink, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 // Linux's PATH_MAX; longer paths cannot name a file, so they are refused before any I/O.
 const MAX_PATH_LENGTH = 4096;
 // Linux's limit on symlinks followed in one lookup (ELOOP past it).
 const MAX_SYMLINKS = 40;
+// A directory is opened without following a symlink in its place: a link there fails (ENOTDIR or ELOOP).
+const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** A path a file tool may not use; the message names the path as given and the reason, nothing more. */
 export class WorkspaceError extends Error {
   override readonly name = 'WorkspaceError';
 }
 
-/** A path inside the workspace, canonical (no symlinks, no `..`), with its workspace-relative form. */
+/**
+ * The path of `name` inside the directory a descriptor holds, through `/proc/self/fd`. The kernel
+ * resolves the descriptor's link to the directory it holds, wherever that is now, and looks up
+ * `name` in it: the `*at()` system calls for an API (Node's) that has none. Without `name`, the
+ * directory itself.
+ */
+export function heldPath(dir: FileHandle, name?: string): string {
+  return name === undefined ? `/proc/self/fd/${dir.fd}` : `/proc/self/fd/${dir.fd}/${name}`;
+}
+
+/** A system error as Node raises them, for outcomes the walk finds without a failing call. */
+export function systemError(code: string, syscall = 'open'): NodeJS.ErrnoException {
+  return Object.assign(new Error(code), { code, syscall });
+}
+
+/**
+ * Where a client's path leads, pinned: the directory that holds its last part is open, and
+ * operations go through that descriptor (`heldPath`), never through the path again, so nothing
+ * that changes in the workspace afterwards can redirect them outside. Close it when done.
+ */
+export interface Location {
+  /** `directory`: an existing directory (held in `dir`); `other`: an existing non-directory named `name` in `parent`; `missing`: see `missing`. */
+  readonly kind: 'directory' | 'other' | 'missing';
+  /** The directory holding the last part (the root holds itself). */
+  readonly parent: FileHandle;
+  /** The last part's name in `parent` (`.` for the root). */
+  readonly name: string;
+  /** For `directory`: the directory itself. */
+  readonly dir: FileHandle | undefined;
+  /** For `missing`: the parts below `parent` that do not exist, the last one being `name`. */
+  readonly missing: readonly string[];
+  /** Canonical, relative to the workspace root (`.` for the root), for messages and listings. */
+  readonly relative: string;
+  /** Releases the descriptors this location holds. */
+  close(): Promise<void>;
+}
+
+/** A path inside the workspace, canonical, with its workspace-relative form. */
 export interface ResolvedPath {
   /** Absolute canonical path. */
   absolute: string;
@@ -19,22 +59,37 @@ export interface ResolvedPath {
   relative: string;
 }
 
+interface Held {
+  handle: FileHandle;
+  name: string;
+}
+
+interface Part {
+  part: string;
+  /** Came from a symlink's target: missing then means a dangling link, not a new file. */
+  fromLink: boolean;
+}
+
 /**
- * The one directory the file tools may touch. Containment is decided on canonical paths: every
- * symlink, in the last part or in any parent, is followed before the check, and the result must
- * equal the root or start with the root plus a separator, never a bare string prefix.
+ * The one directory the file tools may touch, held open from start-up. A client's path is walked
+ * from that descriptor one component at a time, as the kernel would, but each directory is opened
+ * without following a symlink, and every symlink is expanded by hand under the same rules; a step
+ * that would leave the root is refused before anything outside is touched. What the walk ends on
+ * stays open (`Location`), so a check and the use that follows see the same directory.
  */
 export class Workspace {
-  /** The canonical root. */
+  /** The canonical root, as it was at start-up (for messages and for Bash's working directory). */
   readonly root: string;
+  readonly #rootDir: FileHandle;
   readonly #prefix: string;
 
-  private constructor(root: string) {
+  private constructor(root: string, rootDir: FileHandle) {
     this.root = root;
+    this.#rootDir = rootDir;
     this.#prefix = root.endsWith(path.sep) ? root : root + path.sep;
   }
 
-  /** Canonicalises the root once, at start-up; fails unless it is an existing directory. */
+  /** Opens the root once, at start-up; fails unless it is an existing directory. */
   static async open(root: string): Promise<Workspace> {
     let canonical: string;
     try {
@@ -42,8 +97,18 @@ export class Workspace {
     } catch {
       throw new Error(`Invalid TOOLPORT_WORKSPACE: ${JSON.stringify(root)} does not exist`);
     }
-    if (!(await stat(canonical)).isDirectory()) throw new Error(`Invalid TOOLPORT_WORKSPACE: ${JSON.stringify(root)} is not a directory`);
-    return new Workspace(canonical);
+    let dir: FileHandle;
+    try {
+      dir = await open(canonical, OPEN_DIRECTORY);
+    } catch {
+      throw new Error(`Invalid TOOLPORT_WORKSPACE: ${JSON.stringify(root)} is not a directory`);
+    }
+    return new Workspace(canonical, dir);
+  }
+
+  /** The root directory's descriptor; it stays open for the life of the process. */
+  get rootDir(): FileHandle {
+    return this.#rootDir;
   }
 
   /** True when a canonical absolute path is the root or below it. */
@@ -52,73 +117,152 @@ export class Workspace {
   }
 
   /**
-   * Resolves a path given by a client (absolute, or relative to the root) to a canonical path
-   * inside the workspace. The path is walked one component at a time, as the kernel would, and
-   * every symlink is expanded by hand; a step that would leave the root is refused before
-   * anything outside is touched, so refusals say nothing about the file system out there. The
-   * path need not exist: once a component is missing, the rest is appended, so a new file's
-   * parent directory is checked like any other path. A path that ends with a separator must name
-   * an existing directory, as the kernel requires. Throws `WorkspaceError` for empty paths, NUL
-   * bytes, overlong paths, dangling symlinks, symlink loops, a trailing separator after anything
-   * but a directory, and anything that lands outside.
+   * Walks a path given by a client (absolute, or relative to the root) and pins where it leads.
+   * The path need not exist: once a component is missing, the rest is recorded as `missing`, so a
+   * new file's parent directory is checked like any other path. A path that ends with a separator
+   * must name a directory. Throws `WorkspaceError` for empty paths, NUL bytes, overlong paths,
+   * dangling symlinks, symlink loops, a trailing separator after anything but a directory, and
+   * anything that lands outside; a system error with code ENOTDIR when a later part goes through
+   * a file. Messages never name anything outside the workspace.
    */
-  async resolve(given: string): Promise<ResolvedPath> {
+  async locate(given: string): Promise<Location> {
     if (typeof given !== 'string' || given.length === 0) throw new WorkspaceError('The path is empty.');
     const shown = JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given);
     if (given.includes('\0')) throw new WorkspaceError(`Path ${shown} contains a NUL byte.`);
     if (given.length > MAX_PATH_LENGTH) throw new WorkspaceError(`Path ${shown} is longer than ${MAX_PATH_LENGTH} characters.`);
     const outside = (): WorkspaceError =>
       new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
+    const unresolvable = (err: unknown): WorkspaceError =>
+      new WorkspaceError(`Path ${shown} cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
     // The walk drops empty parts, so "file.txt/" would name the file; the kernel says ENOTDIR.
-    const notDirectory = given.endsWith(path.sep)
-      ? (): WorkspaceError => new WorkspaceError(`Path ${shown} ends with "${path.sep}" but is not a directory.`)
-      : undefined;
+    const mustBeDirectory = given.endsWith(path.sep);
+    const notDirectory = (): WorkspaceError => new WorkspaceError(`Path ${shown} ends with "${path.sep}" but is not a directory.`);
 
-    let current = path.isAbsolute(given) ? path.parse(given).root : this.root;
-    // Each part remembers whether it came from a symlink's target, to tell a dangling link from a new file.
-    const pending = given.split(path.sep).map((part) => ({ part, fromLink: false }));
+    // Inside the root, `stack` holds the open directories from the root down. Outside (an absolute
+    // path walks from "/" through the root's ancestors), `stack` is empty and `current` is the
+    // textual path, which may only be an ancestor of the root: those belong to whoever set up the
+    // server, not to clients, and are never opened.
+    const stack: Held[] = path.isAbsolute(given) ? [] : [{ handle: this.#rootDir, name: '.' }];
+    let current = '/';
+    const below = (): string[] => stack.slice(1).map((h) => h.name);
+    const pending: Part[] = given.split(path.sep).map((part) => ({ part, fromLink: false }));
     let links = 0;
-    while (pending.length > 0) {
-      const { part, fromLink } = pending.shift()!;
-      if (part === '' || part === '.') continue;
-      const next = part === '..' ? path.dirname(current) : path.join(current, part);
-      if (!this.#mayEnter(next)) throw outside();
-      if (part === '..') {
-        current = next;
-        continue;
-      }
-      let isLink: boolean;
-      try {
-        isLink = (await lstat(next)).isSymbolicLink();
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new WorkspaceError(`Path ${shown} cannot be resolved (${code ?? 'error'}).`);
+    const release = async (keep: readonly (FileHandle | undefined)[] = []): Promise<void> => {
+      await Promise.all(stack.filter((h) => h.handle !== this.#rootDir && !keep.includes(h.handle)).map((h) => h.handle.close()));
+    };
+    const expand = (target: string): void => {
+      if (++links > MAX_SYMLINKS) throw new WorkspaceError(`Path ${shown} has a symbolic link loop.`);
+      pending.unshift(...target.split(path.sep).map((p) => ({ part: p, fromLink: true })));
+    };
+
+    try {
+      while (pending.length > 0) {
+        const { part, fromLink } = pending.shift()!;
+        if (part === '' || part === '.') continue;
+        const top = stack.at(-1);
+        if (top === undefined) {
+          // Outside: only the way down to the root.
+          const next = part === '..' ? path.dirname(current) : path.join(current, part);
+          if (next === this.root) stack.push({ handle: this.#rootDir, name: '.' });
+          else if (!this.#prefix.startsWith(next.endsWith(path.sep) ? next : next + path.sep)) throw outside();
+          else if (part !== '..' && (await lstat(next).catch((err: unknown) => Promise.reject(unresolvable(err)))).isSymbolicLink()) {
+            const target = await readlink(next).catch((err: unknown) => Promise.reject(unresolvable(err)));
+            expand(target);
+            if (path.isAbsolute(target)) current = '/';
+          } else current = next;
+          continue;
+        }
+        if (part === '..') {
+          stack.pop();
+          if (top.handle !== this.#rootDir) await top.handle.close();
+          if (stack.length === 0) current = path.dirname(this.root);
+          continue;
+        }
+        let opened: FileHandle | undefined;
+        let code: string | undefined;
+        try {
+          opened = await open(heldPath(top.handle, part), OPEN_DIRECTORY);
+        } catch (err) {
+          code = (err as NodeJS.ErrnoException).code;
+        }
+        if (opened) {
+          stack.push({ handle: opened, name: part });
+          continue;
+        }
+        if (code === 'ENOTDIR' || code === 'ELOOP') {
+          // A symlink, or something that is not a directory.
+          const stats = await lstat(heldPath(top.handle, part)).catch((err: unknown) => {
+            if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+            throw unresolvable(err);
+          });
+          if (stats?.isSymbolicLink()) {
+            const target = await readlink(heldPath(top.handle, part)).catch((err: unknown) => {
+              // Replaced by something else since the lstat: take the part again.
+              if ((err as NodeJS.ErrnoException).code === 'EINVAL' || (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+              throw unresolvable(err);
+            });
+            if (target === undefined) pending.unshift({ part, fromLink });
+            else {
+              expand(target);
+              if (path.isAbsolute(target)) {
+                await release();
+                stack.length = 0;
+                current = '/';
+              }
+            }
+            continue;
+          }
+          if (stats !== undefined) {
+            if (mustBeDirectory) throw notDirectory();
+            if (pending.some((p) => p.part !== '' && p.part !== '.')) throw systemError('ENOTDIR');
+            await release([top.handle]);
+            return this.#location('other', top.handle, part, undefined, [], [...below(), part]);
+          }
+          code = 'ENOENT';
+        }
+        if (code !== 'ENOENT') throw unresolvable({ code });
         // A link whose target is missing: following it on write could create a file elsewhere.
         if (fromLink) throw new WorkspaceError(`Path ${shown} is a symbolic link whose target does not exist.`);
-        // Missing from here on: the rest cannot hold symlinks, so it is joined as text, unless it
-        // climbs back out with `..` (the kernel would fail there too).
+        // Missing from here on: the rest cannot hold symlinks, unless it climbs back out with `..`
+        // (the kernel would fail there too).
         if (pending.some((p) => p.part === '..')) throw new WorkspaceError(`Path ${shown} goes through a directory that does not exist.`);
-        const absolute = path.resolve(next, ...pending.map((p) => p.part));
-        if (!this.contains(absolute)) throw outside();
-        if (notDirectory) throw notDirectory();
-        return { absolute, relative: path.relative(this.root, absolute) || '.' };
+        if (mustBeDirectory) throw notDirectory();
+        const missing = [part, ...pending.map((p) => p.part).filter((p) => p !== '' && p !== '.')];
+        await release([top.handle]);
+        return this.#location('missing', top.handle, missing.at(-1)!, undefined, missing, [...below(), ...missing]);
       }
-      if (!isLink) {
-        current = next;
-        continue;
-      }
-      if (++links > MAX_SYMLINKS) throw new WorkspaceError(`Path ${shown} has a symbolic link loop.`);
-      const target = await readlink(next);
-      pending.unshift(...target.split(path.sep).map((p) => ({ part: p, fromLink: true })));
-      if (path.isAbsolute(target)) current = path.parse(target).root;
+      const top = stack.at(-1);
+      if (top === undefined) throw outside();
+      const parent = stack.at(-2)?.handle ?? top.handle;
+      await release([top.handle, parent]);
+      return this.#location('directory', parent, top.name, top.handle, [], below());
+    } catch (err) {
+      await release();
+      throw err;
     }
-    if (!this.contains(current)) throw outside();
-    if (notDirectory && !(await stat(current)).isDirectory()) throw notDirectory();
-    return { absolute: current, relative: path.relative(this.root, current) || '.' };
   }
 
-  /** True for the root, paths below it, and its ancestors (which a walk from `/` passes through). */
-  #mayEnter(p: string): boolean {
-    return this.contains(p) || this.#prefix.startsWith(p.endsWith(path.sep) ? p : p + path.sep);
+  /** Resolves a path to its canonical form inside the workspace, without keeping anything open. */
+  async resolve(given: string): Promise<ResolvedPath> {
+    const location = await this.locate(given);
+    await location.close();
+    return { absolute: location.relative === '.' ? this.root : path.join(this.root, location.relative), relative: location.relative };
+  }
+
+  #location(kind: Location['kind'], parent: FileHandle, name: string, dir: FileHandle | undefined, missing: string[], names: string[]): Location {
+    const relative = names.join(path.sep) || '.';
+    const rootDir = this.#rootDir;
+    return {
+      kind,
+      parent,
+      name,
+      dir,
+      missing,
+      relative,
+      async close() {
+        const owned = [parent, dir].filter((h, i, all): h is FileHandle => h !== undefined && h !== rootDir && all.indexOf(h) === i);
+        await Promise.all(owned.map((h) => h.close()));
+      },
+    };
   }
 }
