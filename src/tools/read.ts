@@ -6,6 +6,7 @@ import { fileErrorResult, formatBytes, quotePath } from './file-errors.js';
 import { imageMediaType, looksBinary } from './file-kind.js';
 import { numberLine, splitLines } from './numbered-lines.js';
 import { loadRegularFile, MAX_FILE_BYTES, type LoadedFile } from './regular-file.js';
+import { versionNote } from './versions.js';
 import type { Workspace } from './workspace.js';
 
 /** Lines shown when the call gives no `limit`. */
@@ -25,6 +26,7 @@ export function createReadTool(ws: Workspace): ToolDef {
       'PNG, JPEG, GIF and WebP images (recognised by their content, not their name) come back as an image you can see.',
       `Other binary files, directories (use LS for those) and files over ${MAX_FILE_BYTES / (1024 * 1024)} MiB are refused with a message saying so; an empty file is reported as empty.`,
       'file_path may be absolute or relative to the workspace root; paths outside the workspace, also through symbolic links, are refused.',
+      'Every successful result ends with a text block giving the file\'s version, `(version <16 hex digits>)`, a hash of its whole content: pass it as expected_version to Edit or Write to have them refuse the change if anyone changed the file since.',
     ].join(' '),
     inputSchema: Type.Object(
       {
@@ -39,8 +41,12 @@ export function createReadTool(ws: Workspace): ToolDef {
       const shown = quotePath(file_path);
       let loaded: LoadedFile;
       try {
-        const { absolute } = await ws.resolve(file_path);
-        loaded = await loadRegularFile(absolute, signal);
+        const location = await ws.locate(file_path);
+        try {
+          loaded = await loadRegularFile(location, file_path, signal);
+        } finally {
+          await location.close();
+        }
       } catch (err) {
         return fileErrorResult(err, file_path);
       }
@@ -54,17 +60,18 @@ export function createReadTool(ws: Workspace): ToolDef {
             `Path ${shown} is ${formatBytes(loaded.size)}, over the ${MAX_FILE_BYTES / (1024 * 1024)} MiB Read accepts; search it with Grep instead.`,
           );
       }
-      const { data } = loaded;
-      if (data.length === 0) return textResult(`File ${shown} is empty (0 bytes).`);
+      const { data, version } = loaded;
+      if (data.length === 0) return versionNote(textResult(`File ${shown} is empty (0 bytes).`), version);
       const media_type = imageMediaType(data);
       if (media_type) {
-        return {
+        const image: ToolResult = {
           content: [
             { type: 'image', source: { type: 'base64', media_type, data: data.toString('base64') } },
             { type: 'text', text: `Image ${shown} (${media_type}, ${formatBytes(data.length)}).` },
           ],
           isError: false,
         };
+        return versionNote(image, version);
       }
       if (looksBinary(data)) {
         return errorResult(
@@ -73,12 +80,13 @@ export function createReadTool(ws: Workspace): ToolDef {
       }
       let text = data.toString('utf8');
       if (text.startsWith(BOM)) text = text.slice(1);
-      return numbered(shown, splitLines(text), offset ?? 1, limit ?? DEFAULT_READ_LIMIT);
+      const result = numbered(shown, splitLines(text), offset ?? 1, limit ?? DEFAULT_READ_LIMIT);
+      return result.isError ? result : versionNote(result, version);
     },
   });
 }
 
-function numbered(shown: string, lines: readonly string[], offset: number, limit: number): ToolResult {
+function numbered(shown: string, lines: readonly string[], offset: number, limit: number): ToolResult & { isError: boolean } {
   const total = lines.length;
   if (total === 0) return textResult(`File ${shown} has no lines.`);
   if (offset > total) {

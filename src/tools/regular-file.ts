@@ -1,36 +1,60 @@
-import { constants } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { constants, type BigIntStats } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { quotePath } from './file-errors.js';
+import { heldPath, systemError, WorkspaceError, type Location } from './workspace.js';
 
-/** Largest file Read and Edit load; bigger ones are refused before any byte is read. */
+/** Largest file Read and Edit load, and largest result Edit writes; bigger ones are refused before any byte is read. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
+// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. O_NOFOLLOW: the walk
+// found no symlink here; one now means the workspace changed since, and it is not followed.
+const OPEN_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
 export type LoadedFile =
-  | { kind: 'file'; data: Buffer; mode: number }
+  | { kind: 'file'; data: Buffer; mode: number; stats: BigIntStats; version: string }
   | { kind: 'directory' }
   | { kind: 'special' }
   | { kind: 'too-large'; size: number };
 
 /**
- * Loads a regular file whole. The checks run on the opened descriptor, so what is checked is what
- * is read: a directory, a FIFO, socket or device (which could block or never end) and a file over
- * `MAX_FILE_BYTES` are reported instead of read. The last part of the path is not followed if it
- * is a symbolic link (callers pass canonical paths; a link there means it changed since).
- * File-system errors are thrown.
+ * The version of a file's content that Read reports and Edit and Write take as `expected_version`:
+ * the first 16 hex digits of its SHA-256. A hash, not a modification time, so it is the same on
+ * every replica that shares the file and changes whenever a byte does.
  */
-export async function loadRegularFile(absolute: string, signal?: AbortSignal): Promise<LoadedFile> {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-  const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-  const handle = await open(absolute, flags);
+export function contentVersion(data: Uint8Array | string): string {
+  return createHash('sha256').update(data).digest('hex').slice(0, 16);
+}
+
+/**
+ * Loads the regular file a location pins, whole, through the directory descriptor the walk
+ * holds. The checks run on the opened descriptor, so what is checked is what is read: a
+ * directory, a FIFO, socket or device (which could block or never end) and a file over
+ * `MAX_FILE_BYTES` are reported instead of read. A missing file throws ENOENT; other file-system
+ * errors are thrown as they are.
+ */
+export async function loadRegularFile(location: Location, given: string, signal?: AbortSignal): Promise<LoadedFile> {
+  if (location.kind === 'directory') return { kind: 'directory' };
+  if (location.kind === 'missing') throw systemError('ENOENT');
+  const handle = await open(heldPath(location.parent, location.name), OPEN_FILE).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw changedWhileInUse(given);
+    throw err;
+  });
   try {
-    const stats = await handle.stat();
+    const stats = await handle.stat({ bigint: true });
     if (stats.isDirectory()) return { kind: 'directory' };
     if (!stats.isFile()) return { kind: 'special' };
-    if (stats.size > MAX_FILE_BYTES) return { kind: 'too-large', size: stats.size };
+    if (stats.size > MAX_FILE_BYTES) return { kind: 'too-large', size: Number(stats.size) };
     const data = await handle.readFile({ signal });
     // The file may have grown between the check and the read.
     if (data.length > MAX_FILE_BYTES) return { kind: 'too-large', size: data.length };
-    return { kind: 'file', data, mode: stats.mode & 0o7777 };
+    return { kind: 'file', data, mode: Number(stats.mode) & 0o7777, stats, version: contentVersion(data) };
   } finally {
     await handle.close();
   }
+}
+
+/** The refusal for a path whose last part became a symbolic link after the walk checked it. */
+export function changedWhileInUse(given: string): WorkspaceError {
+  return new WorkspaceError(`Path ${quotePath(given)} was replaced by a symbolic link while in use; it was not followed. Try again.`);
 }

@@ -1,13 +1,18 @@
-import { lstat, mkdir } from 'node:fs/promises';
-import path from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef } from '../core/types.js';
+import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from './atomic-write.js';
 import { fileErrorResult, quotePath, systemErrorCode } from './file-errors.js';
+import { FileLockTimeout, withFileLock } from './file-lock.js';
 import { splitLines } from './numbered-lines.js';
-import type { Workspace } from './workspace.js';
+import { contentVersion, loadRegularFile } from './regular-file.js';
+import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
+import { heldPath, type Workspace } from './workspace.js';
+
+const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** Write: creates or replaces a whole file inside the workspace, atomically. */
 export function createWriteTool(ws: Workspace): ToolDef {
@@ -16,59 +21,95 @@ export function createWriteTool(ws: Workspace): ToolDef {
     description: [
       'Writes a file in the workspace: creates it, or replaces all of its content if it exists. Missing parent directories are created.',
       'To change part of an existing file prefer Edit, which sends only the change; use Write for new files or complete rewrites.',
-      'The write is atomic (readers see the old content or the new, never a half-written file) and an existing file keeps its permissions; new files get mode 644.',
-      'The content is written exactly as given, as UTF-8. The result says whether the file was created or overwritten, with its size in bytes and lines.',
+      'The write is atomic (readers see the old content or the new, never a half-written file) and an existing file keeps its permissions (but never setuid, setgid or sticky bits); new files get mode 644.',
+      'The content is written exactly as given, as UTF-8. The result says whether the file was created or overwritten, with its size in bytes and lines, and ends with its new version.',
+      'Writes and Edits of one file happen one after another, never interleaved; the last one wins. To replace a file only if nobody changed it since you read it, pass the version Read reported as expected_version.',
       'file_path may be absolute or relative to the workspace root; paths outside the workspace, also through symbolic links, are refused, and so is a path that names a directory.',
     ].join(' '),
     inputSchema: Type.Object(
       {
         file_path: Type.String({ description: 'The file to write: absolute, or relative to the workspace root.' }),
         content: Type.String({ description: 'The complete new content of the file.' }),
+        expected_version: Type.Optional(expectedVersionSchema('Write')),
       },
       { additionalProperties: false },
     ),
     annotations: { title: 'Write file', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    async execute({ file_path, content }, { signal }) {
+    async execute({ file_path, content, expected_version }, { signal }) {
       const shown = quotePath(file_path);
-      let existed: boolean;
+      let existed = false;
       try {
-        const { absolute } = await ws.resolve(file_path);
-        const existing = await lstat(absolute).catch((err: unknown) => {
-          const code = systemErrorCode(err);
-          if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-          throw err;
-        });
-        if (existing?.isDirectory()) return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
-        if (existing && !existing.isFile()) {
-          return errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Write only replaces regular files.`);
+        const location = await ws.locate(file_path);
+        let parent: FileHandle | undefined;
+        try {
+          if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
+          if (location.kind === 'missing' && expected_version !== undefined) return versionMismatch(shown, 'does not exist');
+          parent = location.kind === 'missing' ? await makeParents(location.parent, location.missing.slice(0, -1)) : location.parent;
+          if (parent === undefined) return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
+          const dir = parent;
+          const refusal = await withFileLock(dir, location.name, signal, async (): Promise<ToolResult | undefined> => {
+            const existing = await lstat(heldPath(dir, location.name)).catch((err: unknown) => {
+              const code = systemErrorCode(err);
+              if (code === 'ENOENT') return undefined;
+              throw err;
+            });
+            if (existing?.isDirectory()) return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
+            if (existing && !existing.isFile()) {
+              return errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Write only replaces regular files.`);
+            }
+            if (expected_version !== undefined) {
+              if (existing === undefined) return versionMismatch(shown, 'does not exist');
+              const current = await loadRegularFile({ ...location, kind: 'other', parent: dir }, file_path, signal);
+              const version = current.kind === 'file' ? current.version : undefined;
+              if (version !== expected_version) return versionMismatch(shown, version === undefined ? 'cannot be read to compare' : `is at version ${version}`);
+            }
+            existed = existing !== undefined;
+            await writeFileAtomic(dir, location.name, content, { mode: existing ? existing.mode : NEW_FILE_MODE, signal });
+            return undefined;
+          });
+          if (refusal) return refusal;
+        } finally {
+          if (parent !== undefined && parent !== location.parent) await parent.close();
+          await location.close();
         }
-        existed = existing !== undefined;
-        if (!existed) {
-          if (!(await makeParents(path.dirname(absolute)))) {
-            return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
-          }
-        }
-        await writeFileAtomic(absolute, content, { mode: existing ? existing.mode & 0o7777 : NEW_FILE_MODE, signal });
       } catch (err) {
+        if (systemErrorCode(err) === 'ENOTDIR') return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
+        if (err instanceof FileLockTimeout) return errorResult(`Path ${shown} is locked by another process that is changing it (${err.message}); nothing was written. Try again.`);
         return fileErrorResult(err, file_path);
       }
       const bytes = Buffer.byteLength(content);
       const lines = splitLines(content).length;
       const size = `${bytes} byte${bytes === 1 ? '' : 's'}, ${lines} line${lines === 1 ? '' : 's'}`;
-      return textResult(`${existed ? 'Overwrote' : 'Created'} ${shown} (${size}).`);
+      return versionNote(textResult(`${existed ? 'Overwrote' : 'Created'} ${shown} (${size}).`), contentVersion(content));
     },
   });
 }
 
-// The directory was checked by `Workspace.resolve` (its existing part is canonical and inside), so
-// creating the missing rest stays inside. False when a part of the way is a file.
-async function makeParents(dir: string): Promise<boolean> {
+/**
+ * Creates the missing directories `names` one below the other, starting in the held directory
+ * `dir`, and returns the last one held (the caller closes it unless it is `dir`); undefined when a
+ * part of the way is a file. Each is opened without following a symlink, so a link planted in
+ * the meantime is not followed outside.
+ */
+async function makeParents(dir: FileHandle, names: readonly string[]): Promise<FileHandle | undefined> {
+  let current = dir;
   try {
-    await mkdir(dir, { recursive: true });
-    return true;
+    for (const name of names) {
+      await mkdir(heldPath(current, name)).catch((err: unknown) => {
+        if (systemErrorCode(err) !== 'EEXIST') throw err;
+      });
+      const next = await open(heldPath(current, name), OPEN_DIRECTORY).catch((err: unknown) => {
+        const code = systemErrorCode(err);
+        if (code === 'ENOTDIR' || code === 'ELOOP') return undefined;
+        throw err;
+      });
+      if (current !== dir) await current.close();
+      if (next === undefined) return undefined;
+      current = next;
+    }
+    return current;
   } catch (err) {
-    const code = systemErrorCode(err);
-    if (code === 'EEXIST' || code === 'ENOTDIR') return false;
+    if (current !== dir) await current.close();
     throw err;
   }
 }

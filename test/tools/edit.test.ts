@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
+import { contentVersion } from '../../src/tools/regular-file.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 let base: string;
@@ -15,7 +16,15 @@ let outside: string;
 let Edit: ToolDef;
 
 const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
-const edit = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Edit.execute(input, context()));
+/** Calls Edit; a successful result must end with the version of the file as edited, which is checked and taken off. */
+async function edit(input: Record<string, unknown>): Promise<ToolResult> {
+  const result = await Edit.execute(input, context());
+  if (!result.isError) {
+    const data = await readFile(path.resolve(root, String(input.file_path)));
+    assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(data)})` });
+  }
+  return result;
+}
 const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
 const numbered = (lines: string[], first = 1): string => lines.map((l, i) => `${String(first + i).padStart(6)}\t${l}`).join('\n');
 const contentOf = (name: string): Promise<string> => readFile(path.join(root, name), 'utf8');

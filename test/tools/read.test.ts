@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createReadTool } from '../../src/tools/read.js';
+import { contentVersion } from '../../src/tools/regular-file.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 let base: string;
@@ -15,7 +16,14 @@ let root: string;
 let Read: ToolDef;
 
 const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
-const read = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Read.execute(input, context()));
+/** Calls Read; a successful result must end with the file's version, which is checked and taken off. */
+async function read(input: Record<string, unknown>): Promise<ToolResult> {
+  const result = await Read.execute(input, context());
+  if (result.isError) return result;
+  const data = await readFile(path.resolve(root, String(input.file_path)));
+  assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(data)})` });
+  return result;
+}
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
 const numbered = (lines: string[], first = 1): string => lines.map((l, i) => `${String(first + i).padStart(6)}\t${l}`).join('\n');
 

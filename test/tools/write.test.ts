@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { contentVersion } from '../../src/tools/regular-file.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
@@ -16,7 +17,12 @@ let outside: string;
 let Write: ToolDef;
 
 const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
-const write = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Write.execute(input, context()));
+/** Calls Write; a successful result must end with the version of the content written, which is checked and taken off. */
+async function write(input: Record<string, unknown>): Promise<ToolResult> {
+  const result = await Write.execute(input, context());
+  if (!result.isError) assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(String(input.content))})` });
+  return result;
+}
 const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
 const outsideRefusal = (given: string): ToolResult =>
   result(`Path ${JSON.stringify(given)} is outside the workspace; file tools may only use paths under the workspace root.`, true);
