@@ -5,20 +5,40 @@ import type { ObjectSchema, ToolInput } from './types.js';
 // ajv-formats ships CommonJS with a default export that NodeNext sees as the module object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
+/** Most violations one error lists; the rest are counted, not listed. */
+export const MAX_LISTED_VIOLATIONS = 50;
 /**
- * Tool input is validated as sent: every error reported, no type coercion, no removal of unknown
- * properties, no defaults filled in. Non-strict so hand-written schemas may carry annotations
- * (`examples`, `$comment`, vendor keywords) without failing to compile.
+ * Largest input, in JSON values, whose violations are all collected. Collecting costs an Ajv error
+ * object per violation (about 170 bytes) and a 1 MiB body can hold half a million of them; past
+ * this, only the first violation is reported, so the work stays bounded whatever the body limit.
+ */
+export const MAX_VALUES_FULLY_CHECKED = 10_000;
+/** Longest path or message of one violation; a property name can be as long as the body. */
+export const MAX_VIOLATION_TEXT_CHARS = 200;
+
+const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false } as const;
+
+/**
+ * Tool input is validated as sent: no type coercion, no removal of unknown properties, no
+ * defaults filled in. Non-strict so hand-written schemas may carry annotations (`examples`,
+ * `$comment`, vendor keywords) without failing to compile. This instance collects every error;
+ * `compileInputSchema` pairs it with one that stops at the first, for untrusted input.
  */
 export function createAjv(): Ajv {
-  return addFormats(new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false }));
+  return addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: true }));
 }
 
-export type InputValidator = ValidateFunction<ToolInput>;
+// Ajv's own advice is not to run allErrors on untrusted input: the first-error twin of each
+// instance does the check. One twin per instance, so $ids stay apart as they do in the instances.
+const firstErrorTwins = new WeakMap<Ajv, Ajv>();
 
-/** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
-export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
-  return ajv.compile<ToolInput>(schema);
+function firstErrorTwin(ajv: Ajv): Ajv {
+  let twin = firstErrorTwins.get(ajv);
+  if (twin === undefined) {
+    twin = addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: false }));
+    firstErrorTwins.set(ajv, twin);
+  }
+  return twin;
 }
 
 /** One violation of a tool's input schema, addressed by JSON path (`$.path.to.field`). */
@@ -27,7 +47,85 @@ export interface InputViolation {
   message: string;
 }
 
-/** Turns Ajv's errors into violations a model can act on: a JSON path and a plain message. */
+/** What is wrong with an input, in bounded size: at most `MAX_LISTED_VIOLATIONS` listed. */
+export interface ViolationReport {
+  violations: InputViolation[];
+  /** Violations found but not listed. */
+  omitted: number;
+  /** False when checking stopped at the first violation because the input is too large. */
+  complete: boolean;
+}
+
+/**
+ * A compiled input schema. Calling it checks an input and stops at the first violation, so a
+ * valid input costs one pass and an invalid one little more; `explain` says what is wrong with an
+ * input that failed, at a cost bounded by `MAX_VALUES_FULLY_CHECKED`.
+ */
+export interface InputValidator {
+  (input: unknown): input is ToolInput;
+  explain(input: unknown): ViolationReport;
+}
+
+/** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
+export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
+  const collectAll = ajv.compile<ToolInput>(schema);
+  const firstOnly = firstErrorTwin(ajv).compile<ToolInput>(schema);
+  const check = (input: unknown): input is ToolInput => firstOnly(input);
+  return Object.assign(check, { explain: (input: unknown) => explain(input, firstOnly, collectAll) });
+}
+
+function explain(input: unknown, firstOnly: ValidateFunction, collectAll: ValidateFunction): ViolationReport {
+  const complete = !hasMoreValuesThan(input, MAX_VALUES_FULLY_CHECKED);
+  const validate = complete ? collectAll : firstOnly;
+  if (validate(input)) return { violations: [], omitted: 0, complete: true };
+  // Even the first-error pass may report a few errors: the failed branches of an anyOf, say.
+  const errors = validate.errors ?? [];
+  return {
+    violations: describeViolations(errors.slice(0, MAX_LISTED_VIOLATIONS)),
+    omitted: Math.max(0, errors.length - MAX_LISTED_VIOLATIONS),
+    complete,
+  };
+}
+
+/**
+ * True when `input` holds more than `limit` JSON values (the input itself, and every property
+ * value and array item at any depth). Stops as soon as it has counted past `limit`, with a stack
+ * of its own, so neither a huge nor a deeply nested input costs more than that.
+ */
+export function hasMoreValuesThan(input: unknown, limit: number): boolean {
+  let count = 1;
+  const stack: unknown[] = [input];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      count += value.length;
+      if (count > limit) return true;
+      for (const item of value) stack.push(item);
+    } else {
+      for (const key in value) {
+        if (++count > limit) return true;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return count > limit;
+}
+
+/** The lines of an error message listing a report's violations, and what was left out. */
+export function violationLines(report: ViolationReport): string {
+  const lines = report.violations.map((v) => `- ${v.path}: ${v.message}`);
+  if (report.omitted > 0) lines.push(`- ... and ${report.omitted} more violation${report.omitted === 1 ? '' : 's'}`);
+  if (!report.complete) {
+    lines.push(`(The input holds more than ${MAX_VALUES_FULLY_CHECKED} values, so checking stopped at the first violation; fix it and send the input again to see any others.)`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Turns Ajv's errors into violations a model can act on: a JSON path and a plain message, each
+ * cut to `MAX_VIOLATION_TEXT_CHARS`.
+ */
 export function describeViolations(errors: readonly ErrorObject[]): InputViolation[] {
   return errors.map((e) => {
     let path = jsonPath(e.instancePath);
@@ -44,8 +142,17 @@ export function describeViolations(errors: readonly ErrorObject[]): InputViolati
       const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
       message = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
     }
-    return { path, message };
+    return { path: shorten(path), message: shorten(message) };
   });
+}
+
+/** `text` cut to `MAX_VIOLATION_TEXT_CHARS`, ending in "...", never inside a surrogate pair. */
+function shorten(text: string): string {
+  if (text.length <= MAX_VIOLATION_TEXT_CHARS) return text;
+  let cut = MAX_VIOLATION_TEXT_CHARS - 3;
+  const last = text.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut -= 1;
+  return `${text.slice(0, cut)}...`;
 }
 
 function jsonPath(pointer: string): string {

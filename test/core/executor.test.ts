@@ -131,6 +131,30 @@ describe('ToolExecutor: lookup and input checks', () => {
     await assert.rejects(executor.call('Deep', input), { statusCode: 400 });
   });
 
+  test('an input with thousands of violations fails with the first 50 listed and the rest counted', async () => {
+    const inputSchema: ObjectSchema = { type: 'object', properties: { tags: { type: 'array', items: { type: 'string' } } } };
+    const executor = executorWith(tool('Tags', () => textResult('ran'), { inputSchema }));
+    const violations = Array.from({ length: 50 }, (_, i) => ({ path: `$.tags[${i}]`, message: 'must be string' }));
+    const lines = violations.map((v) => `- ${v.path}: ${v.message}`).join('\n');
+    await assertRejectsWith(
+      executor.call('Tags', { tags: Array.from({ length: 9000 }, () => 0) }),
+      'INVALID_INPUT',
+      `Invalid input for tool "Tags":\n${lines}\n- ... and 8950 more violations`,
+      { violations, omitted: 8950 },
+    );
+  });
+
+  test('an input of more than 10000 values fails with its first violation only, saying so', async () => {
+    const executor = executorWith(echo);
+    const input = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, 0]));
+    await assertRejectsWith(
+      executor.call('Echo', input),
+      'INVALID_INPUT',
+      'Invalid input for tool "Echo":\n- $.text: is required\n(The input holds more than 10000 values, so checking stopped at the first violation; fix it and send the input again to see any others.)',
+      { violations: [{ path: '$.text', message: 'is required' }], complete: false },
+    );
+  });
+
   test('input is not coerced: a string "5" for an integer is rejected', async () => {
     let calls = 0;
     const inputSchema: ObjectSchema = { type: 'object', properties: { n: { type: 'integer' } } };

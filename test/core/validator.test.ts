@@ -1,13 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ErrorObject } from 'ajv';
-import { compileInputSchema, describeViolations, type InputViolation } from '../../src/core/validator.js';
+import {
+  compileInputSchema,
+  describeViolations,
+  hasMoreValuesThan,
+  MAX_LISTED_VIOLATIONS,
+  MAX_VALUES_FULLY_CHECKED,
+  MAX_VIOLATION_TEXT_CHARS,
+  violationLines,
+  type InputViolation,
+} from '../../src/core/validator.js';
 import type { ObjectSchema } from '../../src/core/types.js';
 
 /** Validates `input` against `schema` and returns the described violations ([] when valid). */
 function violations(schema: ObjectSchema, input: unknown): InputViolation[] {
   const validate = compileInputSchema(schema);
-  return validate(input) ? [] : describeViolations(validate.errors ?? []);
+  if (validate(input)) return [];
+  const report = validate.explain(input);
+  assert.equal(report.complete, true);
+  assert.equal(report.omitted, 0);
+  return report.violations;
 }
 
 /** A minimal Ajv error, for paths no schema of ours produces. */
@@ -159,5 +172,154 @@ describe('describeViolations', () => {
       { path: '$["1"]', message: 'is required' },
       { path: '$["0"]', message: 'is not an allowed property' },
     ]);
+  });
+});
+
+describe('describeViolations: size', () => {
+  test(`cuts a path or message longer than ${MAX_VIOLATION_TEXT_CHARS} characters, ending it in "..."`, () => {
+    const key = 'k'.repeat(100_000);
+    const [violation] = violations({ type: 'object', properties: {}, additionalProperties: false }, { [key]: 1 });
+    assert.deepEqual(violation, { path: `$.${'k'.repeat(MAX_VIOLATION_TEXT_CHARS - 5)}...`, message: 'is not an allowed property' });
+    const [long] = describeViolations([ajvError('/a', 'custom', 'x'.repeat(1000))]);
+    assert.equal(long!.message, `${'x'.repeat(MAX_VIOLATION_TEXT_CHARS - 3)}...`);
+  });
+
+  test('never cuts between the two halves of a surrogate pair', () => {
+    const message = `${'x'.repeat(MAX_VIOLATION_TEXT_CHARS - 4)}${'😀'.repeat(10)}`;
+    const [cut] = describeViolations([ajvError('/a', 'custom', message)]);
+    assert.equal(cut!.message, `${'x'.repeat(MAX_VIOLATION_TEXT_CHARS - 4)}...`);
+  });
+});
+
+describe('InputValidator: bounded reports', () => {
+  const tags: ObjectSchema = {
+    type: 'object',
+    properties: { tags: { type: 'array', items: { type: 'string' } } },
+    additionalProperties: false,
+  };
+  const pathsOf = (vs: InputViolation[]): string[] => vs.map((v) => v.path);
+
+  test('checking stops at the first violation; explain lists every one of a small input', () => {
+    const validate = compileInputSchema(tags);
+    assert.equal(validate({ tags: ['a', 'b'] }), true);
+    assert.equal(validate({ tags: [1, 2, 3], extra: true }), false);
+    assert.deepEqual(validate.explain({ tags: [1, 2, 3], extra: true }), {
+      violations: [
+        { path: '$.extra', message: 'is not an allowed property' },
+        { path: '$.tags[0]', message: 'must be string' },
+        { path: '$.tags[1]', message: 'must be string' },
+        { path: '$.tags[2]', message: 'must be string' },
+      ],
+      omitted: 0,
+      complete: true,
+    });
+  });
+
+  test('explain of a valid input reports nothing', () => {
+    assert.deepEqual(compileInputSchema(tags).explain({ tags: [] }), { violations: [], omitted: 0, complete: true });
+  });
+
+  test(`lists the first ${MAX_LISTED_VIOLATIONS} violations and counts the rest`, () => {
+    // The root object and its array are two values: the items fill the budget exactly.
+    const input = { tags: Array.from({ length: MAX_VALUES_FULLY_CHECKED - 2 }, () => 0) };
+    const report = compileInputSchema(tags).explain(input);
+    assert.equal(report.complete, true);
+    assert.equal(report.omitted, MAX_VALUES_FULLY_CHECKED - 2 - MAX_LISTED_VIOLATIONS);
+    assert.deepEqual(
+      pathsOf(report.violations),
+      Array.from({ length: MAX_LISTED_VIOLATIONS }, (_, i) => `$.tags[${i}]`),
+    );
+  });
+
+  test(`reports only the first violation of an input of more than ${MAX_VALUES_FULLY_CHECKED} values`, () => {
+    const input = { tags: Array.from({ length: 50_000 }, () => 0) };
+    assert.deepEqual(compileInputSchema(tags).explain(input), {
+      violations: [{ path: '$.tags[0]', message: 'must be string' }],
+      omitted: 0,
+      complete: false,
+    });
+  });
+
+  test('reports only the first of 50,000 unknown properties', () => {
+    const input = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, 0]));
+    assert.deepEqual(compileInputSchema(tags).explain(input), {
+      violations: [{ path: '$.k0', message: 'is not an allowed property' }],
+      omitted: 0,
+      complete: false,
+    });
+  });
+
+  test("the first-violation pass still lists what Ajv reports together, such as an anyOf's branches", () => {
+    const schema: ObjectSchema = { type: 'object', properties: { id: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, list: { type: 'array' } } };
+    const report = compileInputSchema(schema).explain({ id: true, list: Array.from({ length: MAX_VALUES_FULLY_CHECKED }, () => 0) });
+    assert.deepEqual(report, {
+      violations: [
+        { path: '$.id', message: 'must be string' },
+        { path: '$.id', message: 'must be integer' },
+        { path: '$.id', message: 'must match a schema in anyOf' },
+      ],
+      omitted: 0,
+      complete: false,
+    });
+  });
+});
+
+describe('violationLines', () => {
+  test('lists each violation on a line of its own', () => {
+    const report = { violations: [{ path: '$.a', message: 'is required' }, { path: '$.b', message: 'must be string' }], omitted: 0, complete: true };
+    assert.equal(violationLines(report), '- $.a: is required\n- $.b: must be string');
+  });
+
+  test('says how many violations were left out', () => {
+    assert.equal(violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 1, complete: true }), '- $.a: is required\n- ... and 1 more violation');
+    assert.equal(violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 7, complete: true }), '- $.a: is required\n- ... and 7 more violations');
+  });
+
+  test('says when checking stopped at the first violation', () => {
+    assert.equal(
+      violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 0, complete: false }),
+      `- $.a: is required\n(The input holds more than ${MAX_VALUES_FULLY_CHECKED} values, so checking stopped at the first violation; fix it and send the input again to see any others.)`,
+    );
+  });
+});
+
+describe('hasMoreValuesThan', () => {
+  test('counts the input itself and every property value and array item, at any depth', () => {
+    const input = { a: 1, b: [1, 2, { c: null }], d: {} }; // 1 + a, b, 1, 2, {c}, c, d = 8
+    assert.equal(hasMoreValuesThan(input, 8), false);
+    assert.equal(hasMoreValuesThan(input, 7), true);
+    assert.equal(hasMoreValuesThan('text', 1), false);
+    assert.equal(hasMoreValuesThan('text', 0), true);
+  });
+
+  test('stops reading once it has counted past the limit', () => {
+    let reads = 0;
+    const items = new Proxy(Array.from({ length: 1_000_000 }, () => 0), {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    assert.equal(hasMoreValuesThan({ items }, 100), true);
+    assert.equal(reads, 0, 'an array longer than the budget is judged by its length');
+    const wide: Record<string, unknown> = {};
+    for (let i = 0; i < 1000; i++) {
+      Object.defineProperty(wide, `k${i}`, {
+        enumerable: true,
+        get: () => {
+          reads += 1;
+          return 0;
+        },
+      });
+    }
+    assert.equal(hasMoreValuesThan(wide, 100), true);
+    assert.equal(reads, 99);
+  });
+
+  test('walks a deeply nested input without overflowing the stack', () => {
+    let deep: unknown = 0;
+    for (let i = 0; i < 1_000_000; i++) deep = [deep];
+    assert.equal(hasMoreValuesThan(deep, 2_000_000), false);
+    assert.equal(hasMoreValuesThan(deep, 1000), true);
   });
 });
