@@ -6,6 +6,8 @@ import path from 'node:path';
 const MAX_PATH_LENGTH = 4096;
 // Linux's limit on symlinks followed in one lookup (ELOOP past it).
 const MAX_SYMLINKS = 40;
+// Times one walk takes an entry again that changed between two looks at it, before it gives up.
+const MAX_RETRIES = 100;
 // A directory is opened without following a symlink in its place: a link there fails (ENOTDIR or ELOOP).
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
@@ -147,6 +149,7 @@ export class Workspace {
     const below = (): string[] => stack.slice(1).map((h) => h.name);
     const pending: Part[] = given.split(path.sep).map((part) => ({ part, fromLink: false }));
     let links = 0;
+    let retries = 0;
     const release = async (keep: readonly (FileHandle | undefined)[] = []): Promise<void> => {
       await Promise.all(stack.filter((h) => h.handle !== this.#rootDir && !keep.includes(h.handle)).map((h) => h.handle.close()));
     };
@@ -195,13 +198,22 @@ export class Workspace {
             if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
             throw unresolvable(err);
           });
+          if (stats?.isDirectory()) {
+            // A symlink when opened, a directory again now: the entry is changing under the walk; take it again.
+            if (++retries > MAX_RETRIES) throw unresolvable({ code: 'EAGAIN' });
+            pending.unshift({ part, fromLink });
+            continue;
+          }
           if (stats?.isSymbolicLink()) {
             const target = await readlink(heldPath(top.handle, part)).catch((err: unknown) => {
               // Replaced by something else since the lstat: take the part again.
               if ((err as NodeJS.ErrnoException).code === 'EINVAL' || (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
               throw unresolvable(err);
             });
-            if (target === undefined) pending.unshift({ part, fromLink });
+            if (target === undefined) {
+              if (++retries > MAX_RETRIES) throw unresolvable({ code: 'EAGAIN' });
+              pending.unshift({ part, fromLink });
+            }
             else {
               expand(target);
               if (path.isAbsolute(target)) {

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { pino } from 'pino';
+import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { createEditTool } from '../../src/tools/edit.js';
+import { createReadTool } from '../../src/tools/read.js';
+import { Workspace } from '../../src/tools/workspace.js';
+import { createWriteTool } from '../../src/tools/write.js';
+import { startSwapper } from '../fixtures/swapper.js';
+
+// The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside holding
+// files of the same names; another process exchanges the two entries in a tight loop while
+// clients call the file tools on paths through `d`. Every call must act on the real `d` or be
+// refused: nothing outside is read, created or changed, and no message names the outside.
+const ROUNDS_MS = 2_000;
+const MAX_CALLS = 4_000;
+const CLIENTS = 6;
+const SECRET = 'SECRET-OUTSIDE';
+
+let base: string;
+let root: string;
+let outside: string;
+let tools: { Read: ToolDef; Write: ToolDef; Edit: ToolDef };
+
+const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'race' });
+const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('\n');
+
+/** Every file below `dir` with its content and modification time, symlinks not followed. */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const found: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    const full = path.join(entry.parentPath, entry.name);
+    const stats = await lstat(full);
+    found[path.relative(dir, full)] = stats.isFile() ? `${await readFile(full, 'utf8')}@${stats.mtimeMs}` : stats.isDirectory() ? 'dir' : 'other';
+  }
+  return found;
+}
+
+before(async () => {
+  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-race-')));
+  root = path.join(base, 'ws');
+  outside = path.join(base, 'OUTSIDE-zone');
+  for (const dir of [path.join(root, 'd', 'sub'), path.join(outside, 'sub')]) await mkdir(dir, { recursive: true });
+  await writeFile(path.join(root, 'd', 'f.txt'), 'inside\n');
+  await writeFile(path.join(root, 'd', 'sub', 'g.txt'), 'inside too\n');
+  await writeFile(path.join(root, 'd', 'e.txt'), 'x\n');
+  await writeFile(path.join(outside, 'f.txt'), `${SECRET}\n`);
+  await writeFile(path.join(outside, 'sub', 'g.txt'), `${SECRET}\n`);
+  await writeFile(path.join(outside, 'e.txt'), 'x\n');
+  await symlink(outside, path.join(root, '.swap'));
+  const ws = await Workspace.open(root);
+  tools = { Read: createReadTool(ws), Write: createWriteTool(ws), Edit: createEditTool(ws) };
+});
+
+after(() => rm(base, { recursive: true, force: true }));
+
+test('Read, Write and Edit never act outside while a directory on their path is swapped with a symlink to outside', async () => {
+  const outsideBefore = await snapshot(outside);
+  const swapper = await startSwapper(path.join(root, 'd'), path.join(root, '.swap'));
+  const seen = { calls: 0, refused: 0 };
+  const leaks: string[] = [];
+  const deadline = Date.now() + ROUNDS_MS;
+  try {
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, client) => {
+        for (let i = 0; Date.now() < deadline && seen.calls < MAX_CALLS; i += 1) {
+          const calls: [ToolDef, Record<string, unknown>][] = [
+            [tools.Read, { file_path: 'd/f.txt' }],
+            [tools.Read, { file_path: path.join(root, 'd', 'sub', 'g.txt') }],
+            [tools.Write, { file_path: `d/new-${client}-${i}.txt`, content: 'written\n' }],
+            [tools.Write, { file_path: `d/sub/deeper-${client}/w.txt`, content: 'written\n' }],
+            [tools.Edit, { file_path: 'd/e.txt', old_string: i % 2 ? 'y' : 'x', new_string: i % 2 ? 'x' : 'y' }],
+          ];
+          const [tool, input] = calls[(client + i) % calls.length]!;
+          const result = await tool.execute(input, context());
+          seen.calls += 1;
+          if (result.isError) seen.refused += 1;
+          const text = textOf(result);
+          if (text.includes(SECRET) || text.includes('OUTSIDE-zone')) leaks.push(`${tool.name} ${JSON.stringify(input)}: ${text}`);
+        }
+      }),
+    );
+  } finally {
+    await swapper.stop();
+  }
+  assert.deepEqual(leaks, [], 'no call may return outside content or name an outside path');
+  assert.deepEqual(await snapshot(outside), outsideBefore, 'nothing outside may be created or changed');
+  const leftovers = Object.keys(await snapshot(root)).filter((name) => /\.toolport-[0-9a-f]+\.(tmp|lock)$/.test(name));
+  assert.deepEqual(leftovers, [], 'no temporary or lock file may be left behind');
+  assert.ok(seen.calls > 100, `the clients made ${seen.calls} calls`);
+});
