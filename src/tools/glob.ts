@@ -1,15 +1,16 @@
-import { readdir, realpath, type Dirent } from 'node:fs';
-import { lstat, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { lstat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { glob, type FileSystemAdapter } from 'tinyglobby';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef } from '../core/types.js';
+import type { ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import type { Workspace } from './workspace.js';
+import { listHeld, openBelow } from './held-dir.js';
+import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
 
 /** Most paths one call returns (the newest); a note says how many matched in all. */
 export const MAX_GLOB_RESULTS = 100;
@@ -55,78 +56,146 @@ export function createGlobTool(ws: Workspace): ToolDef {
       }
       const problem = patternProblem(pattern);
       if (problem !== undefined) return errorResult(`Pattern ${quotePath(pattern)} ${problem}`);
-      let dir: string;
+      let location: Location;
       try {
-        ({ absolute: dir } = await ws.resolve(given));
-        if (!(await stat(dir)).isDirectory()) return errorResult(`Path ${quotePath(given)} is a file, not a directory; Glob searches directories.`);
+        location = await ws.locate(given);
       } catch (err) {
         return fileErrorResult(err, given);
       }
-
-      const ignore = SKIPPED.filter((name) => !segment(name).test(pattern)).map((name) => `**/${name}/**`);
-      // tinyglobby reads a leading ".." as "go up" even in a name like "..env"; escape its first dot.
-      const normalised = path.posix.normalize(pattern);
-      const query = normalised.startsWith('..') ? `\\${normalised}` : pattern;
       try {
-        // Compile here, where a failure is the caller's error; inside the crawler it would escape as an uncaught exception.
-        picomatch.makeRe(query, { dot: true });
-      } catch (err) {
-        return errorResult(`Pattern ${quotePath(pattern)} is not a valid glob: ${(err as Error).message}`);
+        if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
+        if (location.dir === undefined) return errorResult(`Path ${quotePath(given)} is a file, not a directory; Glob searches directories.`);
+        return await search(pattern, location.dir, location.relative, signal, (err) => fileErrorResult(err, given));
+      } finally {
+        await location.close();
       }
-      const found = await glob(query, {
-        cwd: dir,
-        dot: true,
-        onlyFiles: true,
-        expandDirectories: false,
-        followSymbolicLinks: false,
-        ignore,
-        signal,
-        debug: false,
-        fs: { readdir: confinedReaddir(ws) },
-      });
-      signal.throwIfAborted();
-      const files: { relative: string; mtimeMs: number }[] = [];
-      // Stat in batches: one at a time is slow for big trees, all at once can exhaust descriptors.
-      for (let start = 0; start < found.length; start += STAT_BATCH) {
-        signal.throwIfAborted();
-        const batch = found.slice(start, start + STAT_BATCH).map(async (match) => {
-          const absolute = path.resolve(dir, match);
-          // Every directory read was canonical and inside (see confinedReaddir); checked again, as a second fence.
-          if (!ws.contains(absolute)) return;
-          const stats = await lstat(absolute).catch(() => undefined);
-          if (stats?.isFile()) files.push({ relative: path.relative(ws.root, absolute), mtimeMs: stats.mtimeMs });
-        });
-        await Promise.all(batch);
-      }
-      if (files.length === 0) return textResult('No files found');
-      files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
-      let text = files
-        .slice(0, MAX_GLOB_RESULTS)
-        .map((f) => f.relative)
-        .join('\n');
-      if (files.length > MAX_GLOB_RESULTS) {
-        text += `\n\n(Showing the ${MAX_GLOB_RESULTS} most recently modified of ${files.length} matching files. Use a more specific pattern or path to narrow the search.)`;
-      }
-      return textResult(text);
     },
   });
 }
 
+/** The files below the held directory `start` that match `pattern`, newest first, as a result. */
+async function search(
+  pattern: string,
+  start: FileHandle,
+  relative: string,
+  signal: AbortSignal,
+  failed: (err: unknown) => ToolResult,
+): Promise<ToolResult> {
+  const ignore = SKIPPED.filter((name) => !segment(name).test(pattern)).map((name) => `**/${name}/**`);
+  // tinyglobby reads a leading ".." as "go up" even in a name like "..env"; escape its first dot.
+  const normalised = path.posix.normalize(pattern);
+  const query = normalised.startsWith('..') ? `\\${normalised}` : pattern;
+  try {
+    // Compile here, where a failure is the caller's error; inside the crawler it would escape as an uncaught exception.
+    picomatch.makeRe(query, { dot: true });
+  } catch (err) {
+    return errorResult(`Pattern ${quotePath(pattern)} is not a valid glob: ${(err as Error).message}`);
+  }
+  // The crawler sees paths below a directory that exists only as a name: every one is mapped to
+  // parts below `start` and opened from there (see heldReaddir), so none is ever looked up whole.
+  const found = await glob(query, {
+    cwd: CRAWL_ROOT,
+    dot: true,
+    onlyFiles: true,
+    expandDirectories: false,
+    followSymbolicLinks: false,
+    ignore,
+    signal,
+    debug: false,
+    fs: heldFileSystem(start),
+  });
+  signal.throwIfAborted();
+  let files: { relative: string; mtimeMs: number }[];
+  try {
+    files = await modificationTimes(start, found, signal);
+  } catch (err) {
+    return failed(err);
+  }
+  if (files.length === 0) return textResult('No files found');
+  for (const file of files) file.relative = relative === '.' ? file.relative : path.join(relative, file.relative);
+  files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
+  let text = files
+    .slice(0, MAX_GLOB_RESULTS)
+    .map((f) => f.relative)
+    .join('\n');
+  if (files.length > MAX_GLOB_RESULTS) {
+    text += `\n\n(Showing the ${MAX_GLOB_RESULTS} most recently modified of ${files.length} matching files. Use a more specific pattern or path to narrow the search.)`;
+  }
+  return textResult(text);
+}
+
+/**
+ * The modification times of the regular files among `found` (paths below `start`), taken with
+ * lstat through the held directory of each, so a name swapped for a link is not followed.
+ */
+async function modificationTimes(start: FileHandle, found: readonly string[], signal: AbortSignal): Promise<{ relative: string; mtimeMs: number }[]> {
+  const byDirectory = new Map<string, string[]>();
+  for (const match of found) {
+    const dir = path.posix.dirname(match);
+    const names = byDirectory.get(dir);
+    if (names) names.push(path.posix.basename(match));
+    else byDirectory.set(dir, [path.posix.basename(match)]);
+  }
+  const files: { relative: string; mtimeMs: number }[] = [];
+  for (const [dir, names] of byDirectory) {
+    signal.throwIfAborted();
+    const held = await openBelow(start, dir.split('/'));
+    if (held === undefined) continue;
+    try {
+      // In batches: one at a time is slow for big directories, all at once can exhaust descriptors.
+      for (let first = 0; first < names.length; first += STAT_BATCH) {
+        await Promise.all(
+          names.slice(first, first + STAT_BATCH).map(async (name) => {
+            const stats = await lstat(heldPath(held, name)).catch(() => undefined);
+            if (stats?.isFile()) files.push({ relative: dir === '.' ? name : `${dir}/${name}`, mtimeMs: stats.mtimeMs });
+          }),
+        );
+      }
+    } finally {
+      if (held !== start) await held.close();
+    }
+  }
+  return files;
+}
+
+// The crawler's idea of where it starts; a label only, never opened (see heldFileSystem).
+const CRAWL_ROOT = '/held';
+
 type ReaddirCallback = (err: NodeJS.ErrnoException | null, entries: Dirent[]) => void;
 
 /**
- * A `readdir` for tinyglobby that reads only canonical directories inside the workspace. With
- * `followSymbolicLinks: false` the crawler skips symlinks it meets, but it starts at the pattern's
- * static prefix (`link/*.ts` starts in `link`), which the kernel follows; a directory reached
- * through a symlink therefore reads as empty, so symlinks are never followed, wherever they are.
+ * The file system tinyglobby crawls: every directory it reads is opened from the held start
+ * directory one component at a time, without following symlinks, and read through its descriptor.
+ * With `followSymbolicLinks: false` the crawler skips symlinks it meets, but it starts at the
+ * pattern's static prefix (`link/*.ts` starts in `link`); a directory reached through a symlink
+ * reads as empty, so symlinks are never followed, wherever they are, and a directory swapped for
+ * one while the crawl runs cannot lead it out. The server's own files are left out. The crawler
+ * needs realpath and stat only to follow symlinks; they refuse, should it ever ask.
  */
-function confinedReaddir(ws: Workspace): NonNullable<FileSystemAdapter['readdir']> {
-  const guarded = (dir: string, options: { withFileTypes: true }, callback: ReaddirCallback): void => {
-    realpath.native(dir, (err, real) => {
-      if (err) return callback(err, []);
-      if (real !== path.resolve(dir) || !ws.contains(real)) return callback(null, []);
-      readdir(dir, options, callback);
-    });
+function heldFileSystem(start: FileHandle): FileSystemAdapter {
+  const readdir = (dir: string, _options: { withFileTypes: true }, callback: ReaddirCallback): void => {
+    const below = path.posix.relative(CRAWL_ROOT, dir);
+    if (below.startsWith('..') || path.posix.isAbsolute(below)) {
+      process.nextTick(callback, null, []);
+      return;
+    }
+    read(start, below === '' ? [] : below.split('/')).then(
+      (entries) => process.nextTick(callback, null, entries),
+      (err: unknown) => process.nextTick(callback, err as NodeJS.ErrnoException, []),
+    );
   };
-  return guarded as unknown as NonNullable<FileSystemAdapter['readdir']>;
+  const refuse = (_path: string, callback: (err: NodeJS.ErrnoException) => void): void => {
+    process.nextTick(callback, systemError('EPERM', 'realpath'));
+  };
+  return { readdir, realpath: refuse, stat: refuse } as unknown as FileSystemAdapter;
+}
+
+async function read(start: FileHandle, parts: readonly string[]): Promise<Dirent[]> {
+  const dir = await openBelow(start, parts);
+  if (dir === undefined) return [];
+  try {
+    return await listHeld(dir);
+  } finally {
+    if (dir !== start) await dir.close();
+  }
 }

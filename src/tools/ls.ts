@@ -1,15 +1,15 @@
 import type { Dirent } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef } from '../core/types.js';
+import type { ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import type { Workspace } from './workspace.js';
+import { listHeld } from './held-dir.js';
+import { systemError, type Location, type Workspace } from './workspace.js';
 
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;
@@ -42,52 +42,80 @@ export function createLsTool(ws: Workspace): ToolDef {
         if (problem !== undefined) return errorResult(`Ignore pattern ${quotePath(pattern)} ${problem}`);
       }
       const shown = quotePath(given);
-      let dir: string;
-      let entries: Dirent[];
+      let location: Location;
       try {
-        ({ absolute: dir } = await ws.resolve(given));
-        if (!(await stat(dir)).isDirectory()) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
-        entries = await readdir(dir, { withFileTypes: true });
+        location = await ws.locate(given);
       } catch (err) {
         return fileErrorResult(err, given);
       }
-      let ignored: ((name: string) => boolean) | undefined;
       try {
-        ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
-      } catch (err) {
-        return errorResult(`The ignore patterns are not valid globs: ${(err as Error).message}`);
+        if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
+        if (location.dir === undefined) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
+        let entries: Dirent[];
+        try {
+          // Through the descriptor the walk ended on: the directory that was checked, wherever it is now.
+          entries = await listHeld(location.dir);
+        } catch (err) {
+          return fileErrorResult(err, given);
+        }
+        return await listing(ws, location.relative, shown, entries, ignore, signal);
+      } finally {
+        await location.close();
       }
-      const kept = entries
-        .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      const left = entries.length - kept.length;
-      const ignoredNote = left > 0 ? ` (${left} ignored)` : '';
-      if (kept.length === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
-
-      const lines: string[] = [];
-      for (const entry of kept.slice(0, MAX_LS_ENTRIES)) {
-        signal.throwIfAborted();
-        lines.push(await describeEntry(ws, dir, entry));
-      }
-      let text = `Directory ${shown}, ${kept.length} entr${kept.length === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
-      if (kept.length > MAX_LS_ENTRIES) {
-        text += `\n\n(${kept.length - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
-      }
-      return textResult(text);
     },
   });
 }
 
-async function describeEntry(ws: Workspace, dir: string, entry: Dirent): Promise<string> {
+/** The listing of a directory's entries, with ignore patterns and the entry cap applied. */
+async function listing(
+  ws: Workspace,
+  relative: string,
+  shown: string,
+  entries: Dirent[],
+  ignore: readonly string[] | undefined,
+  signal: AbortSignal,
+): Promise<ToolResult> {
+  let ignored: ((name: string) => boolean) | undefined;
+  try {
+    ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
+  } catch (err) {
+    return errorResult(`The ignore patterns are not valid globs: ${(err as Error).message}`);
+  }
+  const kept = entries
+    .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const left = entries.length - kept.length;
+  const ignoredNote = left > 0 ? ` (${left} ignored)` : '';
+  if (kept.length === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
+
+  const lines: string[] = [];
+  for (const entry of kept.slice(0, MAX_LS_ENTRIES)) {
+    signal.throwIfAborted();
+    lines.push(await describeEntry(ws, relative, entry));
+  }
+  let text = `Directory ${shown}, ${kept.length} entr${kept.length === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
+  if (kept.length > MAX_LS_ENTRIES) {
+    text += `\n\n(${kept.length - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
+  }
+  return textResult(text);
+}
+
+/**
+ * One line of the listing. A symlink is described by walking `<directory>/<name>` through the
+ * workspace, which expands links by its own confined rules, never by following one: a target
+ * outside reads as "outside or broken", and nothing about it is said.
+ */
+async function describeEntry(ws: Workspace, relative: string, entry: Dirent): Promise<string> {
   if (entry.isDirectory()) return `${entry.name}/`;
   if (!entry.isSymbolicLink()) return entry.name;
+  let target: Location | undefined;
   try {
-    // Resolving through the workspace follows the link only as far as the check needs, and
-    // refuses targets outside it without saying anything about them.
-    const target = await ws.resolve(path.join(dir, entry.name));
-    const isDir = (await stat(target.absolute)).isDirectory();
-    return `${entry.name} -> ${target.relative}${isDir ? '/' : ''}`;
+    target = await ws.locate(relative === '.' ? entry.name : path.join(relative, entry.name));
+    if (target.kind === 'missing') throw systemError('ENOENT');
+    return `${entry.name} -> ${target.relative}${target.kind === 'directory' ? '/' : ''}`;
   } catch {
     return `${entry.name} -> (outside the workspace or broken)`;
+  } finally {
+    await target?.close();
   }
 }
