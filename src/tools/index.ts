@@ -3,6 +3,7 @@ import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob.js';
 import { createGrepTool } from './grep.js';
+import { removeLeftovers } from './leftovers.js';
 import { createLsTool } from './ls.js';
 import { createReadTool } from './read.js';
 import { Workspace } from './workspace.js';
@@ -21,6 +22,8 @@ export interface BuiltinToolOptions {
 /** The tools toolport serves out of the box, in the order they are listed. */
 export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef[]> {
   const ws = await Workspace.open(options.workspace);
+  // In the background: a big workspace must not hold up start-up, and a sweep that fails changes nothing.
+  void removeLeftovers(ws).catch(() => undefined);
   return [
     Echo,
     await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? false }),

@@ -1,0 +1,62 @@
+import { constants, type Dirent } from 'node:fs';
+import { lstat, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { STALE_LOCK_MS } from './file-lock.js';
+import { isOwnFileName } from './own-files.js';
+import { heldPath, type Workspace } from './workspace.js';
+
+/** Most directory entries one sweep looks at; a workspace bigger than that is swept in part. */
+export const MAX_SWEPT_ENTRIES = 200_000;
+// Each level holds one descriptor open; deeper trees are swept down to here.
+const MAX_DEPTH = 64;
+
+const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+export interface SweepReport {
+  /** Temporary and lock files removed. */
+  removed: number;
+  /** True when the sweep stopped at `MAX_SWEPT_ENTRIES`. */
+  partial: boolean;
+}
+
+/**
+ * Removes what a server that died mid-write left in the workspace: its temporary files (a crash
+ * between creating one and renaming it over the target leaves it behind; the target itself is
+ * whole, old or new) and lock files older than `STALE_LOCK_MS` (a younger one may belong to a
+ * live server sharing the workspace). Only names of the server's own pattern are touched. The
+ * walk holds each directory open and never follows a symlink, like the file tools. Run at start-up.
+ */
+export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
+  const report: SweepReport = { removed: 0, partial: false };
+  let seen = 0;
+  const visit = async (dir: FileHandle, depth: number): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(heldPath(dir), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (++seen > MAX_SWEPT_ENTRIES) {
+        report.partial = true;
+        return;
+      }
+      if (entry.isFile() && isOwnFileName(entry.name)) {
+        if (entry.name.endsWith('.lock')) {
+          const stats = await lstat(heldPath(dir, entry.name)).catch(() => undefined);
+          if (!stats || Date.now() - stats.mtimeMs <= STALE_LOCK_MS) continue;
+        }
+        if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
+      } else if (entry.isDirectory() && depth < MAX_DEPTH) {
+        const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
+        if (!sub) continue;
+        try {
+          await visit(sub, depth + 1);
+        } finally {
+          await sub.close();
+        }
+      }
+    }
+  };
+  await visit(ws.rootDir, 0);
+  return report;
+}
