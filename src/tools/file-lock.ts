@@ -30,7 +30,7 @@ const queues = new Map<string, Promise<void>>();
  */
 export async function withFileLock<T>(dir: FileHandle, name: string, signal: AbortSignal, critical: () => Promise<T>): Promise<T> {
   const { dev, ino } = await dir.stat({ bigint: true });
-  const key = createHash('sha256').update(`${dev}:${ino}/${name}`).digest('hex');
+  const key = lockKey(dev, ino, name);
   const before = queues.get(key) ?? Promise.resolve();
   let release!: () => void;
   const mine = new Promise<void>((resolve) => (release = resolve));
@@ -49,6 +49,11 @@ export async function withFileLock<T>(dir: FileHandle, name: string, signal: Abo
     release();
     if (queues.get(key) === tail) queues.delete(key);
   }
+}
+
+/** The key of the entry `name` of the directory with device `dev` and inode `ino`: its lock's name derives from it. */
+export function lockKey(dev: bigint, ino: bigint, name: string): string {
+  return createHash('sha256').update(`${dev}:${ino}/${name}`).digest('hex');
 }
 
 async function acquireLockFile(dir: FileHandle, lockName: string, signal: AbortSignal): Promise<FileHandle> {
