@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, open, unlink, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { lstat, open, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { lockFileName } from './own-files.js';
 import { heldPath } from './workspace.js';
@@ -26,7 +27,7 @@ const queues = new Map<string, Promise<void>>();
  * inode of the directory that holds it, and its name there, so every path that leads to it
  * (through symlinks, `..`, absolute or relative) takes the same lock. In-process callers queue in
  * order; across processes an exclusive lock file of the server's own naming beside the file is
- * the lock, and one older than `STALE_LOCK_MS` is taken over.
+ * the lock, and one whose holder is gone (see `isStaleLock`) is taken over.
  */
 export async function withFileLock<T>(dir: FileHandle, name: string, signal: AbortSignal, critical: () => Promise<T>): Promise<T> {
   const { dev, ino } = await dir.stat({ bigint: true });
@@ -61,17 +62,49 @@ async function acquireLockFile(dir: FileHandle, lockName: string, signal: AbortS
   for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
     signal.throwIfAborted();
     try {
-      return await open(heldPath(dir, lockName), CREATE_LOCK, 0o600);
+      const handle = await open(heldPath(dir, lockName), CREATE_LOCK, 0o600);
+      await handle.writeFile(HOLDER);
+      return handle;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const stats = await lstat(heldPath(dir, lockName)).catch(() => undefined);
-    if (stats !== undefined && Date.now() - stats.mtimeMs > STALE_LOCK_MS) {
+    if (await isStaleLock(dir, lockName)) {
       await unlink(heldPath(dir, lockName)).catch(() => undefined);
       continue;
     }
     if (Date.now() >= deadline) throw new FileLockTimeout(`another process has held the lock for over ${LOCK_WAIT_MS / 1000} s`);
     await delay(wait, undefined, { signal });
+  }
+}
+
+// Who holds a lock: a process of this host, by pid and start time, so a restarted server can tell
+// its dead predecessor's locks from a live neighbour's.
+const HOLDER = JSON.stringify({ host: hostname(), pid: process.pid, started: Math.round(Date.now() - process.uptime() * 1000) });
+
+/**
+ * True for a lock file no live process holds: older than `STALE_LOCK_MS`, or written by a
+ * process of this host that is gone (its pid is free, or is this process under a new start
+ * time, as after a restart in a container where the server is always pid 1).
+ */
+export async function isStaleLock(dir: FileHandle, lockName: string): Promise<boolean> {
+  const stats = await lstat(heldPath(dir, lockName)).catch(() => undefined);
+  if (stats === undefined) return false;
+  if (Date.now() - stats.mtimeMs > STALE_LOCK_MS) return true;
+  let holder: { host?: unknown; pid?: unknown; started?: unknown };
+  try {
+    holder = JSON.parse(await readFile(heldPath(dir, lockName), 'utf8')) as typeof holder;
+  } catch {
+    // Empty (its holder is between creating and writing it) or not ours: the age decides.
+    return false;
+  }
+  const me = JSON.parse(HOLDER) as { host: string; pid: number; started: number };
+  if (holder.host !== me.host || typeof holder.pid !== 'number') return false;
+  if (holder.pid === me.pid) return holder.started !== me.started;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }
 

@@ -1,6 +1,6 @@
 import { constants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
-import { STALE_LOCK_MS } from './file-lock.js';
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { isStaleLock } from './file-lock.js';
 import { isOwnFileName } from './own-files.js';
 import { heldPath, type Workspace } from './workspace.js';
 
@@ -21,8 +21,9 @@ export interface SweepReport {
 /**
  * Removes what a server that died mid-write left in the workspace: its temporary files (a crash
  * between creating one and renaming it over the target leaves it behind; the target itself is
- * whole, old or new) and lock files older than `STALE_LOCK_MS` (a younger one may belong to a
- * live server sharing the workspace). Only names of the server's own pattern are touched. The
+ * whole, old or new) and lock files whose holder is gone: one of this host's processes that
+ * died, or older than `STALE_LOCK_MS` (a younger one from another host may belong to a live
+ * server sharing the workspace). Only names of the server's own pattern are touched. The
  * walk holds each directory open and never follows a symlink, like the file tools. Run at start-up.
  */
 export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
@@ -41,10 +42,7 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
         return;
       }
       if (entry.isFile() && isOwnFileName(entry.name)) {
-        if (entry.name.endsWith('.lock')) {
-          const stats = await lstat(heldPath(dir, entry.name)).catch(() => undefined);
-          if (!stats || Date.now() - stats.mtimeMs <= STALE_LOCK_MS) continue;
-        }
+        if (entry.name.endsWith('.lock') && !(await isStaleLock(dir, entry.name))) continue;
         if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
       } else if (entry.isDirectory() && depth < MAX_DEPTH) {
         const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
