@@ -1,11 +1,16 @@
+import { constants } from 'node:fs';
+import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { Type, type Static } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef } from '../core/types.js';
+import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
+import { fileErrorResult, quotePath } from './file-errors.js';
 import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
+import { OWN_FILE_GLOBS } from './own-files.js';
 import { commandEnv, runProcess } from './process.js';
-import { WorkspaceError, type Workspace } from './workspace.js';
+import { isSandboxFailure, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from './rg-confined.js';
+import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
 /** Largest head_limit accepted; the output cap stops far fewer lines of ordinary length anyway. */
@@ -21,7 +26,16 @@ export interface GrepToolOptions {
   /** The ripgrep program; `rg` on PATH unless given (tests point it at a missing one). */
   rgPath?: string;
   timeoutMs?: number;
+  /**
+   * Where rg runs (see `GrepConfinement`): `auto` (the default) uses the bubblewrap sandbox when a
+   * trial run at the first call works; `on` refuses to search without it; `off` never uses it.
+   */
+  confine?: GrepConfinement;
 }
+
+// O_NONBLOCK: opening a FIFO would otherwise wait for a writer. O_NOFOLLOW: the walk found no
+// symlink here; one now means the workspace changed since, and it is not followed.
+const OPEN_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 const count = (what: string): ReturnType<typeof Type.Integer> =>
   Type.Integer({ minimum: 0, description: `${what} Requires output_mode: "content", ignored otherwise.` });
@@ -77,8 +91,24 @@ const DESCRIPTION = [
 
 /** The Grep tool, with Claude Code's name and input, backed by ripgrep (`rg`). */
 export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): ToolDef {
-  const rg = options.rgPath ?? 'rg';
+  const rgPath = options.rgPath ?? 'rg';
   const timeoutMs = options.timeoutMs ?? GREP_TIMEOUT_MS;
+  const confine = options.confine ?? 'auto';
+  let runner: Promise<RgRunner> | undefined;
+  let logged = false;
+  // Decided at the first call, once: the trial run of the sandbox costs a process start.
+  const decide = async (log: ToolContext['log']): Promise<RgRunner> => {
+    runner ??= rgRunner(ws, rgPath, confine);
+    const decided = await runner;
+    // Looked for again next time: it may have been installed meanwhile.
+    if (!decided.found) runner = undefined;
+    else if (!logged) {
+      logged = true;
+      if (decided.problem === undefined) log.info({ tool: 'Grep', confine, sandbox: decided.sandbox !== undefined }, 'Grep runs ripgrep');
+      else log.warn({ tool: 'Grep', confine, sandbox: false, reason: decided.problem }, 'Grep cannot run ripgrep in its sandbox');
+    }
+    return decided;
+  };
   return defineTool({
     name: 'Grep',
     description: DESCRIPTION,
@@ -86,74 +116,129 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
     annotations: { title: 'Grep', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     timeoutMs: timeoutMs + 10_000,
     async execute(input, context) {
-      let target: string;
+      const given = input.path ?? '.';
+      let location: Location;
       try {
-        target = (await ws.resolve(input.path ?? '.')).relative;
+        location = await ws.locate(given);
       } catch (err) {
-        if (err instanceof WorkspaceError) return errorResult(err.message);
-        throw err;
+        return fileErrorResult(err, given);
       }
-      const mode = input.output_mode ?? 'files_with_matches';
-      const limit = input.head_limit ?? DEFAULT_HEAD_LIMIT;
-      // Searching "." makes rg print "./" before every path; it is taken off each line again.
-      const stripDotSlash = target === '.';
-      const lines = new LineCollector(limit);
-      const stderr: Buffer[] = [];
-      let stderrBytes = 0;
-      const outcome = await runProcess(rg, rgArgs(input, mode, target), {
-        cwd: ws.root,
-        env: commandEnv(),
-        timeoutMs,
-        signal: context.signal,
-        onStdout: (chunk) => lines.write(chunk),
-        onStderr: (chunk) => {
-          if (stderrBytes < 4 * MAX_STDERR_CHARS) stderr.push(chunk);
-          stderrBytes += chunk.length;
-        },
-      });
-      if (outcome.spawnError) {
-        return errorResult(
-          outcome.spawnError.code === 'ENOENT'
-            ? `ripgrep (${rg}) is not installed on the server, so Grep cannot run. Install it: apt-get install ripgrep (Debian/Ubuntu), or see https://github.com/BurntSushi/ripgrep#installation.`
-            : `ripgrep (${rg}) could not be started: ${outcome.spawnError.message}`,
-        );
+      let file: FileHandle | undefined;
+      try {
+        if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
+        if (location.dir === undefined) {
+          const opened = await openRegularFile(location, given);
+          if ('refusal' in opened) return opened.refusal;
+          file = opened.handle;
+        }
+        const decided = await decide(context.log);
+        if (confine === 'on' && decided.found && decided.sandbox === undefined) {
+          return errorResult('Grep runs ripgrep only inside its sandbox (bubblewrap), and the sandbox does not work on this server. The server log says why.');
+        }
+        const mode = input.output_mode ?? 'files_with_matches';
+        const command = rgCommand(decided, ws, { relative: location.relative, dir: location.dir, file }, rgArgs(input, mode));
+        return await search(command, decided, mode, input.head_limit ?? DEFAULT_HEAD_LIMIT, timeoutMs, context);
+      } catch (err) {
+        return fileErrorResult(err, given);
+      } finally {
+        await file?.close();
+        await location.close();
       }
-      lines.end();
-      const errors = capText(Buffer.concat(stderr).toString('utf8').trim(), MAX_STDERR_CHARS).text;
-      if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${outcome.abortReason}`);
-      if (outcome.exitCode === 2 && lines.total === 0) return errorResult(`ripgrep failed: ${errors || 'exit code 2'}`);
-      if (outcome.exitCode !== 0 && outcome.exitCode !== 1 && outcome.exitCode !== 2 && !outcome.timedOut) {
-        return errorResult(`ripgrep failed (${outcome.exitSignal ?? `exit code ${outcome.exitCode}`}): ${errors}`);
-      }
-
-      const kept = stripDotSlash ? lines.kept.map((l) => (l.startsWith('./') ? l.slice(2) : l)) : lines.kept;
-      const files = `${lines.total} file${lines.total === 1 ? '' : 's'}`;
-      const header =
-        lines.total === 0
-          ? ['No matches found']
-          : mode === 'files_with_matches'
-            ? [`Found ${files}`]
-            : mode === 'count'
-              ? [`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${files}`]
-              : [];
-      const notes: string[] = [];
-      if (lines.total > kept.length) {
-        const shown = `Showing the first ${kept.length} of ${lines.total} ${mode === 'content' ? 'lines' : 'entries'}`;
-        notes.push(
-          lines.full
-            ? `[${shown}: the output is limited to ${MAX_OUTPUT_CHARS} characters; narrow the search with path, glob or type to see more]`
-            : `[${shown}; raise head_limit or narrow the search to see more]`,
-        );
-      }
-      if (outcome.timedOut) notes.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
-      if (outcome.exitCode === 2 && errors) notes.push(`(ripgrep reported errors: ${errors})`);
-      // concat, not push(...kept): spreading a long array overflows the call stack.
-      return textResult(capText(header.concat(kept, notes).join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
     },
   });
 }
 
-function rgArgs(input: GrepInput, mode: string, target: string): string[] {
+type Opened = { handle: FileHandle } | { refusal: ToolResult };
+
+/**
+ * Opens the file a location pins, through its held parent, without following a symlink. A FIFO,
+ * socket or device is refused before it is opened (rg would wait on a FIFO for a writer).
+ */
+async function openRegularFile(location: Location, given: string): Promise<Opened> {
+  const shown = quotePath(given);
+  const changed = { refusal: errorResult(`Path ${shown} was replaced by a symbolic link while in use; it was not followed. Try again.`) };
+  const special = { refusal: errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Grep searches regular files and directories.`) };
+  const stats = await lstat(heldPath(location.parent, location.name));
+  if (stats.isSymbolicLink()) return changed;
+  if (!stats.isFile()) return special;
+  let handle: FileHandle;
+  try {
+    handle = await open(heldPath(location.parent, location.name), OPEN_FILE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') return changed;
+    throw err;
+  }
+  if ((await handle.stat()).isFile()) return { handle };
+  await handle.close();
+  return special;
+}
+
+/** Runs one rg process and turns what it printed into the result. */
+async function search(command: RgCommand, runner: RgRunner, mode: string, limit: number, timeoutMs: number, context: ToolContext): Promise<ToolResult> {
+  const rename = (line: string): string => (command.from !== undefined && line.startsWith(command.from) ? command.to + line.slice(command.from.length) : line);
+  const lines = new LineCollector(limit, rename);
+  const stderr: Buffer[] = [];
+  let stderrBytes = 0;
+  const outcome = await runProcess(command.file, command.args, {
+    cwd: command.cwd,
+    env: commandEnv(),
+    timeoutMs,
+    signal: context.signal,
+    onStdout: (chunk) => lines.write(chunk),
+    onStderr: (chunk) => {
+      if (stderrBytes < 4 * MAX_STDERR_CHARS) stderr.push(chunk);
+      stderrBytes += chunk.length;
+    },
+  });
+  if (outcome.spawnError) {
+    if (runner.sandbox !== undefined) return errorResult(`Grep could not start its sandbox (bubblewrap): ${outcome.spawnError.code ?? 'error'}.`);
+    return errorResult(
+      outcome.spawnError.code === 'ENOENT'
+        ? `ripgrep (${runner.rg}) is not installed on the server, so Grep cannot run. Install it: apt-get install ripgrep (Debian/Ubuntu), or see https://github.com/BurntSushi/ripgrep#installation.`
+        : `ripgrep (${runner.rg}) could not be started: ${outcome.spawnError.message}`,
+    );
+  }
+  lines.end();
+  const stderrText = Buffer.concat(stderr).toString('utf8').trim();
+  if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${outcome.abortReason}`);
+  if (isSandboxFailure(runner, stderrText)) {
+    // bwrap's messages name server paths; the client is told only that it failed.
+    context.log.error({ tool: 'Grep', stderr: stderrText.slice(0, MAX_STDERR_CHARS) }, 'Grep sandbox failed');
+    return errorResult('Grep could not start its sandbox (bubblewrap); try again. The server log says why.');
+  }
+  const errors = capText(stderrText.split('\n').map(rename).join('\n'), MAX_STDERR_CHARS).text;
+  if (outcome.exitCode === 2 && lines.total === 0) return errorResult(`ripgrep failed: ${errors || 'exit code 2'}`);
+  if (outcome.exitCode !== 0 && outcome.exitCode !== 1 && outcome.exitCode !== 2 && !outcome.timedOut) {
+    return errorResult(`ripgrep failed (${outcome.exitSignal ?? `exit code ${outcome.exitCode}`}): ${errors}`);
+  }
+
+  const kept = lines.kept;
+  const files = `${lines.total} file${lines.total === 1 ? '' : 's'}`;
+  const header =
+    lines.total === 0
+      ? ['No matches found']
+      : mode === 'files_with_matches'
+        ? [`Found ${files}`]
+        : mode === 'count'
+          ? [`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${files}`]
+          : [];
+  const notes: string[] = [];
+  if (lines.total > kept.length) {
+    const shown = `Showing the first ${kept.length} of ${lines.total} ${mode === 'content' ? 'lines' : 'entries'}`;
+    notes.push(
+      lines.full
+        ? `[${shown}: the output is limited to ${MAX_OUTPUT_CHARS} characters; narrow the search with path, glob or type to see more]`
+        : `[${shown}; raise head_limit or narrow the search to see more]`,
+    );
+  }
+  if (outcome.timedOut) notes.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
+  if (outcome.exitCode === 2 && errors) notes.push(`(ripgrep reported errors: ${errors})`);
+  // concat, not push(...kept): spreading a long array overflows the call stack.
+  return textResult(capText(header.concat(kept, notes).join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
+}
+
+/** rg's options for a search, up to `--` and the pattern; the path to search comes after. */
+function rgArgs(input: GrepInput, mode: string): string[] {
   const args = ['--color=never', '--no-heading', '--with-filename', '--no-follow', '--sort=path'];
   args.push(`--max-columns=${MAX_COLUMNS}`, '--max-columns-preview', '--glob=!node_modules/');
   if (input['-i']) args.push('--ignore-case');
@@ -169,8 +254,10 @@ function rgArgs(input: GrepInput, mode: string, target: string): string[] {
     if (input['-A'] !== undefined) args.push('--after-context', String(input['-A']));
     if (input['-B'] !== undefined) args.push('--before-context', String(input['-B']));
   }
+  // Last, so they win over the client's glob: the server's own temporary and lock files.
+  for (const own of OWN_FILE_GLOBS) args.push(`--glob=!${own}`);
   // `--` ends the options: a pattern or path starting with "-" is taken as text.
-  args.push('--', input.pattern, target);
+  args.push('--', input.pattern);
   return args;
 }
 
@@ -187,11 +274,13 @@ class LineCollector {
   full = false;
   #keptChars = 0;
   readonly #limit: number;
+  readonly #rename: (line: string) => string;
   readonly #decoder = new StringDecoder('utf8');
   #partial = '';
 
-  constructor(limit: number) {
+  constructor(limit: number, rename: (line: string) => string) {
     this.#limit = limit;
+    this.#rename = rename;
   }
 
   write(chunk: Buffer): void {
@@ -209,7 +298,8 @@ class LineCollector {
     if (rest !== '') this.#add(rest);
   }
 
-  #add(line: string): void {
+  #add(raw: string): void {
+    const line = this.#rename(raw);
     this.total += 1;
     const n = Number(line.slice(line.lastIndexOf(':') + 1));
     if (Number.isInteger(n)) this.countSum += n;

@@ -31,7 +31,7 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
     createWriteTool(ws),
     createEditTool(ws),
     createGlobTool(ws),
-    createGrepTool(ws),
+    createGrepTool(ws, { confine: 'auto' }),
     createLsTool(ws),
   ];
 }

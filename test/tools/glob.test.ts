@@ -240,3 +240,9 @@ test('Glob still matches ordinary patterns within the limits, and escaped stars 
 test('Glob states the pattern limits in its description', () => {
   assert.ok(Glob.description.endsWith(` ${PATTERN_LIMITS}`), Glob.description);
 });
+
+test("Glob leaves out the server's own temporary and lock files, even when the pattern names them", async () => {
+  for (const name of ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) await file(`own/${name}`, 9_600_000);
+  assert.deepEqual(await glob({ pattern: '**', path: 'own' }), result('own/kept.txt'));
+  assert.deepEqual(await glob({ pattern: 'own/.toolport-*' }), result('No files found'));
+});

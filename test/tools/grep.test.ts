@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/tools/grep.js';
+import { rgRunner } from '../../src/tools/rg-confined.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 const FILES: Record<string, string> = {
@@ -237,4 +239,73 @@ test('Grep is read-only and registers with its Claude Code input schema', async 
   assert.equal((await executor.call('Grep', { pattern: 'helper', head_limit: 10_000 })).isError, false);
   await assert.rejects(executor.call('Grep', { pattern: 'x', include: '*.ts' }), { code: 'INVALID_INPUT' });
   assert.equal((await executor.call('Grep', { pattern: 'helper' })).isError, false);
+});
+
+test('Grep refuses a FIFO at once instead of waiting for a writer', { timeout: 10_000 }, async () => {
+  await mkdir(path.join(root, 'special'));
+  execFileSync('mkfifo', [path.join(root, 'special', 'pipe')]);
+  for (const tool of [grep, createGrepTool(await Workspace.open(root), { confine: 'off' })]) {
+    assert.deepEqual(await search({ pattern: 'x', path: 'special/pipe' }, tool), {
+      text: 'Path "special/pipe" is not a regular file (it is a FIFO, socket or device); Grep searches regular files and directories.',
+      isError: true,
+    });
+  }
+  // Met while searching a directory, it is passed over.
+  assert.deepEqual(await search({ pattern: 'x', path: 'special' }), { text: 'No matches found', isError: false });
+});
+
+test('Grep reports a missing path, and a path through a file, in the words of the other file tools', async () => {
+  assert.deepEqual(await search({ pattern: 'x', path: 'nope' }), { text: 'Path "nope" does not exist.', isError: true });
+  assert.deepEqual(await search({ pattern: 'x', path: 'src/app.ts/x' }), {
+    text: 'Path "src/app.ts/x" does not exist: a part of it is a file, not a directory.',
+    isError: true,
+  });
+});
+
+test("Grep leaves out the server's own temporary and lock files, even when a glob names them", async () => {
+  await mkdir(path.join(root, 'own'));
+  for (const name of ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) {
+    await writeFile(path.join(root, 'own', name), 'hello own\n');
+  }
+  assert.deepEqual(await search({ pattern: 'hello own', path: 'own', glob: '.toolport-*' }), { text: 'No matches found', isError: false });
+  assert.deepEqual(await search({ pattern: 'hello own', path: 'own', glob: '*' }), { text: 'Found 1 file\nown/kept.txt', isError: false });
+});
+
+test('Grep finds the same inside its sandbox as without it', async (t) => {
+  const ws = await Workspace.open(root);
+  const runner = await rgRunner(ws, 'rg', 'on');
+  if (runner.sandbox === undefined) {
+    t.skip(`the sandbox does not work on this machine: ${runner.problem}`);
+    return;
+  }
+  const inside = createGrepTool(ws, { confine: 'on' });
+  const direct = createGrepTool(ws, { confine: 'off' });
+  const inputs = [
+    { pattern: 'hello' },
+    { pattern: 'hello', path: 'src', output_mode: 'content' },
+    { pattern: 'middle', path: 'src/app.ts', output_mode: 'content', '-C': 1 },
+    { pattern: 'o', path: 'src', output_mode: 'count' },
+    { pattern: 'hello', path: 'node_modules' },
+    { pattern: 'hello', glob: '*.{ts,js}' },
+    { pattern: 'match', path: 'many/lines.txt', output_mode: 'content', head_limit: 2 },
+    { pattern: '(' },
+  ];
+  for (const input of inputs) assert.deepEqual(await search(input, inside), await search(input, direct), JSON.stringify(input));
+});
+
+test('Grep with confine "on" refuses to search when the sandbox does not work, and says so without details', async () => {
+  const ws = await Workspace.open(root);
+  const { rg } = await rgRunner(ws, 'rg', 'off');
+  const saved = process.env.PATH;
+  // bwrap is looked up on PATH; rg is given by its path.
+  process.env.PATH = '/nonexistent';
+  try {
+    const tool = createGrepTool(ws, { confine: 'on', rgPath: rg });
+    assert.deepEqual(await search({ pattern: 'hello' }, tool), {
+      text: 'Grep runs ripgrep only inside its sandbox (bubblewrap), and the sandbox does not work on this server. The server log says why.',
+      isError: true,
+    });
+  } finally {
+    process.env.PATH = saved;
+  }
 });
