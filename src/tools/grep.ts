@@ -1,15 +1,15 @@
 import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
-import { StringDecoder } from 'node:string_decoder';
 import { Type, type Static } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
+import { LineCollector, MAX_STDERR_CHARS } from './grep-lines.js';
 import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
 import { OWN_FILE_GLOBS } from './own-files.js';
 import { commandEnv, runProcess } from './process.js';
-import { isSandboxFailure, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from './rg-confined.js';
+import { isSandboxFailure, renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from './rg-confined.js';
 import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
@@ -18,9 +18,6 @@ export const MAX_HEAD_LIMIT = 10_000;
 export const GREP_TIMEOUT_MS = 30_000;
 // rg prints at most this many characters of a line (minified files would fill the output alone).
 const MAX_COLUMNS = 500;
-const MAX_STDERR_CHARS = 2_000;
-// Characters of result lines kept: the output cap less room for the header and the notes after them.
-const MAX_LINES_CHARS = MAX_OUTPUT_CHARS - MAX_STDERR_CHARS - 1_000;
 
 export interface GrepToolOptions {
   /** The ripgrep program; `rg` on PATH unless given (tests point it at a missing one). */
@@ -175,8 +172,8 @@ async function openRegularFile(location: Location, given: string): Promise<Opene
 
 /** Runs one rg process and turns what it printed into the result. */
 async function search(command: RgCommand, runner: RgRunner, mode: string, limit: number, timeoutMs: number, context: ToolContext): Promise<ToolResult> {
-  const rename = (line: string): string => (command.from !== undefined && line.startsWith(command.from) ? command.to + line.slice(command.from.length) : line);
-  const lines = new LineCollector(limit, rename);
+  const rename = renamer(command);
+  const lines = new LineCollector(limit, rename.line);
   const stderr: Buffer[] = [];
   let stderrBytes = 0;
   const outcome = await runProcess(command.file, command.args, {
@@ -195,7 +192,8 @@ async function search(command: RgCommand, runner: RgRunner, mode: string, limit:
     return errorResult(
       outcome.spawnError.code === 'ENOENT'
         ? `ripgrep (${runner.rg}) is not installed on the server, so Grep cannot run. Install it: apt-get install ripgrep (Debian/Ubuntu), or see https://github.com/BurntSushi/ripgrep#installation.`
-        : `ripgrep (${runner.rg}) could not be started: ${outcome.spawnError.message}`,
+        : // Node's message names the program's path on the server.
+          `ripgrep could not be started (${outcome.spawnError.code ?? 'error'}).`,
     );
   }
   lines.end();
@@ -206,7 +204,7 @@ async function search(command: RgCommand, runner: RgRunner, mode: string, limit:
     context.log.error({ tool: 'Grep', stderr: stderrText.slice(0, MAX_STDERR_CHARS) }, 'Grep sandbox failed');
     return errorResult('Grep could not start its sandbox (bubblewrap); try again. The server log says why.');
   }
-  const errors = capText(stderrText.split('\n').map(rename).join('\n'), MAX_STDERR_CHARS).text;
+  const errors = capText(rename.errors(stderrText), MAX_STDERR_CHARS).text;
   if (outcome.exitCode === 2 && lines.total === 0) return errorResult(`ripgrep failed: ${errors || 'exit code 2'}`);
   if (outcome.exitCode !== 0 && outcome.exitCode !== 1 && outcome.exitCode !== 2 && !outcome.timedOut) {
     return errorResult(`ripgrep failed (${outcome.exitSignal ?? `exit code ${outcome.exitCode}`}): ${errors}`);
@@ -259,57 +257,4 @@ function rgArgs(input: GrepInput, mode: string): string[] {
   // `--` ends the options: a pattern or path starting with "-" is taken as text.
   args.push('--', input.pattern);
   return args;
-}
-
-/**
- * Splits rg's output into lines, keeping the first `limit` while they fit in MAX_LINES_CHARS, and
- * counting all (and, for `--count`, summing). Memory stays bounded by the output cap, whatever
- * the limit and however much rg prints.
- */
-class LineCollector {
-  readonly kept: string[] = [];
-  total = 0;
-  countSum = 0;
-  /** True once a line was left out because the kept lines filled MAX_LINES_CHARS. */
-  full = false;
-  #keptChars = 0;
-  readonly #limit: number;
-  readonly #rename: (line: string) => string;
-  readonly #decoder = new StringDecoder('utf8');
-  #partial = '';
-
-  constructor(limit: number, rename: (line: string) => string) {
-    this.#limit = limit;
-    this.#rename = rename;
-  }
-
-  write(chunk: Buffer): void {
-    const text = this.#partial + this.#decoder.write(chunk);
-    const pieces = text.split('\n');
-    this.#partial = pieces.pop() ?? '';
-    // A partial line longer than any rg prints (--max-columns) cannot grow without bound here.
-    if (this.#partial.length > 4 * MAX_OUTPUT_CHARS) this.#partial = this.#partial.slice(0, 4 * MAX_OUTPUT_CHARS);
-    for (const line of pieces) this.#add(line);
-  }
-
-  end(): void {
-    const rest = this.#partial + this.#decoder.end();
-    this.#partial = '';
-    if (rest !== '') this.#add(rest);
-  }
-
-  #add(raw: string): void {
-    const line = this.#rename(raw);
-    this.total += 1;
-    const n = Number(line.slice(line.lastIndexOf(':') + 1));
-    if (Number.isInteger(n)) this.countSum += n;
-    if (this.full || this.kept.length >= this.#limit) return;
-    // Kept in order and without gaps: once a line does not fit, no later one is kept.
-    if (this.#keptChars + line.length + 1 > MAX_LINES_CHARS) {
-      this.full = true;
-      return;
-    }
-    this.kept.push(line);
-    this.#keptChars += line.length + 1;
-  }
 }

@@ -141,6 +141,20 @@ export function rgCommand(runner: RgRunner, ws: Workspace, target: { relative: s
   };
 }
 
+/**
+ * How rg's output is renamed to paths from the workspace root: a result line that starts with
+ * `from` gets `to` instead; in error output (whose lines may start with "rg: "), the held file's
+ * /proc path is replaced wherever it is, so no message names it.
+ */
+export function renamer(command: RgCommand): { line: (line: string) => string; errors: (text: string) => string } {
+  const { from, to } = command;
+  if (from === undefined) return { line: (l) => l, errors: (t) => t };
+  const line = (l: string): string => (l.startsWith(from) ? to + l.slice(from.length) : l);
+  if (from.startsWith('/proc/')) return { line, errors: (t) => t.replaceAll(from, to) };
+  const errorLine = (l: string): string => (l.startsWith('rg: ') ? `rg: ${line(l.slice(4))}` : line(l));
+  return { line, errors: (t) => t.split('\n').map(errorLine).join('\n') };
+}
+
 /** Sandbox failures are bwrap's own messages, which start with its name. */
 export function isSandboxFailure(runner: RgRunner, stderr: string): boolean {
   return runner.sandbox !== undefined && stderr.startsWith(`${BWRAP}:`);
