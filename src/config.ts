@@ -18,8 +18,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** The only directory the file tools may touch. */
   workspace: string;
-  /** Run Bash inside a bubblewrap sandbox. */
-  bashSandbox: boolean;
+  /** Run Bash inside the bubblewrap sandbox: `auto` when a trial run at start-up works, `true` always (or fail), `false` never. */
+  bashSandbox: boolean | 'auto';
   /** Serve the API browser at /docs. */
   docs: boolean;
   /** Keys with access to every served tool (TOOLPORT_API_KEYS). */
@@ -63,7 +63,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: text(env, 'TOOLPORT_WORKSPACE', cwd),
-    bashSandbox: boolean(env, 'TOOLPORT_BASH_SANDBOX', false),
+    bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
     docs: boolean(env, 'TOOLPORT_DOCS', true),
     apiKeys: list(env, 'TOOLPORT_API_KEYS', { secret: true }) ?? [],
     apiKeysFile: raw(env, 'TOOLPORT_API_KEYS_FILE'),
@@ -98,6 +98,14 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['true', '1', 'yes'].includes(value)) return true;
   if (['false', '0', 'no'].includes(value)) return false;
   throw new ConfigError(name, 'true or false', value);
+}
+
+function booleanOrAuto(env: Env, name: string): boolean | 'auto' {
+  const value = raw(env, name)?.toLowerCase();
+  if (value === undefined || value === 'auto') return 'auto';
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  throw new ConfigError(name, 'auto, true or false', value);
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {

@@ -25,7 +25,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
-    const registry = await createToolset(config);
+    const registry = await createToolset(config, process.cwd(), logger);
     const tools = registry.list();
     const apiKeys = await loadApiKeys(config, tools.map((t) => t.name));
     await assertKeysOutsideWorkspace(config);

@@ -14,7 +14,7 @@ const DEFAULTS: Config = {
   plugins: [],
   shutdownGraceMs: 10_000,
   workspace: CWD,
-  bashSandbox: false,
+  bashSandbox: 'auto',
   docs: true,
   apiKeys: [],
   apiKeysFile: undefined,
@@ -133,6 +133,12 @@ describe('loadConfig', () => {
       assert.deepEqual([config.bashSandbox, config.docs], [expected, expected]);
     });
   }
+
+  test('reads TOOLPORT_BASH_SANDBOX=auto in any case as auto, the default when it is unset or empty', () => {
+    for (const value of ['auto', 'AUTO', ' Auto ', '', undefined]) {
+      assert.equal(loadConfig({ TOOLPORT_BASH_SANDBOX: value }, CWD).bashSandbox, 'auto', String(value));
+    }
+  });
 });
 
 describe('loadConfig rejects with a ConfigError naming the variable', () => {
@@ -152,7 +158,7 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_TOOLS', 'a,,b', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,,b"'],
     ['TOOLPORT_TOOLS', 'a,', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,"'],
     ['TOOLPORT_PLUGINS', './a.js, ,./b.js', 'Invalid TOOLPORT_PLUGINS: expected a comma-separated list without empty items, got "./a.js, ,./b.js"'],
-    ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected true or false, got "maybe"'],
+    ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected auto, true or false, got "maybe"'],
     ['TOOLPORT_DOCS', 'on', 'Invalid TOOLPORT_DOCS: expected true or false, got "on"'],
     ['TOOLPORT_API_KEYS', 'sk-secret,,other', 'Invalid TOOLPORT_API_KEYS: expected a comma-separated list without empty items, got "(hidden)"'],
     ['TOOLPORT_RATE_LIMIT', '-5', 'Invalid TOOLPORT_RATE_LIMIT: expected an integer from 0 to 1000000, got "-5"'],

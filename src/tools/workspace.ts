@@ -61,6 +61,10 @@ export interface ResolvedPath {
   relative: string;
 }
 
+// Every open root, so none is ever garbage-collected while open: Node 26 treats a FileHandle
+// collected unclosed as an uncaught error, and a workspace is held for the life of the process.
+const OPEN_ROOTS = new Set<FileHandle>();
+
 interface Held {
   handle: FileHandle;
   name: string;
@@ -105,7 +109,13 @@ export class Workspace {
     } catch {
       throw new Error(`Invalid TOOLPORT_WORKSPACE: ${JSON.stringify(root)} is not a directory`);
     }
+    OPEN_ROOTS.add(dir);
     return new Workspace(canonical, dir);
+  }
+
+  /** Closes the root's descriptor; only for embedders and tests that open many workspaces. */
+  async close(): Promise<void> {
+    if (OPEN_ROOTS.delete(this.#rootDir)) await this.#rootDir.close();
   }
 
   /** The root directory's descriptor; it stays open for the life of the process. */
