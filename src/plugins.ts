@@ -51,6 +51,6 @@ function reason(err: unknown): string {
 
 function resolveSpec(spec: string, cwd: string): string {
   if (spec.startsWith('.') || path.isAbsolute(spec)) return pathToFileURL(path.resolve(cwd, spec)).href;
-  // ESM resolution (the "import" condition), from cwd: Node 20's import.meta.resolve cannot take a parent.
+  // ESM resolution (the "import" condition), from cwd: import.meta.resolve takes a parent only behind a flag.
   return resolve(spec, pathToFileURL(path.join(cwd, 'noop.js')).href);
 }
