@@ -175,7 +175,7 @@ type ReaddirCallback = (err: NodeJS.ErrnoException | null, entries: Dirent[]) =>
 function heldFileSystem(start: FileHandle): FileSystemAdapter {
   const readdir = (dir: string, _options: { withFileTypes: true }, callback: ReaddirCallback): void => {
     const below = path.posix.relative(CRAWL_ROOT, dir);
-    if (below.startsWith('..') || path.posix.isAbsolute(below)) {
+    if (below === '..' || below.startsWith('../') || path.posix.isAbsolute(below)) {
       process.nextTick(callback, null, []);
       return;
     }
@@ -190,6 +190,7 @@ function heldFileSystem(start: FileHandle): FileSystemAdapter {
   return { readdir, realpath: refuse, stat: refuse } as unknown as FileSystemAdapter;
 }
 
+/** The entries of the directory `parts` below `start`, or none when the way there is not all directories. */
 async function read(start: FileHandle, parts: readonly string[]): Promise<Dirent[]> {
   const dir = await openBelow(start, parts);
   if (dir === undefined) return [];

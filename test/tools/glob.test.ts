@@ -124,6 +124,9 @@ test('Glob accepts names that merely start with two dots', async () => {
   assert.deepEqual(await glob({ pattern: '..notes.txt' }), result('..notes.txt'));
   assert.deepEqual(await glob({ pattern: './..notes.txt' }), result('..notes.txt'));
   assert.deepEqual(await glob({ pattern: '..*' }), result('..notes.txt'));
+  await file('..dir/inner.txt', 8_000_000);
+  assert.deepEqual(await glob({ pattern: '..dir/*.txt' }), result('..dir/inner.txt'));
+  assert.deepEqual(await glob({ pattern: '**/inner.txt' }), result('..dir/inner.txt'));
 });
 
 test('Glob refuses ".." and absolute patterns hidden behind backslash escapes, which the crawler unescapes', async () => {
