@@ -1,3 +1,5 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
 import { ToolRegistry } from './core/registry.js';
 import type { Config } from './config.js';
 import { loadPlugins } from './plugins.js';
@@ -8,13 +10,18 @@ export class UnknownToolError extends Error {
   override readonly name = 'UnknownToolError';
 }
 
+/** What createToolset reads of the configuration; without `apiKeysFile`, no keys file is hidden. */
+export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile'>>;
+
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
- * to the ones `TOOLPORT_TOOLS` names (in its order), or all of them.
+ * to the ones `TOOLPORT_TOOLS` names (in its order), or all of them. With `log`, Bash says there
+ * which mode it runs in (the sandbox or not) and why.
  */
-export async function createToolset(config: Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'>, cwd = process.cwd()): Promise<ToolRegistry> {
+export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), log?: Logger): Promise<ToolRegistry> {
   const all = new ToolRegistry();
-  for (const tool of await builtinTools({ workspace: config.workspace, bashSandbox: config.bashSandbox })) all.register(tool);
+  const builtins = await builtinTools({ workspace: config.workspace, bashSandbox: config.bashSandbox, secretFiles: secretFiles(config, cwd), log });
+  for (const tool of builtins) all.register(tool);
   await loadPlugins(config.plugins, all, cwd);
   if (config.tools === undefined) return all;
   const served = new ToolRegistry();
@@ -28,4 +35,14 @@ export async function createToolset(config: Pick<Config, 'workspace' | 'bashSand
     served.register(tool);
   }
   return served;
+}
+
+/**
+ * The files the server reads its secrets and configuration from, which the Bash sandbox hides:
+ * the API keys file and the plug-ins given as file paths (package names are left alone).
+ */
+export function secretFiles(config: ToolsetConfig, cwd: string): string[] {
+  const files = config.plugins.filter((spec) => spec.startsWith('.') || spec.startsWith('/'));
+  if (config.apiKeysFile !== undefined) files.unshift(config.apiKeysFile);
+  return files.map((file) => path.resolve(cwd, file));
 }

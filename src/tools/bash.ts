@@ -1,10 +1,11 @@
+import type { Logger } from 'pino';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
+import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashSandboxSetting } from './bash-isolation.js';
 import { commandEnv, KILL_GRACE_MS, runProcess, type RunOutcome } from './process.js';
-import { sandboxedBash, sandboxUnavailableReason } from './sandbox.js';
 import type { Workspace } from './workspace.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
@@ -12,8 +13,15 @@ export const MAX_BASH_TIMEOUT_MS = 600_000;
 
 export interface BashToolOptions {
   workspace: Workspace;
-  /** Run every command inside a bubblewrap sandbox; checked at start-up. */
-  sandbox?: boolean;
+  /**
+   * Run commands inside the bubblewrap sandbox: `auto` (the default) when a trial run at start-up
+   * works, `true` always (an Error when it cannot), `false` never.
+   */
+  sandbox?: BashSandboxSetting;
+  /** Files the server reads secrets or configuration from (the API keys file); the sandbox hides them. */
+  secretFiles?: readonly string[];
+  /** Where to say, once, which mode runs and why. */
+  log?: Logger;
 }
 
 const inputSchema = Type.Object(
@@ -42,20 +50,19 @@ export function effectiveTimeout(requested: number | undefined): number {
 
 /**
  * The Bash tool, with Claude Code's name and input. Each call runs `bash -c` in a fresh process
- * group in the workspace root; see the description for what it can reach. With `sandbox`, the
- * bubblewrap sandbox is tried once here and an Error explains why when it does not work.
+ * group in the workspace root; see the description for what it can reach. How it runs (the
+ * sandbox, or unconfined under the subreaper) is decided here, once; with `sandbox: true` an
+ * Error explains why the sandbox does not work.
  */
 export async function createBashTool(options: BashToolOptions): Promise<ToolDef> {
   const root = options.workspace.root;
-  const sandbox = options.sandbox === true;
-  if (sandbox) {
-    const reason = await sandboxUnavailableReason(root);
-    if (reason !== undefined) throw new Error(`TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${reason}`);
-  }
+  const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: options.sandbox ?? 'auto', secretFiles: options.secretFiles });
+  if (options.log) logBashIsolation(options.log, isolation);
+  const sandbox = isolation.mode === 'sandbox';
 
   return defineTool({
     name: 'Bash',
-    description: describe(sandbox),
+    description: describe(isolation),
     inputSchema,
     annotations: { title: 'Bash', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     // Above the longest command plus the kill grace, so the pipeline's deadline never cuts one short.
@@ -66,13 +73,15 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
-      const { file, args } = sandbox ? sandboxedBash(root, command) : { file: 'bash', args: ['-c', command] };
+      const { file, args, killGraceMs, signalOnServerExit } = isolation.command(command);
       const outcome = await runProcess(file, args, {
         cwd: root,
         // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
         env: sandbox ? commandEnv({ TMPDIR: '/tmp' }) : commandEnv(),
         timeoutMs,
         signal: context.signal,
+        killGraceMs,
+        signalOnServerExit,
         onStdout: (chunk) => stdout.write(chunk),
         onStderr: (chunk) => stderr.write(chunk),
       });
@@ -117,17 +126,18 @@ function withoutFinalNewline(text: string): string {
   return text.endsWith('\n') ? text.slice(0, -1) : text;
 }
 
-function describe(sandbox: boolean): string {
+function describe(isolation: BashIsolation): string {
+  const sandbox = isolation.mode === 'sandbox';
   const boundary = sandbox
-    ? '- Sandbox: commands run inside a bubblewrap sandbox. The file system is read-only except the workspace and a private, empty /tmp; there is no network; processes, IPC and hostname are private. Files outside the workspace can still be read.'
-    : '- NOT confined to the workspace: the workspace path checks of the file tools do not apply to Bash. A command can read, write and run anything the server\'s user can, and reach the network. The real boundary is the container, a dedicated unprivileged user, or the optional OS sandbox (off on this server).';
+    ? "- Sandbox: commands run inside a bubblewrap sandbox. The file system is read-only except the workspace and a private, empty /tmp; there is no network; processes, IPC and hostname are private. Files outside the workspace can still be read, but not the server's secrets (its API keys file, /run/secrets)."
+    : "- NOT confined to the workspace: the workspace path checks of the file tools do not apply to Bash. A command can read, write and run anything the server's user can, and reach the network. The real boundary is the container, a dedicated unprivileged user, or the OS sandbox (off on this server).";
   return [
     'Executes a bash command (`bash -c`) and returns its output.',
     '',
     '- Each call is independent: it starts a fresh bash in the workspace root, so `cd`, variables and other shell state do not carry over to the next call. Chain steps with `&&` in one command, or use paths relative to the workspace root.',
     '- stdin is empty (/dev/null): interactive programs see end of input; pass flags such as `--yes` instead.',
     `- Timeout: \`timeout\` in milliseconds, default ${DEFAULT_BASH_TIMEOUT_MS} (2 minutes), maximum ${MAX_BASH_TIMEOUT_MS} (10 minutes); larger values are lowered to the maximum. On timeout the command is killed with its background processes, as below (SIGTERM, then SIGKILL ${KILL_GRACE_MS / 1000} s later).`,
-    sandbox
+    isolation.reaping !== 'process-group'
       ? '- Background processes: when the command ends, every process it started is killed, including ones that call setsid or daemonise; nothing outlives the command, so this tool cannot keep a server running.'
       : '- Background processes: when the command ends, the processes still in its process group (such as `cmd &`) are killed. A process that leaves the group (setsid, or a program that daemonises) is not killed and keeps running after the command; do not rely on it being cleaned up.',
     `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,

@@ -1,4 +1,6 @@
+import type { Logger } from 'pino';
 import { createBashTool } from './bash.js';
+import type { BashSandboxSetting } from './bash-isolation.js';
 import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob.js';
@@ -15,8 +17,12 @@ export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, create
 export interface BuiltinToolOptions {
   /** The only directory the file tools may touch; canonicalised once, here. */
   workspace: string;
-  /** Run Bash inside a bubblewrap sandbox; start-up fails when it is unavailable. */
-  bashSandbox?: boolean;
+  /** Run Bash inside the bubblewrap sandbox: `auto` (the default) when it works here, `true` always (or fail), `false` never. */
+  bashSandbox?: BashSandboxSetting;
+  /** Files the server reads secrets or configuration from (the API keys file); the Bash sandbox hides them. */
+  secretFiles?: readonly string[];
+  /** Where Bash says, once, which mode runs and why. */
+  log?: Logger;
 }
 
 /** The tools toolport serves out of the box, in the order they are listed. */
@@ -26,7 +32,7 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
   void removeLeftovers(ws).catch(() => undefined);
   return [
     Echo,
-    await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? false }),
+    await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? 'auto', secretFiles: options.secretFiles, log: options.log }),
     createReadTool(ws),
     createWriteTool(ws),
     createEditTool(ws),

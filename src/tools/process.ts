@@ -35,6 +35,12 @@ export interface RunOptions {
   /** Aborting it kills the process group, like a timeout. */
   signal?: AbortSignal;
   killGraceMs?: number;
+  /**
+   * What the group gets when the server exits with the run still going: SIGKILL (the default), or
+   * SIGTERM for a program that cleans up after itself on SIGTERM and would be cut short by SIGKILL
+   * (the reaper, which still has processes outside the group to kill).
+   */
+  signalOnServerExit?: 'SIGTERM' | 'SIGKILL';
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
 }
@@ -71,7 +77,7 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
     return Promise.resolve({ ...outcome, spawnError: err as NodeJS.ErrnoException });
   }
 
-  if (child.pid !== undefined) trackGroup(child.pid);
+  if (child.pid !== undefined) trackGroup(child.pid, options.signalOnServerExit ?? 'SIGKILL');
   return new Promise((resolve) => {
     let finished = false;
     let killing = false;
@@ -130,15 +136,15 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
  * after a shutdown aborted a command that ignores SIGTERM), the timers that would send SIGKILL
  * never fire; an exit handler, which may only do synchronous work, sends it instead.
  */
-const liveGroups = new Set<number>();
+const liveGroups = new Map<number, 'SIGTERM' | 'SIGKILL'>();
 let exitHandlerInstalled = false;
 
-function trackGroup(pgid: number): void {
-  liveGroups.add(pgid);
+function trackGroup(pgid: number, onServerExit: 'SIGTERM' | 'SIGKILL'): void {
+  liveGroups.set(pgid, onServerExit);
   if (exitHandlerInstalled) return;
   exitHandlerInstalled = true;
   process.on('exit', () => {
-    for (const group of liveGroups) signalGroup(group, 'SIGKILL');
+    for (const [group, signal] of liveGroups) signalGroup(group, signal);
   });
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,15 +10,28 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool, DEFAULT_BASH_TIMEOUT_MS, effectiveTimeout, MAX_BASH_TIMEOUT_MS } from '../../src/tools/bash.js';
 import { KILL_GRACE_MS } from '../../src/tools/process.js';
+import { reaperUnavailableReason } from '../../src/tools/reaper.js';
+import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { pathWithOnly } from '../fixtures/programs.js';
 
+/**
+ * Bash without the sandbox (TOOLPORT_BASH_SANDBOX=false), under the subreaper when it can run
+ * here: the mode whose process handling these tests check. test/tools/sandbox.test.ts checks the sandbox.
+ */
 async function setup(t: { after(fn: () => Promise<void> | void): void }): Promise<{ bash: ToolDef; ws: Workspace }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bash-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const ws = await Workspace.open(dir);
-  return { bash: await createBashTool({ workspace: ws }), ws };
+  return { bash: await createBashTool({ workspace: ws, sandbox: false }), ws };
 }
+
+// Waits in the command until the escapees are in place: a session of its own for the setsid'd one
+// (field 6 of /proc/PID/stat is the session id), and the double fork's middle process gone.
+const ESCAPE = (marker: string): string =>
+  `setsid sleep ${marker} > /dev/null 2>&1 & s=$!; (sleep ${marker} > /dev/null 2>&1 &); ` +
+  `until [ "$(cut -d' ' -f6 /proc/$s/stat)" = "$s" ]; do :; done`;
 
 function context(signal = new AbortController().signal): ToolContext {
   return { signal, log: pino({ level: 'silent' }), requestId: 'test' };
@@ -94,7 +108,31 @@ test('Bash kills background jobs that are still running when the command ends', 
   await waitFor(() => processesWith(marker).length === 0, 'the background job to be gone');
 });
 
-test('Bash does not kill a process that left the process group with setsid, as its description says', async (t) => {
+test('Bash without the sandbox kills processes that called setsid or were double-forked when the command ends, as its description says', async (t) => {
+  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  const { bash } = await setup(t);
+  const marker = trackMarker(t);
+  assert.deepEqual(await run(bash, { command: `${ESCAPE(marker)}; echo escaped`, timeout: 5_000 }), { text: 'escaped', isError: false });
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the call returns');
+  assert.match(bash.description, /every process it started is killed, including ones that call setsid or daemonise/);
+  assert.doesNotMatch(bash.description, /A process that leaves the group/);
+});
+
+test('Bash without the sandbox kills processes that called setsid or were double-forked when the call is aborted', async (t) => {
+  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  const { bash, ws } = await setup(t);
+  const marker = trackMarker(t);
+  const controller = new AbortController();
+  const pending = run(bash, { command: `${ESCAPE(marker)}; touch ready; wait`, timeout: 60_000 }, controller.signal);
+  await waitFor(() => existsSync(path.join(ws.root, 'ready')), 'the escapees to be in place');
+  controller.abort(new Error('the server is shutting down'));
+  assert.deepEqual(await pending, { text: '(no output)\n(Command was aborted: the server is shutting down)', isError: true });
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the call returns');
+});
+
+test('Bash without the sandbox or the subreaper does not kill a process that left the process group with setsid, as its description says', async (t) => {
+  // perl taken away: the subreaper cannot run, and only the process group is left.
+  await pathWithOnly(t, ['bash', 'setsid', 'sleep', 'cut']);
   const { bash } = await setup(t);
   const marker = trackMarker(t);
   // Wait inside the command until the child has its own session (field 6 of /proc/PID/stat is the
@@ -237,6 +275,19 @@ test('Bash is declared with the input schema and hints of Claude Code, and a dea
   assert.ok(bash.timeoutMs! > MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS);
   assert.match(bash.description, /NOT confined to the workspace/);
   assert.match(bash.description, /600000/);
+});
+
+test('Bash runs in the sandbox by default when bubblewrap works here', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bash-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const ws = await Workspace.open(dir);
+  const unavailable = await sandboxUnavailableReason(ws.root);
+  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  const bash = await createBashTool({ workspace: ws });
+  assert.match(bash.description, /^- Sandbox: commands run inside a bubblewrap sandbox/m);
+  assert.doesNotMatch(bash.description, /NOT confined/);
+  const { text } = await run(bash, { command: 'readlink /proc/self/ns/net' });
+  assert.notEqual(text, readlinkSync('/proc/self/ns/net'), 'the command has a network namespace of its own');
 });
 
 test('Bash runs through the pipeline, which rejects a zero timeout and unknown properties', async (t) => {

@@ -1,0 +1,97 @@
+import type { Logger } from 'pino';
+import { KILL_GRACE_MS } from './process.js';
+import { reapedCommand, reaperUnavailableReason } from './reaper.js';
+import { BWRAP, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from './sandbox.js';
+
+/** TOOLPORT_BASH_SANDBOX: `auto` uses the sandbox when it works here, `true` requires it, `false` never uses it. */
+export type BashSandboxSetting = boolean | 'auto';
+
+// The reaper kills what is left KILL_GRACE_MS after SIGTERM; the server's own SIGKILL of the
+// group comes this much later, so that it never cuts the reaper's clean-up short.
+const REAPER_SLACK_MS = 1_000;
+
+/** How the Bash tool runs a command, decided once at start-up. */
+export interface BashIsolation {
+  /** `sandbox`: bubblewrap; `unconfined`: with the server's own rights. */
+  readonly mode: 'sandbox' | 'unconfined';
+  /**
+   * How nothing a command started outlives it: the sandbox's PID namespace; the subreaper (a
+   * supervisor that inherits every orphan); or, failing both, only the command's process group,
+   * which setsid and daemons leave.
+   */
+  readonly reaping: 'pid-namespace' | 'subreaper' | 'process-group';
+  /** Why this mode runs, for the start-up log. */
+  readonly reason: string;
+  /** What the sandbox hides (empty when unconfined). */
+  readonly hidden: HiddenPaths;
+  /** The program and arguments that run `bash -c command`, and how the process runner ends them. */
+  command(command: string): { file: string; args: string[]; killGraceMs: number; signalOnServerExit: 'SIGTERM' | 'SIGKILL' };
+}
+
+export interface BashIsolationOptions {
+  workspaceRoot: string;
+  setting: BashSandboxSetting;
+  /** Files the server reads secrets or configuration from; the sandbox hides them (see `hiddenPaths`). */
+  secretFiles?: readonly string[];
+}
+
+/**
+ * Decides how Bash runs: tries the sandbox unless it is switched off, falls back (with `auto`)
+ * to running unconfined under the subreaper, or to the process group alone when that cannot run
+ * either. With `true`, a sandbox that does not work is an Error that says why.
+ */
+export async function chooseBashIsolation(options: BashIsolationOptions): Promise<BashIsolation> {
+  const { workspaceRoot: root, setting } = options;
+  let why = 'TOOLPORT_BASH_SANDBOX=false';
+  if (setting !== false) {
+    const hidden = await hiddenPaths(root, options.secretFiles ?? []);
+    const unavailable = await sandboxUnavailableReason(root, BWRAP, hidden);
+    if (unavailable === undefined) {
+      return {
+        mode: 'sandbox',
+        reaping: 'pid-namespace',
+        reason: `TOOLPORT_BASH_SANDBOX=${String(setting)} and a trial run of bubblewrap succeeded`,
+        hidden,
+        command: (command) => ({ ...sandboxedBash(root, command, hidden), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
+      };
+    }
+    if (setting === true) throw new Error(`TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${unavailable}`);
+    why = `TOOLPORT_BASH_SANDBOX=auto and bubblewrap does not work here: ${unavailable}`;
+  }
+
+  const noHidden: HiddenPaths = { directories: [], files: [] };
+  const noReaper = await reaperUnavailableReason();
+  if (noReaper !== undefined) {
+    return {
+      mode: 'unconfined',
+      reaping: 'process-group',
+      reason: `${why}; and the subreaper cannot run, so processes that leave the command's process group are not killed: ${noReaper}`,
+      hidden: noHidden,
+      command: (command) => ({ file: 'bash', args: ['-c', command], killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
+    };
+  }
+  return {
+    mode: 'unconfined',
+    reaping: 'subreaper',
+    reason: why,
+    hidden: noHidden,
+    command: (command) => ({
+      ...reapedCommand('bash', ['-c', command], KILL_GRACE_MS),
+      killGraceMs: KILL_GRACE_MS + REAPER_SLACK_MS,
+      signalOnServerExit: 'SIGTERM',
+    }),
+  };
+}
+
+/** The start-up log line that says which mode runs and why: info in the sandbox, a warning without. */
+export function logBashIsolation(log: Logger, isolation: BashIsolation): void {
+  const { mode, reaping, reason, hidden } = isolation;
+  if (mode === 'sandbox') {
+    log.info({ bashSandbox: 'on', reaping, reason, hidden }, 'Bash runs commands in the bubblewrap sandbox');
+    return;
+  }
+  log.warn(
+    { bashSandbox: 'off', reaping, reason },
+    "Bash runs commands without a sandbox: they can read and write whatever the server's user can, reach the network, and read the server's secrets",
+  );
+}

@@ -1,0 +1,137 @@
+import { commandEnv, runProcess } from './process.js';
+
+/**
+ * The number of the prctl system call, by Node's `process.arch`. Perl's `syscall` needs it, and
+ * the minimal Perl that every Debian system carries (perl-base) has no `syscall.ph` to look it up.
+ */
+const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
+  x64: 157,
+  arm64: 167,
+  riscv64: 167,
+  loong64: 167,
+  ia32: 172,
+  arm: 172,
+  s390x: 172,
+  ppc64: 171,
+};
+
+const CHECK_TIMEOUT_MS = 10_000;
+const MAX_REASON_CHARS = 500;
+
+/**
+ * The reaper: a tiny supervisor, in Perl because Perl is on every Debian-based system (perl-base
+ * is essential) and can make the one system call Node has no binding for. It makes itself a child
+ * subreaper (PR_SET_CHILD_SUBREAPER), so a process below it that calls setsid or is orphaned by a
+ * double fork is re-parented to it instead of to init: nothing the command starts can leave its
+ * subtree. It runs the command, which stays in the reaper's process group, and waits. When the command exits, or the
+ * reaper gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or PR_SET_PDEATHSIG when
+ * the server dies), it sends SIGTERM to every process in its subtree, SIGKILL to what is left
+ * after the grace period, reaps them all, and exits as the command did.
+ *
+ * Arguments: prctl's syscall number, the server's pid, the grace period in ms, the command.
+ */
+export const REAPER_SCRIPT = String.raw`
+use strict;
+use POSIX ();
+my ($prctl, $server, $grace_ms, @command) = @ARGV;
+syscall($prctl, 36, 1, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_CHILD_SUBREAPER): $!\n";
+syscall($prctl, 1, 15, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
+my $signals = POSIX::SigSet->new(POSIX::SIGTERM(), POSIX::SIGINT(), POSIX::SIGHUP());
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+my $main = fork();
+die "toolport reaper: fork: $!\n" unless defined $main;
+if ($main == 0) {
+  POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $signals);
+  exec { $command[0] } @command;
+  print STDERR "toolport reaper: $command[0]: $!\n";
+  POSIX::_exit(127);
+}
+my $status;
+$SIG{$_} = sub { die "stop\n" } for qw(TERM INT HUP);
+eval {
+  POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $signals);
+  die "stop\n" if getppid() != $server;
+  while (1) {
+    my $pid = waitpid(-1, 0);
+    last if $pid < 0;
+    if ($pid == $main) { $status = $?; last; }
+  }
+  POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+};
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+# A signal that comes just as waitpid returns the command's pid interrupts before the assignment;
+# waitpid has set $? already, and the command is gone.
+$status = $? if !defined $status && !kill(0, $main);
+
+sub now_ms { open(my $fh, '<', '/proc/uptime') or return 0; my ($s) = split / /, scalar <$fh>; return $s * 1000; }
+sub descendants {
+  my %children;
+  opendir(my $dir, '/proc') or return ();
+  for my $pid (grep { /^\d+$/ } readdir $dir) {
+    open(my $fh, '<', "/proc/$pid/stat") or next;
+    my $stat = <$fh>;
+    next unless defined $stat;
+    my ($state, $ppid) = split / /, substr($stat, rindex($stat, ')') + 2);
+    push @{ $children{$ppid} }, $pid unless $state eq 'Z';
+  }
+  my @found;
+  my @queue = ($$);
+  while (@queue) { my $pid = shift @queue; for my $child (@{ $children{$pid} || [] }) { push @found, $child; push @queue, $child; } }
+  return @found;
+}
+my $deadline = now_ms() + $grace_ms;
+my %termed;
+while (1) {
+  while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { $status = $? if $pid == $main; }
+  my @left = descendants();
+  last unless @left;
+  if (now_ms() >= $deadline) { kill 'KILL', @left; }
+  else { my @new = grep { !$termed{$_}++ } @left; kill 'TERM', @new if @new; }
+  select(undef, undef, undef, 0.01);
+}
+while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { $status = $? if $pid == $main; }
+$status = 1 << 8 unless defined $status;
+if ($status & 127) {
+  my $signal = $status & 127;
+  $SIG{$_} = 'DEFAULT' for keys %SIG;
+  POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
+  kill $signal, $$;
+  POSIX::_exit(128 + $signal);
+}
+POSIX::_exit($status >> 8);
+`;
+
+/** The program and arguments that run `file args` under the reaper. */
+export function reapedCommand(file: string, args: readonly string[], graceMs: number): { file: string; args: string[] } {
+  const prctl = PRCTL_SYSCALL[process.arch];
+  if (prctl === undefined) throw new Error(`the reaper does not know the prctl system call of ${process.arch}`);
+  return { file: 'perl', args: ['-e', REAPER_SCRIPT, '--', String(prctl), String(process.pid), String(graceMs), file, ...args] };
+}
+
+/**
+ * Tries the reaper once. Returns why it cannot work here (not Linux, an architecture it does not
+ * know, no perl, prctl refused), or undefined when it works.
+ */
+export async function reaperUnavailableReason(perl = 'perl'): Promise<string | undefined> {
+  if (process.platform !== 'linux') return `child subreapers are a Linux feature and this is ${process.platform}`;
+  if (PRCTL_SYSCALL[process.arch] === undefined) return `the reaper does not know the prctl system call of ${process.arch}`;
+  // The command is perl itself, the one program this needs.
+  const { args } = reapedCommand(perl, ['-e', '0'], 0);
+  const stderr: Buffer[] = [];
+  const outcome = await runProcess(perl, args, {
+    cwd: '/',
+    env: commandEnv(),
+    timeoutMs: CHECK_TIMEOUT_MS,
+    onStdout: () => {},
+    onStderr: (chunk) => stderr.push(chunk),
+  });
+  if (outcome.spawnError) {
+    return outcome.spawnError.code === 'ENOENT'
+      ? `${perl} was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)`
+      : `${perl} could not be started: ${outcome.spawnError.message}`;
+  }
+  if (outcome.timedOut) return `a trial run of the reaper did not finish within ${CHECK_TIMEOUT_MS} ms`;
+  if (outcome.exitCode === 0) return undefined;
+  const message = Buffer.concat(stderr).toString('utf8').trim().slice(0, MAX_REASON_CHARS);
+  return `a trial run of the reaper failed${message ? `: ${message}` : ''}`;
+}

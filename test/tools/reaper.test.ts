@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test, type TestContext } from 'node:test';
+import { commandEnv, runProcess, type RunOptions } from '../../src/tools/process.js';
+import { reapedCommand, reaperUnavailableReason } from '../../src/tools/reaper.js';
+import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { pathWithOnly } from '../fixtures/programs.js';
+
+/** Skips the test, saying why, when the reaper cannot run on this machine. */
+async function reaperWorks(t: TestContext): Promise<boolean> {
+  const reason = await reaperUnavailableReason();
+  if (reason !== undefined) t.skip(`the reaper cannot run here: ${reason}`);
+  return reason === undefined;
+}
+
+function trackMarker(t: TestContext): string {
+  const marker = uniqueMarker();
+  t.after(() => killAll(processesWith(marker)));
+  return marker;
+}
+
+function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string; err: () => string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  return {
+    cwd: process.cwd(),
+    env: commandEnv(),
+    timeoutMs: 10_000,
+    signalOnServerExit: 'SIGTERM',
+    onStdout: (chunk) => out.push(chunk),
+    onStderr: (chunk) => err.push(chunk),
+    out: () => Buffer.concat(out).toString('utf8'),
+    err: () => Buffer.concat(err).toString('utf8'),
+    ...overrides,
+  };
+}
+
+/** Runs `bash -c command` under the reaper. */
+function reaped(command: string, graceMs: number, overrides: Partial<RunOptions> = {}): ReturnType<typeof runProcess> & { opts: ReturnType<typeof options> } {
+  const { file, args } = reapedCommand('bash', ['-c', command], graceMs);
+  const opts = options(overrides);
+  return Object.assign(runProcess(file, args, opts), { opts });
+}
+
+// Waits in the command until the escapees are in place: a session of its own for the setsid'd one
+// (field 6 of /proc/PID/stat is the session id), and the double fork's middle process gone.
+const ESCAPE = (marker: string): string =>
+  `setsid sleep ${marker} > /dev/null 2>&1 & s=$!; (sleep ${marker} > /dev/null 2>&1 & echo $! > /dev/null) ; ` +
+  `until [ "$(cut -d' ' -f6 /proc/$s/stat)" = "$s" ]; do :; done`;
+
+test('reaperUnavailableReason finds the reaper working here, or says why not', async () => {
+  const reason = await reaperUnavailableReason();
+  if (process.platform === 'linux' && ['x64', 'arm64'].includes(process.arch)) assert.equal(reason, undefined);
+  else assert.equal(typeof reason, 'string');
+});
+
+test('reaperUnavailableReason says how to install perl when it is missing', async (t) => {
+  await pathWithOnly(t, ['bash']);
+  assert.equal(await reaperUnavailableReason(), 'perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)');
+});
+
+test('the reaper kills processes that called setsid or were double-forked when the command exits, and exits with its code', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const marker = trackMarker(t);
+  const started = Date.now();
+  const run = reaped(`${ESCAPE(marker)}; echo started; exit 3`, 2_000);
+  const outcome = await run;
+  assert.deepEqual(outcome, { exitCode: 3, exitSignal: null, timedOut: false });
+  assert.equal(run.opts.out(), 'started\n');
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
+  assert.ok(Date.now() - started < 2_000, 'processes that die on SIGTERM are not waited for');
+});
+
+test('the reaper dies of the signal that killed the command', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const outcome = await reaped('kill -KILL $$', 2_000);
+  assert.deepEqual(outcome, { exitCode: null, exitSignal: 'SIGKILL', timedOut: false });
+});
+
+test('the reaper exits 127 and says so when the command cannot be run', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const { args } = reapedCommand('/nonexistent/program', [], 2_000);
+  const opts = options();
+  const outcome = await runProcess('perl', args, opts);
+  assert.equal(outcome.exitCode, 127);
+  assert.match(opts.err(), /^toolport reaper: \/nonexistent\/program: No such file or directory$/m);
+});
+
+test('on timeout the reaper kills everything it started, with SIGKILL after the grace period for what ignores SIGTERM', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const marker = trackMarker(t);
+  // An ignored signal is inherited: neither bash nor its sleeps die of SIGTERM.
+  const run = reaped(`trap '' TERM; ${ESCAPE(marker)}; echo ready; wait`, 300, { timeoutMs: 500, killGraceMs: 1_300 });
+  await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
+  const termAt = Date.now();
+  const outcome = await run;
+  assert.equal(outcome.timedOut, true);
+  assert.equal(outcome.exitSignal, 'SIGKILL', 'bash ignored SIGTERM, so the reaper killed it, and died of the same signal');
+  assert.ok(Date.now() - termAt >= 300, 'SIGKILL waited for the grace period');
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
+});
+
+test('when the server dies the reaper kills everything it started', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const marker = trackMarker(t);
+  // A stand-in for the server: it starts the reaper, naming itself as the server, and is then
+  // killed with SIGKILL, which leaves it no time to do anything.
+  const { file, args } = reapedCommand('bash', ['-c', `${ESCAPE(marker)}; echo ready; wait`], 300);
+  const script = `
+    const { spawn } = require('node:child_process');
+    const args = JSON.parse(process.argv[2]);
+    args[args.indexOf('--') + 2] = String(process.pid);
+    const child = spawn(process.argv[1], args, { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    child.stdout.on('data', (d) => process.stdout.write(d));
+  `;
+  const server = spawn(process.execPath, ['-e', script, file, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => server.kill('SIGKILL'));
+  let out = '';
+  server.stdout.on('data', (d) => (out += String(d)));
+  await waitFor(() => out === 'ready\n', 'the escapees to be in place');
+  // The reaper, bash and the two sleeps (one in a session of its own, one orphaned); the stand-in names the marker too.
+  assert.equal(processesWith(marker).filter((pid) => pid !== server.pid).length, 4);
+  server.kill('SIGKILL');
+  await waitFor(() => processesWith(marker).length === 0, 'everything the reaper started to be gone');
+});
