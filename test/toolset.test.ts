@@ -2,18 +2,18 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../src/config.js';
+import { pino } from 'pino';
 import { ToolRegistry } from '../src/core/registry.js';
 import { PluginLoadError } from '../src/plugins.js';
 import { Echo } from '../src/tools/index.js';
-import { UnknownToolError, createToolset } from '../src/toolset.js';
+import { sandboxUnavailableReason } from '../src/tools/sandbox.js';
+import { UnknownToolError, createToolset, secretFiles, type ToolsetConfig } from '../src/toolset.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const TOOL_ARRAY = './test/fixtures/plugins/tool-array.ts';
-
-type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'>;
 
 /** A config with a fresh temporary workspace, removed after the test. */
 async function config(t: TestContext, overrides: Partial<ToolsetConfig> = {}): Promise<ToolsetConfig> {
@@ -97,5 +97,45 @@ describe('createToolset', () => {
       name: 'PluginLoadError',
       message: 'Plug-in "./echo-again.mjs" failed to load: Cannot register tool "Echo": a tool with this name is already registered',
     });
+  });
+
+  test('secretFiles lists the API keys file and the plug-ins given as paths, resolved against cwd', () => {
+    const files = secretFiles({ workspace: '/ws', bashSandbox: 'auto', plugins: ['./p.js', 'some-package', '/opt/q.mjs'], tools: undefined, apiKeysFile: 'keys.json' }, '/srv/app');
+    assert.deepEqual(files, ['/srv/app/keys.json', '/srv/app/p.js', '/opt/q.mjs']);
+    assert.deepEqual(secretFiles({ workspace: '/ws', bashSandbox: 'auto', plugins: [], tools: undefined }, '/srv/app'), []);
+  });
+
+  test('createToolset has Bash say through the given logger which mode it runs in and why', async (t) => {
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    await createToolset(await config(t, { bashSandbox: false }), REPO, pino({ level: 'info' }, stream));
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.bashSandbox, 'off');
+    assert.equal(lines[0]!.reason, 'TOOLPORT_BASH_SANDBOX=false');
+    // Without a logger nothing is written anywhere.
+    await createToolset(await config(t, { bashSandbox: false }), REPO);
+    assert.equal(lines.length, 1);
+  });
+
+  test("the toolset's sandboxed Bash cannot read the API keys file", async (t) => {
+    const keysDir = await mkdtemp('/var/tmp/toolport-toolset-keys-');
+    t.after(() => rm(keysDir, { recursive: true, force: true }));
+    await writeFile(path.join(keysDir, 'keys.json'), '[{"label":"ci","key":"sk-toolset-test-0123456789"}]');
+    const cfg = await config(t, { bashSandbox: true, apiKeysFile: path.join(keysDir, 'keys.json') });
+    const unavailable = await sandboxUnavailableReason(cfg.workspace);
+    if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+    const registry = await createToolset(cfg, REPO);
+    const bash = registry.get('Bash')!;
+    const context = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+    const result = await bash.execute({ command: `cat ${path.join(keysDir, 'keys.json')}` }, context);
+    const block = result.content[0];
+    assert.equal(result.isError, true);
+    assert.match(block?.type === 'text' ? block.text : '', /No such file or directory/);
+    assert.doesNotMatch(JSON.stringify(result), /sk-toolset-test/);
   });
 });

@@ -13,6 +13,7 @@ import { KILL_GRACE_MS } from '../../src/tools/process.js';
 import { reaperUnavailableReason } from '../../src/tools/reaper.js';
 import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
 import { Workspace } from '../../src/tools/workspace.js';
+import { escapees } from '../fixtures/escapees.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
 
@@ -27,11 +28,6 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }): Promis
   return { bash: await createBashTool({ workspace: ws, sandbox: false }), ws };
 }
 
-// Waits in the command until the escapees are in place: a session of its own for the setsid'd one
-// (field 6 of /proc/PID/stat is the session id), and the double fork's middle process gone.
-const ESCAPE = (marker: string): string =>
-  `setsid sleep ${marker} > /dev/null 2>&1 & s=$!; (sleep ${marker} > /dev/null 2>&1 &); ` +
-  `until [ "$(cut -d' ' -f6 /proc/$s/stat)" = "$s" ]; do :; done`;
 
 function context(signal = new AbortController().signal): ToolContext {
   return { signal, log: pino({ level: 'silent' }), requestId: 'test' };
@@ -112,7 +108,7 @@ test('Bash without the sandbox kills processes that called setsid or were double
   if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
   const { bash } = await setup(t);
   const marker = trackMarker(t);
-  assert.deepEqual(await run(bash, { command: `${ESCAPE(marker)}; echo escaped`, timeout: 5_000 }), { text: 'escaped', isError: false });
+  assert.deepEqual(await run(bash, { command: `${escapees(marker)}; echo escaped`, timeout: 5_000 }), { text: 'escaped', isError: false });
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the call returns');
   assert.match(bash.description, /every process it started is killed, including ones that call setsid or daemonise/);
   assert.doesNotMatch(bash.description, /A process that leaves the group/);
@@ -123,7 +119,7 @@ test('Bash without the sandbox kills processes that called setsid or were double
   const { bash, ws } = await setup(t);
   const marker = trackMarker(t);
   const controller = new AbortController();
-  const pending = run(bash, { command: `${ESCAPE(marker)}; touch ready; wait`, timeout: 60_000 }, controller.signal);
+  const pending = run(bash, { command: `${escapees(marker)}; touch ready; wait`, timeout: 60_000 }, controller.signal);
   await waitFor(() => existsSync(path.join(ws.root, 'ready')), 'the escapees to be in place');
   controller.abort(new Error('the server is shutting down'));
   assert.deepEqual(await pending, { text: '(no output)\n(Command was aborted: the server is shutting down)', isError: true });

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -86,4 +88,39 @@ test('runProcess does not start the program when the signal is already aborted',
   controller.abort('stop');
   const outcome = await runProcess('bash', ['-c', 'echo never'], options({ signal: controller.signal }));
   assert.deepEqual(outcome, { exitCode: null, exitSignal: null, timedOut: false, abortReason: 'stop' });
+});
+
+/** Runs a stand-in server that starts `command` through runProcess, then exits as soon as `started` exists. */
+async function serverExitsDuringRun(dir: string, command: string, signalOnServerExit?: 'SIGTERM'): Promise<void> {
+  const processModule = path.resolve(import.meta.dirname, '../../src/tools/process.ts');
+  const script = `
+    import { existsSync } from 'node:fs';
+    import { commandEnv, runProcess } from ${JSON.stringify(processModule)};
+    void runProcess('bash', ['-c', ${JSON.stringify(command)}], {
+      cwd: ${JSON.stringify(dir)}, env: commandEnv(), timeoutMs: 60_000, onStdout() {}, onStderr() {},
+      ${signalOnServerExit ? `signalOnServerExit: '${signalOnServerExit}',` : ''}
+    });
+    const poll = setInterval(() => { if (existsSync(${JSON.stringify(path.join(dir, 'started'))})) process.exit(0); }, 5);
+    void poll;
+  `;
+  const server = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: 'inherit' });
+  const code = await new Promise((resolve) => server.once('exit', resolve));
+  assert.equal(code, 0);
+}
+
+test("the server's exit kills a run's group with SIGKILL, or SIGTERM when the run asks for it", async (t) => {
+  const marker = trackMarker(t);
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  // The marker is in bash's command line, where processesWith finds it.
+  const command = (name: string): string => `trap 'touch ${name}-got-term; exit' TERM; touch started; while :; do sleep 0.01; done # ${marker}`;
+
+  await serverExitsDuringRun(dir, command('default'));
+  await waitFor(() => processesWith(marker).length === 0, 'the run to be gone');
+  assert.equal(existsSync(path.join(dir, 'default-got-term')), false, 'SIGKILL leaves no time for the trap');
+
+  await rm(path.join(dir, 'started'));
+  await serverExitsDuringRun(dir, command('asked'), 'SIGTERM');
+  await waitFor(() => existsSync(path.join(dir, 'asked-got-term')), 'the trap to run on SIGTERM');
+  await waitFor(() => processesWith(marker).length === 0, 'the run to be gone');
 });

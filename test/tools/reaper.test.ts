@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { test, type TestContext } from 'node:test';
 import { commandEnv, runProcess, type RunOptions } from '../../src/tools/process.js';
 import { reapedCommand, reaperUnavailableReason } from '../../src/tools/reaper.js';
+import { escapees } from '../fixtures/escapees.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
 
@@ -42,11 +43,6 @@ function reaped(command: string, graceMs: number, overrides: Partial<RunOptions>
   return Object.assign(runProcess(file, args, opts), { opts });
 }
 
-// Waits in the command until the escapees are in place: a session of its own for the setsid'd one
-// (field 6 of /proc/PID/stat is the session id), and the double fork's middle process gone.
-const ESCAPE = (marker: string): string =>
-  `setsid sleep ${marker} > /dev/null 2>&1 & s=$!; (sleep ${marker} > /dev/null 2>&1 & echo $! > /dev/null) ; ` +
-  `until [ "$(cut -d' ' -f6 /proc/$s/stat)" = "$s" ]; do :; done`;
 
 test('reaperUnavailableReason finds the reaper working here, or says why not', async () => {
   const reason = await reaperUnavailableReason();
@@ -63,7 +59,7 @@ test('the reaper kills processes that called setsid or were double-forked when t
   if (!(await reaperWorks(t))) return;
   const marker = trackMarker(t);
   const started = Date.now();
-  const run = reaped(`${ESCAPE(marker)}; echo started; exit 3`, 2_000);
+  const run = reaped(`${escapees(marker)}; echo started; exit 3`, 2_000);
   const outcome = await run;
   assert.deepEqual(outcome, { exitCode: 3, exitSignal: null, timedOut: false });
   assert.equal(run.opts.out(), 'started\n');
@@ -90,7 +86,7 @@ test('on timeout the reaper kills everything it started, with SIGKILL after the 
   if (!(await reaperWorks(t))) return;
   const marker = trackMarker(t);
   // An ignored signal is inherited: neither bash nor its sleeps die of SIGTERM.
-  const run = reaped(`trap '' TERM; ${ESCAPE(marker)}; echo ready; wait`, 300, { timeoutMs: 500, killGraceMs: 1_300 });
+  const run = reaped(`trap '' TERM; ${escapees(marker)}; echo ready; wait`, 300, { timeoutMs: 500, killGraceMs: 1_300 });
   await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
   const termAt = Date.now();
   const outcome = await run;
@@ -105,7 +101,7 @@ test('when the server dies the reaper kills everything it started', async (t) =>
   const marker = trackMarker(t);
   // A stand-in for the server: it starts the reaper, naming itself as the server, and is then
   // killed with SIGKILL, which leaves it no time to do anything.
-  const { file, args } = reapedCommand('bash', ['-c', `${ESCAPE(marker)}; echo ready; wait`], 300);
+  const { file, args } = reapedCommand('bash', ['-c', `${escapees(marker)}; echo ready; wait`], 300);
   const script = `
     const { spawn } = require('node:child_process');
     const args = JSON.parse(process.argv[2]);

@@ -12,6 +12,7 @@ import type { ToolDef } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { bwrapArgs, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from '../../src/tools/sandbox.js';
 import { Workspace } from '../../src/tools/workspace.js';
+import { escapees } from '../fixtures/escapees.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
 
 type TestContext = { after(fn: () => Promise<void> | void): void; skip(reason: string): void };
@@ -194,8 +195,7 @@ test('sandboxed Bash kills processes that called setsid or were double-forked wh
   if (!tool) return;
   const marker = uniqueMarker();
   t.after(() => killAll(processesWith(marker)));
-  const command = `setsid sleep ${marker} > /dev/null 2>&1 & (sleep ${marker} > /dev/null 2>&1 &); echo started`;
-  assert.deepEqual(await run(tool.bash, command), { text: 'started', isError: false });
+  assert.deepEqual(await run(tool.bash, `${escapees(marker)}; echo started`), { text: 'started', isError: false });
   await waitFor(() => processesWith(marker).length === 0, 'every process the command started to be gone');
 });
 

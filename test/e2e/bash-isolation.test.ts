@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { reaperUnavailableReason } from '../../src/tools/reaper.js';
+import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
+import { escapees } from '../fixtures/escapees.js';
+import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+
+async function server(t: TestContext, env: Record<string, string>): Promise<ServerProcess> {
+  const started = await startServer(env);
+  t.after(() => kill(started));
+  return started;
+}
+
+function marker(t: TestContext): string {
+  const value = uniqueMarker();
+  t.after(() => killAll(processesWith(value)));
+  return value;
+}
+
+async function bash(srv: ServerProcess, key: string, command: string): Promise<{ text: string; isError: boolean }> {
+  const res = await fetch(`${srv.url}/tools/Bash`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ command }),
+  });
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { content: Array<{ text: string }>; isError: boolean };
+  return { text: body.content[0]!.text, isError: body.isError };
+}
+
+/**
+ * Starts a call that leaves a setsid'd and a double-forked process behind and then waits, stops
+ * the server with SIGTERM while the call runs, and checks that nothing the call started is left.
+ */
+async function shutdownLeavesNothing(t: TestContext, srv: ServerProcess, key: string): Promise<void> {
+  const mark = marker(t);
+  const call = bash(srv, key, `${escapees(mark)}; touch ready; wait`);
+  await waitFor(() => existsSync(path.join(srv.workspace, 'ready')), 'the escapees to be in place', 10_000);
+  srv.child.kill('SIGTERM');
+  assert.equal((await call).isError, true);
+  assert.equal(await srv.exited, 0);
+  await waitFor(() => processesWith(mark).length === 0, 'nothing the call started to outlive the server');
+}
+
+const key = (): string => randomBytes(24).toString('hex');
+
+test("by default the server runs Bash in the sandbox, says so at start-up, and Bash reads no key from the keys file or the server's environment", async (t) => {
+  const unavailable = await sandboxUnavailableReason(tmpdir());
+  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  const keysDir = await mkdtemp('/var/tmp/toolport-e2e-keys-');
+  t.after(() => rm(keysDir, { recursive: true, force: true }));
+  const [envKey, fileKey] = [key(), key()];
+  await writeFile(path.join(keysDir, 'keys.json'), JSON.stringify([{ label: 'from-file', key: fileKey }]));
+  const srv = await server(t, { TOOLPORT_API_KEYS: envKey, TOOLPORT_API_KEYS_FILE: path.join(keysDir, 'keys.json'), TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
+
+  const line = await srv.logLine((l) => typeof l.bashSandbox === 'string');
+  assert.equal(line.msg, 'Bash runs commands in the bubblewrap sandbox');
+  assert.equal(line.bashSandbox, 'on');
+  assert.equal(line.reason, 'TOOLPORT_BASH_SANDBOX=auto and a trial run of bubblewrap succeeded');
+  assert.deepEqual(line.hidden, { directories: [keysDir], files: [] });
+
+  // Both keys work, so the server has them: in its environment and from the file.
+  const search = await bash(srv, fileKey, `cat ${keysDir}/keys.json; cat /proc/${srv.pid}/environ; grep -r -l -a -s -e ${envKey} -e ${fileKey} /proc/[0-9]*/environ ${keysDir}; echo searched`);
+  assert.doesNotMatch(search.text, new RegExp(`${envKey}|${fileKey}`));
+  assert.match(search.text, /^searched$/m);
+  assert.match(search.text, new RegExp(`cat: ${keysDir}/keys.json: No such file or directory`));
+  assert.match(search.text, new RegExp(`cat: /proc/${srv.pid}/environ: No such file or directory`));
+
+  await shutdownLeavesNothing(t, srv, envKey);
+});
+
+test('with TOOLPORT_BASH_SANDBOX=false the server warns at start-up, and nothing a Bash call starts outlives the call or the server', async (t) => {
+  const noReaper = await reaperUnavailableReason();
+  if (noReaper !== undefined) return t.skip(`the subreaper cannot run here: ${noReaper}`);
+  const apiKey = key();
+  const srv = await server(t, { TOOLPORT_API_KEYS: apiKey, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
+
+  const line = await srv.logLine((l) => typeof l.bashSandbox === 'string');
+  assert.equal(line.level, 40);
+  assert.match(String(line.msg), /^Bash runs commands without a sandbox: /);
+  assert.equal(line.bashSandbox, 'off');
+  assert.equal(line.reaping, 'subreaper');
+  assert.equal(line.reason, 'TOOLPORT_BASH_SANDBOX=false');
+
+  const mark = marker(t);
+  assert.deepEqual(await bash(srv, apiKey, `${escapees(mark)}; echo left behind`), { text: 'left behind', isError: false });
+  assert.equal(processesWith(mark).length, 0, 'nothing is left when the call returns');
+
+  await shutdownLeavesNothing(t, srv, apiKey);
+});
+
+test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where bubblewrap cannot run, saying why', async (t) => {
+  const emptyPath = await mkdtemp(path.join(tmpdir(), 'toolport-e2e-path-'));
+  t.after(() => rm(emptyPath, { recursive: true, force: true }));
+  await assert.rejects(startServer({ TOOLPORT_BASH_SANDBOX: 'true', PATH: emptyPath }), (err: Error) => {
+    assert.match(err.message, /server exited with 1/);
+    assert.ok(
+      err.message.includes('toolport: TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH'),
+      err.message,
+    );
+    return true;
+  });
+});
