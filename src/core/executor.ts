@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { ToolportError } from './errors.js';
 import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from './limiter.js';
-import { violationLines } from './validator.js';
+import { violationLines, type InputViolation } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import type { ToolDef, ToolResult } from './types.js';
@@ -121,7 +121,7 @@ export class ToolExecutor {
     if (!validate(input)) {
       // Bounded whatever the input: a 1 MiB body can hold half a million violations.
       const report = validate.explain(input);
-      const details: { violations: unknown[]; omitted?: number; complete?: false } = { violations: report.violations };
+      const details: { violations: InputViolation[]; omitted?: number; complete?: false } = { violations: report.violations };
       if (report.omitted > 0) details.omitted = report.omitted;
       if (!report.complete) details.complete = false;
       throw new ToolportError('INVALID_INPUT', `Invalid input for tool "${name}":\n${violationLines(report)}`, details);
