@@ -27,12 +27,13 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime
-# ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is there for
-# TOOLPORT_BASH_SANDBOX=true (which also needs a runtime that allows user namespaces). tini is PID 1: it forwards SIGTERM to node
-# (which shuts down gracefully and exits 0) and reaps the orphans of commands the tools spawn,
-# which node as PID 1 would leave as zombies. No ca-certificates: node carries its own CA store.
+# ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is its sandbox, and perl-base
+# (already in every Debian image) runs the subreaper that kills what a command leaves behind when
+# the sandbox cannot run. tini is PID 1: it forwards SIGTERM to node (which shuts down gracefully
+# and exits 0) and reaps the orphans of commands the tools spawn, which node as PID 1 would leave
+# as zombies. No ca-certificates: node carries its own CA store.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap ripgrep tini \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap perl-base ripgrep tini \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 
@@ -46,10 +47,17 @@ COPY --from=build /app/dist ./dist
 # The only directory the file tools may touch; mount a volume over it to serve real files.
 RUN install -d -o node -g node /workspace
 
+# The Bash sandbox: auto runs it when a trial run at start-up works, and the start-up log says
+# which mode runs and why. Under a runtime's default settings it does not: bubblewrap cannot
+# mount a /proc of its own while the runtime masks parts of the container's /proc (Docker's
+# default seccomp profile also refuses the user namespace). Bash then runs unconfined, inside
+# what the container confines, under the subreaper. `podman run --security-opt unmask=/proc/*`
+# lets the sandbox work; add `-e TOOLPORT_BASH_SANDBOX=true` to refuse to start without it.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
-    TOOLPORT_WORKSPACE=/workspace
+    TOOLPORT_WORKSPACE=/workspace \
+    TOOLPORT_BASH_SANDBOX=auto
 # uid:gid of the base image's `node` user; numeric so runAsNonRoot checks can verify it.
 USER 1000:1000
 WORKDIR /workspace

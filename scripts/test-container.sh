@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the image and checks the running container from outside: health, the tool list, an
-# Echo call, the non-root user, the image's HEALTHCHECK, and a graceful stop (exit code 0).
+# Echo call, the non-root user, the image's HEALTHCHECK, and a graceful stop (exit code 0); which
+# mode Bash runs in (the start-up log), that nothing a Bash call starts outlives it, and, in a
+# second container run with the flags that let bubblewrap work, that sandboxed Bash sees no key.
 #
 #   npm run test:container
 #
@@ -27,22 +29,25 @@ podman() { if [[ -f $P && ! -x $P ]]; then bash "$P" "$@"; else "$P" "$@"; fi; }
 
 IMAGE=${IMAGE:-toolport:test}
 NAME=toolport-test-$$
+SANDBOXED=$NAME-sandbox
 HEALTH_DEADLINE_S=60
 passed=0
 failed=0
 WORK=$(mktemp -d)
 
 cleanup() {
-  local status=$?
+  local status=$? container
   trap - EXIT INT TERM
-  if podman container exists "$NAME" 2>/dev/null; then
-    if [[ $status -ne 0 || $failed -ne 0 ]]; then
-      echo "--- container logs ($NAME) ---" >&2
-      podman logs "$NAME" >&2 || true
-      echo "--- end of container logs ---" >&2
+  for container in "$NAME" "$SANDBOXED"; do
+    if podman container exists "$container" 2>/dev/null; then
+      if [[ $status -ne 0 || $failed -ne 0 ]]; then
+        echo "--- container logs ($container) ---" >&2
+        podman logs "$container" >&2 || true
+        echo "--- end of container logs ---" >&2
+      fi
+      podman rm -f -t 0 "$container" >/dev/null 2>&1 || true
     fi
-    podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
-  fi
+  done
   rm -rf "$WORK"
   exit "$status"
 }
@@ -133,6 +138,49 @@ check_stop() {
   code=$(podman inspect "$NAME" --format '{{.State.ExitCode}}'); echo "exit code $code"
   [[ $code == 0 ]]
 }
+# bash_mode CONTAINER JS_PREDICATE: the start-up log line on Bash's mode, which must satisfy the predicate.
+bash_mode() {
+  podman logs "$1" 2>&1 | grep '"bashSandbox"' | tee /dev/stderr | head -n1 | expect_json "$2"
+}
+check_bash_mode_default() {
+  # Under podman's defaults bubblewrap cannot mount a /proc of its own: unconfined, under the subreaper.
+  bash_mode "$NAME" 'b.bashSandbox === "off" && b.reaping === "subreaper" && /^TOOLPORT_BASH_SANDBOX=auto and bubblewrap does not work here: /.test(b.reason)'
+}
+# bash_body COMMAND: the JSON body of a Bash call that runs COMMAND.
+# shellcheck disable=SC2016
+bash_body() { node -e 'process.stdout.write(JSON.stringify({ command: process.argv[1] }))' "$1"; }
+# processes_with TEXT: how many processes in the container have TEXT in their command line.
+processes_with() {
+  podman exec "$NAME" sh -c 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < "$f" 2>/dev/null; echo; done' | grep -c -F "$1"
+}
+check_no_escapees() {
+  local marker=1000.$RANDOM$RANDOM command
+  # A process that calls setsid and one orphaned by a double fork; the call returns once both are in place.
+  # shellcheck disable=SC2016 # expanded by the container's bash
+  command='setsid sleep MARK > /dev/null 2>&1 & s=$!; (sleep MARK > /dev/null 2>&1 &); until [ "$(cut -d" " -f6 /proc/$s/stat)" = "$s" ]; do :; done; echo left behind'
+  http POST /tools/Bash "$(bash_body "${command//MARK/$marker}")" |
+    expect_json 'b.isError === false && b.content[0].text === "left behind"' &&
+    [[ $(processes_with "$marker") == 0 ]]
+}
+check_sandboxed_bash_sees_no_key() {
+  bash_mode "$SANDBOXED" 'b.bashSandbox === "on" && b.reason === "TOOLPORT_BASH_SANDBOX=true and a trial run of bubblewrap succeeded"' &&
+    http POST /tools/Bash "$(bash_body "cat /run/secrets/toolport-keys.json; grep -l -a -s -e $API_KEY -e $FILE_KEY /proc/[0-9]*/environ; echo searched")" |
+    expect_json "b.content[0].text.includes('searched') && !b.content[0].text.includes('$API_KEY') && !b.content[0].text.includes('$FILE_KEY') && b.content[0].text.includes('No such file or directory')" &&
+    API_KEY=$FILE_KEY http GET /tools >/dev/null
+}
+# wait_healthy CONTAINER: polls until /healthz answers, the container dies, or the deadline passes.
+wait_healthy() {
+  local deadline=$((SECONDS + HEALTH_DEADLINE_S))
+  until http GET /healthz >/dev/null 2>&1; do
+    if [[ $(podman inspect "$1" --format '{{.State.Running}}') != true ]]; then
+      failed=$((failed + 1)); echo "FAIL - $1 exited before it answered /healthz"; return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      failed=$((failed + 1)); echo "FAIL - $1: /healthz did not answer within ${HEALTH_DEADLINE_S} s"; return 1
+    fi
+    sleep 0.2
+  done
+}
 
 started=$(now)
 echo "== image: build $IMAGE (podman: $P)"
@@ -151,17 +199,7 @@ host_port=$(podman port "$NAME" 8080/tcp | head -n1)
 BASE_URL="http://${host_port/0.0.0.0/127.0.0.1}"
 echo "listening at $BASE_URL"
 
-# Poll until /healthz answers, the container dies, or the deadline passes.
-deadline=$((SECONDS + HEALTH_DEADLINE_S))
-until http GET /healthz >/dev/null 2>&1; do
-  if [[ $(podman inspect "$NAME" --format '{{.State.Running}}') != true ]]; then
-    failed=$((failed + 1)); echo "FAIL - the container exited before it answered /healthz"; break
-  fi
-  if ((SECONDS >= deadline)); then
-    failed=$((failed + 1)); echo "FAIL - /healthz did not answer within ${HEALTH_DEADLINE_S} s"; break
-  fi
-  sleep 0.2
-done
+wait_healthy "$NAME" || true
 
 if ((failed == 0)); then
   echo "ready after $(since "$checks_started")"
@@ -170,6 +208,8 @@ if ((failed == 0)); then
   check "POST /tools/Echo {\"text\":\"hello\"} returns hello with isError false" check_echo
   check "Write, Read and Grep round-trip a file in /workspace" check_file_tools
   check "Bash runs as uid 1000 in /workspace" check_bash
+  check "the start-up log says Bash runs without the sandbox, under the subreaper, and why" check_bash_mode_default
+  check "a setsid'd and a double-forked process a Bash call starts are gone when it returns" check_no_escapees
   check "Read refuses a path outside the workspace" check_refuses_escape
   check "a request with a wrong API key is refused" check_unauthenticated_refused
   check "without API keys the image refuses to start, naming TOOLPORT_API_KEYS" check_no_keys_refuses_to_start
@@ -181,6 +221,22 @@ if ((failed == 0)); then
     podman exec "$NAME" sh -c 'f=/workspace/.toolport-probe && touch "$f" && rm "$f"'
   check "the image's HEALTHCHECK passes (podman healthcheck run)" podman healthcheck run "$NAME"
   check "podman stop -t 10 ends the container gracefully with exit code 0" check_stop
+fi
+
+if ((failed == 0)); then
+  echo "== container: run $SANDBOXED (--security-opt unmask=/proc/*, TOOLPORT_BASH_SANDBOX=true)"
+  FILE_KEY=$(node -e 'console.log(require("node:crypto").randomBytes(24).toString("base64url"))')
+  printf '[{"label":"from-file","key":"%s"}]' "$FILE_KEY" >"$WORK/keys.json"
+  chmod 644 "$WORK/keys.json"
+  podman run -d --name "$SANDBOXED" -p 127.0.0.1::8080 --security-opt 'unmask=/proc/*' \
+    -e TOOLPORT_BASH_SANDBOX=true -e TOOLPORT_API_KEYS="$API_KEY" \
+    -e TOOLPORT_API_KEYS_FILE=/run/secrets/toolport-keys.json -v "$WORK/keys.json:/run/secrets/toolport-keys.json:ro" \
+    "$IMAGE" >/dev/null
+  host_port=$(podman port "$SANDBOXED" 8080/tcp | head -n1)
+  BASE_URL="http://${host_port/0.0.0.0/127.0.0.1}"
+  if wait_healthy "$SANDBOXED"; then
+    check "sandboxed Bash reads neither key, from /run/secrets or from the server's environment" check_sandboxed_bash_sees_no_key
+  fi
 fi
 
 echo "== checks took $(since "$checks_started"); total $(since "$started")"
