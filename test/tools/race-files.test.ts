@@ -5,8 +5,10 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { createBashTool } from '../../src/tools/bash.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { createReadTool } from '../../src/tools/read.js';
+import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { startSwapper } from '../fixtures/swapper.js';
@@ -19,6 +21,7 @@ const ROUNDS_MS = 2_000;
 const MAX_CALLS = 4_000;
 const CLIENTS = 6;
 const SECRET = 'SECRET-OUTSIDE';
+const SWAPPER = path.resolve(import.meta.dirname, '../fixtures/swapper.py');
 
 let base: string;
 let root: string;
@@ -57,38 +60,64 @@ before(async () => {
 
 after(() => rm(base, { recursive: true, force: true }));
 
-test('Read, Write and Edit never act outside while a directory on their path is swapped with a symlink to outside', async () => {
-  const outsideBefore = await snapshot(outside);
-  const swapper = await startSwapper(path.join(root, 'd'), path.join(root, '.swap'));
-  const seen = { calls: 0, refused: 0 };
-  const leaks: string[] = [];
-  const deadline = Date.now() + ROUNDS_MS;
-  try {
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, client) => {
-        for (let i = 0; Date.now() < deadline && seen.calls < MAX_CALLS; i += 1) {
-          const calls: [ToolDef, Record<string, unknown>][] = [
-            [tools.Read, { file_path: 'd/f.txt' }],
-            [tools.Read, { file_path: path.join(root, 'd', 'sub', 'g.txt') }],
-            [tools.Write, { file_path: `d/new-${client}-${i}.txt`, content: 'written\n' }],
-            [tools.Write, { file_path: `d/sub/deeper-${client}/w.txt`, content: 'written\n' }],
-            [tools.Edit, { file_path: 'd/e.txt', old_string: i % 2 ? 'y' : 'x', new_string: i % 2 ? 'x' : 'y' }],
-          ];
-          const [tool, input] = calls[(client + i) % calls.length]!;
-          const result = await tool.execute(input, context());
-          seen.calls += 1;
-          if (result.isError) seen.refused += 1;
-          const text = textOf(result);
-          if (text.includes(SECRET) || text.includes('OUTSIDE-zone')) leaks.push(`${tool.name} ${JSON.stringify(input)}: ${text}`);
-        }
-      }),
-    );
-  } finally {
-    await swapper.stop();
-  }
-  assert.deepEqual(leaks, [], 'no call may return outside content or name an outside path');
+/** Clients calling Read, Write and Edit through `d` until `done()` or the call budget; what leaked. */
+async function clients(done: () => boolean): Promise<{ calls: number; leaks: string[] }> {
+  const seen = { calls: 0, leaks: [] as string[] };
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, client) => {
+      for (let i = 0; !done() && seen.calls < MAX_CALLS; i += 1) {
+        const calls: [ToolDef, Record<string, unknown>][] = [
+          [tools.Read, { file_path: 'd/f.txt' }],
+          [tools.Read, { file_path: path.join(root, 'd', 'sub', 'g.txt') }],
+          [tools.Write, { file_path: `d/new-${client}-${i}.txt`, content: 'written\n' }],
+          [tools.Write, { file_path: `d/sub/deeper-${client}/w.txt`, content: 'written\n' }],
+          [tools.Edit, { file_path: 'd/e.txt', old_string: i % 2 ? 'y' : 'x', new_string: i % 2 ? 'x' : 'y' }],
+        ];
+        const [tool, input] = calls[(client + i) % calls.length]!;
+        const text = textOf(await tool.execute(input, context()));
+        seen.calls += 1;
+        if (text.includes(SECRET) || text.includes('OUTSIDE-zone')) seen.leaks.push(`${tool.name} ${JSON.stringify(input)}: ${text}`);
+      }
+    }),
+  );
+  return seen;
+}
+
+async function assertNothingEscaped(outsideBefore: Record<string, string>, seen: { calls: number; leaks: string[] }): Promise<void> {
+  assert.deepEqual(seen.leaks, [], 'no call may return outside content or name an outside path');
   assert.deepEqual(await snapshot(outside), outsideBefore, 'nothing outside may be created or changed');
   const leftovers = Object.keys(await snapshot(root)).filter((name) => /\.toolport-[0-9a-f]+\.(tmp|lock)$/.test(name));
   assert.deepEqual(leftovers, [], 'no temporary or lock file may be left behind');
   assert.ok(seen.calls > 100, `the clients made ${seen.calls} calls`);
+}
+
+test('Read, Write and Edit never act outside while a directory on their path is swapped with a symlink to outside', async () => {
+  const outsideBefore = await snapshot(outside);
+  const swapper = await startSwapper(path.join(root, 'd'), path.join(root, '.swap'));
+  const deadline = Date.now() + ROUNDS_MS;
+  let seen: { calls: number; leaks: string[] };
+  try {
+    seen = await clients(() => Date.now() >= deadline);
+  } finally {
+    await swapper.stop();
+  }
+  await assertNothingEscaped(outsideBefore, seen);
+});
+
+test('Read, Write and Edit never act outside while a sandboxed Bash call does the swapping', async (t) => {
+  const reason = await sandboxUnavailableReason(root);
+  if (reason !== undefined) {
+    t.skip(`bubblewrap does not work on this machine: ${reason}`);
+    return;
+  }
+  const outsideBefore = await snapshot(outside);
+  const bash = await createBashTool({ workspace: await Workspace.open(root), sandbox: true });
+  // The sandbox binds the workspace writable, so the swap runs there while the file tools run outside it.
+  let finished = false;
+  const swapping = Promise.resolve(bash.execute({ command: `python3 ${SWAPPER} d .swap ${ROUNDS_MS / 1000}` }, context())).finally(() => {
+    finished = true;
+  });
+  const seen = await clients(() => finished);
+  assert.match(textOf(await swapping), /swapped \d+ times/, 'the swap ran inside the sandbox');
+  await assertNothingEscaped(outsideBefore, seen);
 });
