@@ -23,12 +23,14 @@ const MAX_REASON_CHARS = 500;
  * is essential) and can make the one system call Node has no binding for. It makes itself a child
  * subreaper (PR_SET_CHILD_SUBREAPER), so a process below it that calls setsid or is orphaned by a
  * double fork is re-parented to it instead of to init: nothing the command starts can leave its
- * subtree. It runs the command, which stays in the reaper's process group, and waits. When the command exits, or the
- * reaper gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or PR_SET_PDEATHSIG when
- * the server dies), it sends SIGTERM to every process in its subtree, SIGKILL to what is left
- * after the grace period, reaps them all, and exits as the command did.
+ * subtree, unless the command kills the reaper itself. It runs the command, which stays in the
+ * reaper's process group, and waits. When the command exits, or the reaper gets SIGTERM, SIGINT
+ * or SIGHUP (the server's kill of the group, or PR_SET_PDEATHSIG when the server dies), it sends
+ * SIGTERM to every process in its subtree (found by walking /proc), SIGKILL to what is left after
+ * the grace period, reaps them all, and exits as the command did: same code, or same signal.
  *
- * Arguments: prctl's syscall number, the server's pid, the grace period in ms, the command.
+ * Arguments: prctl's syscall number, the server's pid (if it is already gone, clean up at once),
+ * the grace period in ms, and the command.
  */
 export const REAPER_SCRIPT = String.raw`
 use strict;
