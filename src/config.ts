@@ -1,7 +1,16 @@
+import { isIP } from 'node:net';
 import { DEFAULT_BODY_LIMIT } from './http/app.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './core/executor.js';
+import {
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+} from './http/connections.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+// An hour: no connection deadline needs more, and Node's timers take at most 2^31 - 1 ms.
+const MAX_TIMEOUT_MS = 3_600_000;
 
 /** Everything the service reads from its environment, validated. Nothing else reads `process.env`. */
 export interface Config {
@@ -36,6 +45,22 @@ export interface Config {
   maxConcurrency: number;
   /** Most calls of any one tool that may wait for a slot; past it, 503. */
   queueSize: number;
+  /** Time for a request's headers to arrive, in ms (at most `requestTimeoutMs`). */
+  headersTimeoutMs: number;
+  /** Time for a whole request, body included, to arrive, in ms; the response may take longer. */
+  requestTimeoutMs: number;
+  /** How long a kept-alive connection may sit idle between requests, in ms. */
+  keepAliveTimeoutMs: number;
+  /** How long a connection may see no traffic while none of its calls runs, in ms. */
+  idleTimeoutMs: number;
+  /** Most connections open at once; undefined: derived from the descriptor limit at start-up. */
+  maxConnections: number | undefined;
+  /** Host names (or IP addresses) the server answers to besides local ones, lower case. */
+  allowedHosts: string[];
+  /** Web origins allowed to call besides local ones, as `URL.origin` writes them. */
+  allowedOrigins: string[];
+  /** Whose X-Forwarded-For to believe: no one, every peer, this many hops, or these addresses and CIDR ranges. */
+  trustProxy: boolean | number | string[];
 }
 
 /** Raised for a missing or malformed variable; the message names it and says what is expected. */
@@ -53,6 +78,7 @@ type Env = Record<string, string | undefined>;
 
 /** Reads and validates the configuration; throws `ConfigError` naming the first bad variable. */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const requestTimeoutMs = integer(env, 'TOOLPORT_REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS, 1, MAX_TIMEOUT_MS);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST', '127.0.0.1'),
@@ -72,6 +98,14 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     rateLimit: integer(env, 'TOOLPORT_RATE_LIMIT', 600, 0, 1_000_000),
     maxConcurrency: integer(env, 'TOOLPORT_MAX_CONCURRENCY', 16, 1, 10_000),
     queueSize: integer(env, 'TOOLPORT_QUEUE_SIZE', 64, 0, 100_000),
+    headersTimeoutMs: headersTimeout(env, 'TOOLPORT_HEADERS_TIMEOUT_MS', requestTimeoutMs),
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'TOOLPORT_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_KEEP_ALIVE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
+    idleTimeoutMs: integer(env, 'TOOLPORT_IDLE_TIMEOUT_MS', DEFAULT_IDLE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
+    maxConnections: optionalInteger(env, 'TOOLPORT_MAX_CONNECTIONS', 1, 1_000_000),
+    allowedHosts: checkedList(env, 'TOOLPORT_ALLOWED_HOSTS', hostName, 'host names or IP addresses, without scheme or port'),
+    allowedOrigins: checkedList(env, 'TOOLPORT_ALLOWED_ORIGINS', webOrigin, 'web origins such as https://app.example.com (http or https, a host, an optional port, no path)'),
+    trustProxy: trustProxy(env, 'TOOLPORT_TRUST_PROXY'),
   };
 }
 
@@ -122,4 +156,71 @@ function list(env: Env, name: string, { secret = false } = {}): string[] | undef
   // A secret's value never goes into an error message (it would end up in logs).
   if (items.some((s) => s === '')) throw new ConfigError(name, 'a comma-separated list without empty items', secret ? '(hidden)' : value);
   return items;
+}
+
+/** Node requires the header deadline to fall within the request's (TOOLPORT_REQUEST_TIMEOUT_MS). */
+function headersTimeout(env: Env, name: string, requestTimeoutMs: number): number {
+  const ms = integer(env, name, Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs), 1, MAX_TIMEOUT_MS);
+  if (ms > requestTimeoutMs) throw new ConfigError(name, `at most TOOLPORT_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`, String(ms));
+  return ms;
+}
+
+function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
+  return raw(env, name) === undefined ? undefined : integer(env, name, 0, min, max);
+}
+
+/** A list whose every item `check` accepts (returning it normalised); the error names the first bad item. */
+function checkedList(env: Env, name: string, check: (item: string) => string | undefined, expected: string): string[] {
+  return (list(env, name) ?? []).map((item) => {
+    const normalised = check(item);
+    if (normalised === undefined) throw new ConfigError(name, `a comma-separated list of ${expected}`, item);
+    return normalised;
+  });
+}
+
+// A DNS name (labels of letters, digits and inner hyphens or underscores), which covers IPv4 too.
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/i;
+
+/** A Host header's name part, lower case: a DNS name, an IPv4 address or a bracketed IPv6 address. */
+function hostName(item: string): string | undefined {
+  const bracketed = /^\[(.*)\]$/.exec(item)?.[1];
+  if (bracketed !== undefined) return isIP(bracketed) === 6 ? item.toLowerCase() : undefined;
+  return DNS_NAME.test(item) ? item.toLowerCase() : undefined;
+}
+
+/** An http(s) origin as browsers send it (`URL.origin`: lower case, default port left out), or undefined. */
+function webOrigin(item: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(item);
+  } catch {
+    return undefined;
+  }
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+  return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url.origin : undefined;
+}
+
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const HOP_COUNT = /^\d{1,3}$/;
+
+/**
+ * `true`, `false`, a hop count (how many proxies in front to believe), or a comma-separated list of
+ * the proxies' addresses and CIDR ranges (and the names `loopback`, `linklocal`, `uniquelocal`).
+ */
+function trustProxy(env: Env, name: string): boolean | number | string[] {
+  const value = raw(env, name);
+  if (value === undefined) return false;
+  const word = value.toLowerCase();
+  if (word === 'true' || word === 'false') return word === 'true';
+  if (HOP_COUNT.test(value)) return Number(value);
+  const items = value.split(',').map((s) => s.trim());
+  if (items.every((item) => PROXY_RANGES.has(item) || isAddressRange(item))) return items;
+  throw new ConfigError(name, 'true, false, a hop count, or a comma-separated list of IP addresses and CIDR ranges', value);
+}
+
+function isAddressRange(item: string): boolean {
+  const [address = '', prefix, ...rest] = item.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
 }

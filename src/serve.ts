@@ -2,8 +2,10 @@ import { realpath } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { loadApiKeys } from './api-keys.js';
 import { loadConfig, type Config } from './config.js';
+import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from './descriptors.js';
 import { Workspace } from './tools/workspace.js';
 import { buildApp } from './http/app.js';
+import type { ConnectionLimits } from './http/connections.js';
 import { createLogger } from './logger.js';
 import { assertSafeExposure, isLoopback } from './safety.js';
 import { createToolset } from './toolset.js';
@@ -22,6 +24,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
   let config: ReturnType<typeof loadConfig>;
   let keyLabels: string[];
   let unauthenticated: string[];
+  let descriptors: DescriptorUsage;
+  let connections: ConnectionLimits;
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
@@ -31,6 +35,14 @@ export async function serve(env: Record<string, string | undefined> = process.en
     await assertKeysOutsideWorkspace(config);
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
     keyLabels = apiKeys.map((k) => k.label);
+    descriptors = descriptorUsage();
+    connections = {
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors),
+    };
     app = await buildApp({
       registry,
       logger,
@@ -40,6 +52,10 @@ export async function serve(env: Record<string, string | undefined> = process.en
       apiKeys,
       publicDocs: config.publicDocs,
       localOnly: isLoopback(config.host),
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      trustProxy: config.trustProxy,
+      connections,
       rateLimit: config.rateLimit,
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
@@ -59,6 +75,13 @@ export async function serve(env: Record<string, string | undefined> = process.en
   }
   // Labels only: a key's value never reaches the log.
   app.log.info({ tools: app.toolport.executor.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
+  app.log.info({ ...connections, descriptorLimit: descriptors.limit }, 'connection limits');
+  if (descriptors.limit !== undefined && descriptors.open !== undefined && connections.maxConnections > descriptors.limit - descriptors.open) {
+    app.log.warn(
+      { ...descriptors, maxConnections: connections.maxConnections },
+      'TOOLPORT_MAX_CONNECTIONS is above what the descriptor limit (ulimit -n) leaves: connections past it will be refused by the system, and tool calls may fail to open files',
+    );
+  }
 
   return app;
 }

@@ -23,6 +23,14 @@ const DEFAULTS: Config = {
   rateLimit: 600,
   maxConcurrency: 16,
   queueSize: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 72_000,
+  idleTimeoutMs: 30_000,
+  maxConnections: undefined,
+  allowedHosts: [],
+  allowedOrigins: [],
+  trustProxy: false,
 };
 
 /** Asserts that loading `env` throws a ConfigError naming `variable`, with exactly this message. */
@@ -73,6 +81,14 @@ describe('loadConfig', () => {
       TOOLPORT_RATE_LIMIT: '0',
       TOOLPORT_MAX_CONCURRENCY: '4',
       TOOLPORT_QUEUE_SIZE: '0',
+      TOOLPORT_HEADERS_TIMEOUT_MS: '2000',
+      TOOLPORT_REQUEST_TIMEOUT_MS: '5000',
+      TOOLPORT_KEEP_ALIVE_TIMEOUT_MS: '61000',
+      TOOLPORT_IDLE_TIMEOUT_MS: '15000',
+      TOOLPORT_MAX_CONNECTIONS: '500',
+      TOOLPORT_ALLOWED_HOSTS: 'Toolport.Example.com, 10.0.0.5,[::1]',
+      TOOLPORT_ALLOWED_ORIGINS: 'https://App.Example.com:443/, http://localhost:5173',
+      TOOLPORT_TRUST_PROXY: '10.0.0.0/8, loopback,fd00::1/64,192.168.1.1',
     };
     assert.deepEqual(loadConfig(env, CWD), {
       port: 8080,
@@ -93,6 +109,14 @@ describe('loadConfig', () => {
       rateLimit: 0,
       maxConcurrency: 4,
       queueSize: 0,
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 5000,
+      keepAliveTimeoutMs: 61_000,
+      idleTimeoutMs: 15_000,
+      maxConnections: 500,
+      allowedHosts: ['toolport.example.com', '10.0.0.5', '[::1]'],
+      allowedOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      trustProxy: ['10.0.0.0/8', 'loopback', 'fd00::1/64', '192.168.1.1'],
     } satisfies Config);
   });
 
@@ -104,6 +128,24 @@ describe('loadConfig', () => {
       CWD,
     );
     assert.deepEqual([high.port, high.toolTimeoutMs, high.bodyLimit, high.shutdownGraceMs], [65535, 2_147_483_647, 1024 ** 3, 600_000]);
+  });
+
+  for (const [value, expected] of [
+    ['true', true],
+    ['FALSE', false],
+    ['0', 0],
+    ['2', 2],
+    ['127.0.0.1', ['127.0.0.1']],
+    ['uniquelocal, linklocal', ['uniquelocal', 'linklocal']],
+  ] as const) {
+    test(`reads TOOLPORT_TRUST_PROXY=${value}`, () => {
+      assert.deepEqual(loadConfig({ TOOLPORT_TRUST_PROXY: value }, CWD).trustProxy, expected);
+    });
+  }
+
+  test('the header timeout defaults to the request timeout when that is shorter than 10 s', () => {
+    const config = loadConfig({ TOOLPORT_REQUEST_TIMEOUT_MS: '4000' }, CWD);
+    assert.deepEqual([config.requestTimeoutMs, config.headersTimeoutMs], [4000, 4000]);
   });
 
   test('trims whitespace around values', () => {
@@ -166,10 +208,45 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_QUEUE_SIZE', 'lots', 'Invalid TOOLPORT_QUEUE_SIZE: expected an integer from 0 to 100000, got "lots"'],
     ['TOOLPORT_ALLOW_UNAUTHENTICATED', 'sure', 'Invalid TOOLPORT_ALLOW_UNAUTHENTICATED: expected true or false, got "sure"'],
     ['TOOLPORT_PUBLIC_DOCS', 'maybe', 'Invalid TOOLPORT_PUBLIC_DOCS: expected true or false, got "maybe"'],
+    ['TOOLPORT_REQUEST_TIMEOUT_MS', '0', 'Invalid TOOLPORT_REQUEST_TIMEOUT_MS: expected an integer from 1 to 3600000, got "0"'],
+    ['TOOLPORT_HEADERS_TIMEOUT_MS', '30001', 'Invalid TOOLPORT_HEADERS_TIMEOUT_MS: expected at most TOOLPORT_REQUEST_TIMEOUT_MS (30000), got "30001"'],
+    ['TOOLPORT_HEADERS_TIMEOUT_MS', '10s', 'Invalid TOOLPORT_HEADERS_TIMEOUT_MS: expected an integer from 1 to 3600000, got "10s"'],
+    ['TOOLPORT_KEEP_ALIVE_TIMEOUT_MS', '3600001', 'Invalid TOOLPORT_KEEP_ALIVE_TIMEOUT_MS: expected an integer from 1 to 3600000, got "3600001"'],
+    ['TOOLPORT_IDLE_TIMEOUT_MS', '0', 'Invalid TOOLPORT_IDLE_TIMEOUT_MS: expected an integer from 1 to 3600000, got "0"'],
+    ['TOOLPORT_MAX_CONNECTIONS', '0', 'Invalid TOOLPORT_MAX_CONNECTIONS: expected an integer from 1 to 1000000, got "0"'],
+    ['TOOLPORT_MAX_CONNECTIONS', 'many', 'Invalid TOOLPORT_MAX_CONNECTIONS: expected an integer from 1 to 1000000, got "many"'],
+    ['TOOLPORT_ALLOWED_HOSTS', 'a.example,,b.example', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list without empty items, got "a.example,,b.example"'],
+    ['TOOLPORT_ALLOWED_HOSTS', 'a.example, toolport.example.com:8443', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "toolport.example.com:8443"'],
+    ['TOOLPORT_ALLOWED_HOSTS', 'https://toolport.example.com', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "https://toolport.example.com"'],
+    ['TOOLPORT_ALLOWED_HOSTS', '*.example.com', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "*.example.com"'],
+    ['TOOLPORT_ALLOWED_HOSTS', '::1', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "::1"'],
+    ['TOOLPORT_ALLOWED_HOSTS', '[fe80::zz]', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "[fe80::zz]"'],
+    ...['null', 'app.example.com', 'https://app.example.com/app', 'https://app.example.com?x=1', 'ftp://app.example.com', 'https://user@app.example.com', '*'].map(
+      (origin): [string, string, string] => [
+        'TOOLPORT_ALLOWED_ORIGINS',
+        origin,
+        `Invalid TOOLPORT_ALLOWED_ORIGINS: expected a comma-separated list of web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
+      ],
+    ),
+    ...['yes', '10.0.0.0/33', '::1/129', '10.0.0.0/8/1', 'proxy.example.com', '10.0.0.1,,10.0.0.2', '-1', '1000'].map(
+      (value): [string, string, string] => [
+        'TOOLPORT_TRUST_PROXY',
+        value,
+        `Invalid TOOLPORT_TRUST_PROXY: expected true, false, a hop count, or a comma-separated list of IP addresses and CIDR ranges, got ${JSON.stringify(value)}`,
+      ],
+    ),
   ];
   for (const [variable, value, message] of cases) {
     test(`${variable}=${value}`, () => assertRejected({ [variable]: value }, variable, message));
   }
+
+  test('the header timeout must fit within a request timeout that is set too', () => {
+    assertRejected(
+      { TOOLPORT_REQUEST_TIMEOUT_MS: '5000', TOOLPORT_HEADERS_TIMEOUT_MS: '6000' },
+      'TOOLPORT_HEADERS_TIMEOUT_MS',
+      'Invalid TOOLPORT_HEADERS_TIMEOUT_MS: expected at most TOOLPORT_REQUEST_TIMEOUT_MS (5000), got "6000"',
+    );
+  });
 
   test('the first bad variable, in reading order, when several are bad', () => {
     assertRejected({ LOG_LEVEL: 'loud', PORT: 'abc' }, 'PORT', 'Invalid PORT: expected an integer from 0 to 65535, got "abc"');

@@ -4,6 +4,7 @@ import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { installAccessControl, type ApiKey } from './auth.js';
+import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './connections.js';
 import { answerClientError, installErrorHandling, sendError, sentErrorCode } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
@@ -30,6 +31,17 @@ export interface AppOptions {
   publicDocs?: boolean;
   /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
   localOnly?: boolean;
+  /** Host names answered to besides local ones; when given, any other Host is a 403 wherever the server listens. */
+  allowedHosts?: readonly string[];
+  /** Web origins allowed besides local ones where Origin is checked: on loopback, and whenever no keys are configured. */
+  allowedOrigins?: readonly string[];
+  /**
+   * Which peers to believe about the client's address (X-Forwarded-For), for rate limits and logs:
+   * true (all), a hop count, or addresses and CIDR ranges of the proxies (default false).
+   */
+  trustProxy?: boolean | number | readonly string[];
+  /** Timeouts and the connection cap (default: the DEFAULT_* timeouts of connections.ts, no cap). */
+  connections?: Partial<ConnectionLimits>;
   /** Calls per minute per key or client address; 0 (the default here) switches the limit off. */
   rateLimit?: number;
   /** Most calls of one tool running at once (default 16). */
@@ -75,11 +87,20 @@ function requestId(): (req: { headers: Record<string, string | string[] | undefi
   };
 }
 
+/** Fastify's trustProxy; its types leave out the hop count its runtime takes, so that becomes a function. */
+function trustedProxies(trust: boolean | number | readonly string[]): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return typeof trust === 'boolean' ? trust : [...trust];
+}
+
 /** Builds the REST service around a registry. Never listens: the caller owns the process. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const logger = options.logger ?? pino({ level: 'silent' });
+  const connections = connectionLimits(options.connections);
   const app = Fastify({
     loggerInstance: logger,
+    ...connectionServerOptions(connections),
+    trustProxy: trustedProxies(options.trustProxy ?? false),
     // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -134,12 +155,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   } satisfies Toolport);
 
   installErrorHandling(app);
+  installConnectionGuards(app, connections);
   installJsonBody(app);
   // First, so that every response, refusals by the hooks below included, carries the id.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  installAccessControl(app, { apiKeys: options.apiKeys ?? [], publicDocs: options.publicDocs ?? false, localOnly: options.localOnly ?? false });
+  installAccessControl(app, {
+    apiKeys: options.apiKeys ?? [],
+    publicDocs: options.publicDocs ?? false,
+    localOnly: options.localOnly ?? false,
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+  });
   await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
   installMetrics(app, metrics);
   // The audit line of a call refused before it ran (401, 403, 400, 429, 503...); the pipeline
@@ -147,7 +175,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('onResponse', (request, reply, done) => {
     if (reply.statusCode >= 400 && request.method === 'POST' && request.url.startsWith('/tools/')) {
       const tool = request.routeOptions.config.tool ?? (request.params as { name?: string } | undefined)?.name;
-      request.log.info({ tool, key: request.apiKey?.label, status: reply.statusCode, code: sentErrorCode(reply) }, 'tool call refused');
+      request.log.info({ tool, key: request.apiKey?.label, ip: request.ip, status: reply.statusCode, code: sentErrorCode(reply) }, 'tool call refused');
     }
     done();
   });

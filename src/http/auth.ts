@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiKey } from '../api-keys.js';
 import { ToolportError } from '../core/errors.js';
-import { refuseNonLocal } from './local-only.js';
+import { hostAndOriginGuard } from './local-only.js';
 
 export type { ApiKey } from '../api-keys.js';
 
@@ -32,8 +32,12 @@ export interface AccessControlOptions {
   apiKeys: readonly ApiKey[];
   /** With keys configured, leave /docs and /openapi.json open. */
   publicDocs: boolean;
-  /** The server listens on a loopback address: refuse non-local Host and Origin headers. */
+  /** The server listens on a loopback address: refuse Host and Origin headers that are not local (or allowed). */
   localOnly: boolean;
+  /** Host names answered to besides local ones; when given, any other Host is refused, wherever the server listens. */
+  allowedHosts?: readonly string[];
+  /** Web origins allowed besides local ones, where Origin is checked (on loopback, or without keys). */
+  allowedOrigins?: readonly string[];
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="toolport"' };
@@ -49,13 +53,16 @@ interface StoredKey {
 }
 
 /**
- * Authentication, tool scopes and the loopback guard, as onRequest hooks in that order: a request
- * with a foreign Host is refused before its credentials are looked at. Open without a key:
+ * The Host and Origin guard (see `hostAndOriginGuard`), then authentication and tool scopes, as
+ * onRequest hooks in that order: a request with a foreign Host is refused before its credentials
+ * are looked at. Without keys, a request from a foreign web origin is refused wherever the server
+ * listens: nothing else would stop a page from running tools through a rebinding name. Open without a key:
  * /healthz, /readyz and, with `publicDocs`, /docs and /openapi.json. Routes are matched by their
  * registered pattern, never the raw URL, so `/healthz?x` or `//tools` cannot slip through; a URL
  * with no route needs a key too, so an anonymous caller cannot map the API.
  */
-export function installAccessControl(app: FastifyInstance, { apiKeys, publicDocs, localOnly }: AccessControlOptions): void {
+export function installAccessControl(app: FastifyInstance, options: AccessControlOptions): void {
+  const { apiKeys, publicDocs } = options;
   const scopes = new Map<string, ToolScope>();
   const scopeOf = (tools: readonly string[] | undefined): ToolScope | undefined => {
     if (tools === undefined) return undefined;
@@ -67,7 +74,13 @@ export function installAccessControl(app: FastifyInstance, { apiKeys, publicDocs
   app.decorate('toolScopes', [...scopes.values()]);
   app.decorateRequest('apiKey', undefined);
 
-  if (localOnly) app.addHook('onRequest', refuseNonLocal);
+  const guard = hostAndOriginGuard({
+    loopback: options.localOnly,
+    authenticated: apiKeys.length > 0,
+    allowedHosts: options.allowedHosts ?? [],
+    allowedOrigins: options.allowedOrigins ?? [],
+  });
+  if (guard) app.addHook('onRequest', guard);
   if (stored.length === 0) return;
   app.addHook('onRequest', async (request) => {
     const route = request.routeOptions.url;

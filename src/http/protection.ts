@@ -1,8 +1,8 @@
 import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import underPressure from '@fastify/under-pressure';
 import { ToolportError } from '../core/errors.js';
+import { LoadMonitor } from './load-monitor.js';
 
 /** When the process counts as overloaded; a threshold of 0 switches that check off. */
 export interface PressureOptions {
@@ -72,19 +72,24 @@ async function installRateLimit(app: FastifyInstance, max: number): Promise<void
 }
 
 async function installLoadShedding(app: FastifyInstance, pressure: PressureOptions): Promise<void> {
-  const healthCheck = pressure.healthCheck;
-  await app.register(underPressure, {
-    maxEventLoopDelay: pressure.maxEventLoopDelayMs ?? DEFAULT_MAX_EVENT_LOOP_DELAY_MS,
-    maxHeapUsedBytes: pressure.maxHeapUsedBytes ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9),
-    maxRssBytes: pressure.maxRssBytes ?? 0,
-    ...(healthCheck && { healthCheck: async () => healthCheck(), healthCheckInterval: pressure.healthCheckIntervalMs ?? 1000 }),
-    exposeStatusRoute: false,
-    // Returning lets the request through; a rejection goes to the error handler.
-    pressureHandler: async (request: FastifyRequest) => {
-      if (UNSHED_ROUTES.has(request.routeOptions.url ?? '')) return;
-      throw new ToolportError('OVERLOADED', `The server is overloaded; retry in ${OVERLOADED_RETRY_AFTER_S} s.`, undefined, {
-        'retry-after': String(OVERLOADED_RETRY_AFTER_S),
-      });
+  const monitor = await LoadMonitor.start(
+    {
+      maxEventLoopDelayMs: pressure.maxEventLoopDelayMs ?? DEFAULT_MAX_EVENT_LOOP_DELAY_MS,
+      maxHeapUsedBytes: pressure.maxHeapUsedBytes ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9),
+      maxRssBytes: pressure.maxRssBytes ?? 0,
+      healthCheck: pressure.healthCheck,
+      healthCheckIntervalMs: pressure.healthCheckIntervalMs ?? 1000,
     },
+    app.log,
+  );
+  app.addHook('onClose', async () => monitor.stop());
+  // A callback hook: no promise per request on the hot path.
+  app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
+    if (!monitor.overloaded || UNSHED_ROUTES.has(request.routeOptions.url ?? '')) return done();
+    done(
+      new ToolportError('OVERLOADED', `The server is overloaded; retry in ${OVERLOADED_RETRY_AFTER_S} s.`, undefined, {
+        'retry-after': String(OVERLOADED_RETRY_AFTER_S),
+      }),
+    );
   });
 }

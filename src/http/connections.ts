@@ -1,0 +1,123 @@
+import type { ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { BaseLogger } from 'pino';
+
+/**
+ * How long a connection may take over each part of its life, and how many may be open at once.
+ * Without them a client that opens sockets and sends nothing (or half a header, or half a body)
+ * holds a descriptor for ever, and enough of them exhaust the process's descriptors.
+ */
+export interface ConnectionLimits {
+  /** Time for a request's headers to arrive, in ms, from the connection or the end of the previous request. */
+  headersTimeoutMs: number;
+  /** Time for a whole request, body included, to arrive, in ms; the response may take as long as the call does. */
+  requestTimeoutMs: number;
+  /** How long a kept-alive connection may sit idle between requests, in ms. */
+  keepAliveTimeoutMs: number;
+  /** How long a connection may see no traffic while none of its calls is running, in ms (a client that stops reading). */
+  idleTimeoutMs: number;
+  /** Most connections open at once; past it, a new connection is closed as soon as it is accepted. */
+  maxConnections: number;
+}
+
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+// Longer than the 60 s idle timeout of common load balancers, which must close first (else a 502).
+export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+
+// Repeated failures (a flood of refused connections) get one log line per interval, with a count.
+const LOG_INTERVAL_MS = 10_000;
+
+/** The limits, with the defaults for those not given (no connection cap). */
+export function connectionLimits(given: Partial<ConnectionLimits> = {}): ConnectionLimits {
+  const requestTimeoutMs = given.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  return {
+    requestTimeoutMs,
+    // Node requires the header deadline to fall within the request's.
+    headersTimeoutMs: given.headersTimeoutMs ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs),
+    keepAliveTimeoutMs: given.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    idleTimeoutMs: given.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    maxConnections: given.maxConnections ?? Infinity,
+  };
+}
+
+/** The Fastify server options that carry the limits (the connection cap is set on the server itself). */
+export function connectionServerOptions(limits: ConnectionLimits): {
+  connectionTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  http: ServerOptions;
+} {
+  return {
+    connectionTimeout: limits.idleTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks the header and request deadlines every 30 s by default, so a 10 s deadline
+      // could hold a socket for 40 s; check often enough that a deadline means what it says.
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 2))),
+    },
+  };
+}
+
+/**
+ * The connection cap, the idle timeout that spares running calls, and listeners that keep a
+ * failure to accept a connection from ending the process. Call before the first route is added.
+ *
+ * The idle timeout is the socket's inactivity timer: it fires, too, while a tool call runs and
+ * the connection rightly stays silent (Bash may run for ten minutes). A socket whose call is
+ * still running is spared; once the response starts, any write re-arms the timer, so a client
+ * that stops reading is still cut off. A stuck call is the tool deadline's to end, not this one's.
+ */
+export function installConnectionGuards(app: FastifyInstance, limits: ConnectionLimits): void {
+  const server = app.server;
+  server.maxConnections = limits.maxConnections;
+  // Calls whose response has not started, per socket (more than one when requests are pipelined).
+  const running = new WeakMap<Socket, number>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const socket = request.raw.socket;
+    running.set(socket, (running.get(socket) ?? 0) + 1);
+    done();
+  });
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    const socket = request.raw.socket;
+    const left = (running.get(socket) ?? 1) - 1;
+    if (left > 0) running.set(socket, left);
+    else running.delete(socket);
+    done(null, payload);
+  });
+  // With a listener here, Node leaves the socket to it instead of destroying it.
+  server.on('timeout', (socket: Socket) => {
+    if (!running.has(socket)) socket.destroy();
+  });
+
+  const refused = throttled(app.log, 'warn', 'connections refused: the connection cap (TOOLPORT_MAX_CONNECTIONS) is reached');
+  server.on('drop', () => refused({ maxConnections: limits.maxConnections }));
+  // After listening, an 'error' without a listener would throw and end the process: a failed
+  // accept (EMFILE when descriptors run out) must cost one connection, not the server.
+  const failed = throttled(app.log, 'error', 'server error; still listening');
+  app.addHook('onListen', (done) => {
+    server.on('error', (err: NodeJS.ErrnoException) => failed({ code: err.code, syscall: err.syscall, err }));
+    done();
+  });
+}
+
+/** A logging function that writes at most one line per interval; `repeats` counts the calls it held back since the last line. */
+function throttled(log: Pick<BaseLogger, 'warn' | 'error'>, level: 'warn' | 'error', msg: string): (fields: Record<string, unknown>) => void {
+  let last = -Infinity;
+  let held = 0;
+  return (fields) => {
+    const now = Date.now();
+    if (now - last < LOG_INTERVAL_MS) {
+      held += 1;
+      return;
+    }
+    log[level]({ ...fields, ...(held > 0 && { repeats: held }) }, msg);
+    last = now;
+    held = 0;
+  };
+}
