@@ -25,3 +25,31 @@ export function truncateLine(line: string): string {
 export function numberLine(lineNumber: number, line: string): string {
   return `${String(lineNumber).padStart(6)}\t${truncateLine(line)}`;
 }
+
+/** How many lines `splitLines` would give, without building them. */
+export function countLines(text: string): number {
+  if (text === '') return 0;
+  let breaks = 0;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) breaks += 1;
+  return text.endsWith('\n') ? breaks : breaks + 1;
+}
+
+/**
+ * The lines of `text` from the 0-based line `first` on, cut as `splitLines` cuts them, one at a
+ * time: a caller that stops early never pays for the rest of a large file.
+ */
+export function* linesFrom(text: string, first: number): Generator<string> {
+  let pos = 0;
+  for (let skipped = 0; skipped < first; skipped += 1) {
+    const next = text.indexOf('\n', pos);
+    if (next === -1) return;
+    pos = next + 1;
+  }
+  while (pos < text.length) {
+    const next = text.indexOf('\n', pos);
+    const line = next === -1 ? text.slice(pos) : text.slice(pos, next);
+    yield line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (next === -1) return;
+    pos = next + 1;
+  }
+}

@@ -4,7 +4,7 @@ import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult, formatBytes, quotePath } from './file-errors.js';
 import { imageMediaType, looksBinary } from './file-kind.js';
-import { numberLine, splitLines } from './numbered-lines.js';
+import { countLines, linesFrom, numberLine } from './numbered-lines.js';
 import { loadRegularFile, MAX_FILE_BYTES, type LoadedFile } from './regular-file.js';
 import { versionNote } from './versions.js';
 import type { Workspace } from './workspace.js';
@@ -80,14 +80,15 @@ export function createReadTool(ws: Workspace): ToolDef {
       }
       let text = data.toString('utf8');
       if (text.startsWith(BOM)) text = text.slice(1);
-      const result = numbered(shown, splitLines(text), offset ?? 1, limit ?? DEFAULT_READ_LIMIT);
+      const result = numbered(shown, text, offset ?? 1, limit ?? DEFAULT_READ_LIMIT);
       return result.isError ? result : versionNote(result, version);
     },
   });
 }
 
-function numbered(shown: string, lines: readonly string[], offset: number, limit: number): ToolResult & { isError: boolean } {
-  const total = lines.length;
+/** The lines asked for, numbered; only those lines are cut out of the text, never the whole file. */
+function numbered(shown: string, text: string, offset: number, limit: number): ToolResult & { isError: boolean } {
+  const total = countLines(text);
   if (total === 0) return textResult(`File ${shown} has no lines.`);
   if (offset > total) {
     return errorResult(`Offset ${offset} is past the end of ${shown}, which has ${total} line${total === 1 ? '' : 's'}.`);
@@ -96,15 +97,16 @@ function numbered(shown: string, lines: readonly string[], offset: number, limit
   let chars = 0;
   let last = offset - 1;
   const end = Math.min(total, offset - 1 + limit);
-  while (last < end && chars < MAX_READ_CHARS) {
-    const line = numberLine(last + 1, lines[last]!);
+  for (const raw of linesFrom(text, offset - 1)) {
+    if (last >= end || chars >= MAX_READ_CHARS) break;
+    const line = numberLine(last + 1, raw);
     out.push(line);
     chars += line.length + 1;
     last += 1;
   }
-  let text = out.join('\n');
+  let result = out.join('\n');
   if (last < total) {
-    text += `\n\n(File has ${total} lines; showing lines ${offset}-${last}. Call Read with offset=${last + 1} to read on.)`;
+    result += `\n\n(File has ${total} lines; showing lines ${offset}-${last}. Call Read with offset=${last + 1} to read on.)`;
   }
-  return textResult(text);
+  return textResult(result);
 }

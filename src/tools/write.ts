@@ -7,7 +7,7 @@ import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from './atomic-write.js';
 import { fileErrorResult, quotePath, systemErrorCode } from './file-errors.js';
 import { FileLockTimeout, withFileLock } from './file-lock.js';
-import { splitLines } from './numbered-lines.js';
+import { countLines } from './numbered-lines.js';
 import { contentVersion, loadRegularFile } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
 import { heldPath, type Workspace } from './workspace.js';
@@ -78,7 +78,7 @@ export function createWriteTool(ws: Workspace): ToolDef {
         return fileErrorResult(err, file_path);
       }
       const bytes = Buffer.byteLength(content);
-      const lines = splitLines(content).length;
+      const lines = countLines(content);
       const size = `${bytes} byte${bytes === 1 ? '' : 's'}, ${lines} line${lines === 1 ? '' : 's'}`;
       return versionNote(textResult(`${existed ? 'Overwrote' : 'Created'} ${shown} (${size}).`), contentVersion(content));
     },
