@@ -23,8 +23,14 @@ const segment = (name: string): RegExp => new RegExp(`(^|[/{,(|])${name.replace(
 const PARENT = segment('..');
 const SKIPPED = ['.git', 'node_modules'] as const;
 
+export interface GlobToolOptions {
+  /** Most directory entries one search reads (default MAX_CRAWLED_ENTRIES). */
+  maxCrawledEntries?: number;
+}
+
 /** Glob: files whose path matches a glob pattern, newest first. */
-export function createGlobTool(ws: Workspace): ToolDef {
+export function createGlobTool(ws: Workspace, options: GlobToolOptions = {}): ToolDef {
+  const maxEntries = options.maxCrawledEntries ?? MAX_CRAWLED_ENTRIES;
   return defineTool({
     name: 'Glob',
     description: [
@@ -65,7 +71,7 @@ export function createGlobTool(ws: Workspace): ToolDef {
       try {
         if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
         if (location.dir === undefined) return errorResult(`Path ${quotePath(given)} is a file, not a directory; Glob searches directories.`);
-        return await search(pattern, location.dir, location.relative, signal, (err) => fileErrorResult(err, given));
+        return await search(pattern, location.dir, location.relative, maxEntries, signal, (err) => fileErrorResult(err, given));
       } finally {
         await location.close();
       }
@@ -78,6 +84,7 @@ async function search(
   pattern: string,
   start: FileHandle,
   relative: string,
+  maxEntries: number,
   signal: AbortSignal,
   failed: (err: unknown) => ToolResult,
 ): Promise<ToolResult> {
@@ -91,6 +98,7 @@ async function search(
   } catch (err) {
     return errorResult(`Pattern ${quotePath(pattern)} is not a valid glob: ${(err as Error).message}`);
   }
+  const budget: CrawlBudget = { entries: 0, max: maxEntries, exhausted: false };
   // The crawler sees paths below a directory that exists only as a name: every one is mapped to
   // parts below `start` and opened from there (see heldReaddir), so none is ever looked up whole.
   const found = await glob(query, {
@@ -102,7 +110,7 @@ async function search(
     ignore,
     signal,
     debug: false,
-    fs: heldFileSystem(start),
+    fs: heldFileSystem(start, budget),
   });
   signal.throwIfAborted();
   let files: { relative: string; mtimeMs: number }[];
@@ -111,7 +119,10 @@ async function search(
   } catch (err) {
     return failed(err);
   }
-  if (files.length === 0) return textResult('No files found');
+  const stopped = budget.exhausted
+    ? `\n\n(The search stopped after reading ${budget.entries} directory entries; files further on were not looked at. Pass a narrower path or pattern.)`
+    : '';
+  if (files.length === 0) return textResult(`No files found${stopped}`);
   for (const file of files) file.relative = relative === '.' ? file.relative : path.join(relative, file.relative);
   files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
   let text = files
@@ -121,7 +132,7 @@ async function search(
   if (files.length > MAX_GLOB_RESULTS) {
     text += `\n\n(Showing the ${MAX_GLOB_RESULTS} most recently modified of ${files.length} matching files. Use a more specific pattern or path to narrow the search.)`;
   }
-  return textResult(text);
+  return textResult(text + stopped);
 }
 
 /**
@@ -158,6 +169,18 @@ async function modificationTimes(start: FileHandle, found: readonly string[], si
   return files;
 }
 
+/**
+ * Most directory entries one search reads: the crawler keeps every match in memory, so a tree of
+ * millions of files would cost hundreds of MiB and seconds of the event loop.
+ */
+export const MAX_CRAWLED_ENTRIES = 200_000;
+
+interface CrawlBudget {
+  entries: number;
+  max: number;
+  exhausted: boolean;
+}
+
 // The crawler's idea of where it starts; a label only, never opened (see heldFileSystem).
 const CRAWL_ROOT = '/held';
 
@@ -172,15 +195,24 @@ type ReaddirCallback = (err: NodeJS.ErrnoException | null, entries: Dirent[]) =>
  * one while the crawl runs cannot lead it out. The server's own files are left out. The crawler
  * needs realpath and stat only to follow symlinks; they refuse, should it ever ask.
  */
-function heldFileSystem(start: FileHandle): FileSystemAdapter {
+function heldFileSystem(start: FileHandle, budget: CrawlBudget): FileSystemAdapter {
   const readdir = (dir: string, _options: { withFileTypes: true }, callback: ReaddirCallback): void => {
     const below = path.posix.relative(CRAWL_ROOT, dir);
-    if (below === '..' || below.startsWith('../') || path.posix.isAbsolute(below)) {
+    if (below === '..' || below.startsWith('../') || path.posix.isAbsolute(below) || budget.entries >= budget.max) {
+      if (budget.entries >= budget.max) budget.exhausted = true;
       process.nextTick(callback, null, []);
       return;
     }
     read(start, below === '' ? [] : below.split('/')).then(
-      (entries) => process.nextTick(callback, null, entries),
+      (entries) => {
+        const room = Math.max(0, budget.max - budget.entries);
+        if (entries.length > room) {
+          entries = entries.slice(0, room);
+          budget.exhausted = true;
+        }
+        budget.entries += entries.length;
+        process.nextTick(callback, null, entries);
+      },
       (err: unknown) => process.nextTick(callback, err as NodeJS.ErrnoException, []),
     );
   };

@@ -1,4 +1,5 @@
 import type { Dirent } from 'node:fs';
+import { opendir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
@@ -8,8 +9,8 @@ import type { ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import { listHeld } from './held-dir.js';
-import { systemError, type Location, type Workspace } from './workspace.js';
+import { isOwnFileName } from './own-files.js';
+import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
 
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;
@@ -51,14 +52,20 @@ export function createLsTool(ws: Workspace): ToolDef {
       try {
         if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
         if (location.dir === undefined) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
-        let entries: Dirent[];
+        let ignored: ((name: string) => boolean) | undefined;
+        try {
+          ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
+        } catch (err) {
+          return errorResult(`The ignore patterns are not valid globs: ${(err as Error).message}`);
+        }
+        let first: FirstEntries;
         try {
           // Through the descriptor the walk ended on: the directory that was checked, wherever it is now.
-          entries = await listHeld(location.dir);
+          first = await firstEntries(location.dir, ignored, signal);
         } catch (err) {
           return fileErrorResult(err, given);
         }
-        return await listing(ws, location.relative, shown, entries, ignore, signal);
+        return await listing(ws, location.relative, shown, first, signal);
       } finally {
         await location.close();
       }
@@ -66,36 +73,58 @@ export function createLsTool(ws: Workspace): ToolDef {
   });
 }
 
-/** The listing of a directory's entries, with ignore patterns and the entry cap applied. */
-async function listing(
-  ws: Workspace,
-  relative: string,
-  shown: string,
-  entries: Dirent[],
-  ignore: readonly string[] | undefined,
-  signal: AbortSignal,
-): Promise<ToolResult> {
-  let ignored: ((name: string) => boolean) | undefined;
-  try {
-    ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
-  } catch (err) {
-    return errorResult(`The ignore patterns are not valid globs: ${(err as Error).message}`);
+interface FirstEntries {
+  /** The first MAX_LS_ENTRIES entries by name, sorted. */
+  kept: Dirent[];
+  /** Entries not ignored, in all. */
+  total: number;
+  ignored: number;
+}
+
+/**
+ * Reads the held directory as a stream and keeps only the first entries by name: a directory of
+ * a million entries costs the memory of a thousand, whatever its size.
+ */
+async function firstEntries(dir: FileHandle, ignored: ((name: string) => boolean) | undefined, signal: AbortSignal): Promise<FirstEntries> {
+  const kept: Dirent[] = [];
+  let total = 0;
+  let ignoredCount = 0;
+  for await (const entry of await opendir(heldPath(dir), { bufferSize: 256 })) {
+    if (isOwnFileName(entry.name)) continue;
+    if (ignored && (ignored(entry.name) || (entry.isDirectory() && ignored(`${entry.name}/`)))) {
+      ignoredCount += 1;
+      continue;
+    }
+    total += 1;
+    if (total % 4096 === 0) signal.throwIfAborted();
+    if (kept.length === MAX_LS_ENTRIES && !(entry.name < kept[MAX_LS_ENTRIES - 1]!.name)) continue;
+    // Binary search for the place, then insert; the list never grows past the cap.
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (kept[mid]!.name < entry.name) low = mid + 1;
+      else high = mid;
+    }
+    kept.splice(low, 0, entry);
+    if (kept.length > MAX_LS_ENTRIES) kept.pop();
   }
-  const kept = entries
-    .filter((e) => !ignored || !(ignored(e.name) || (e.isDirectory() && ignored(`${e.name}/`))))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const left = entries.length - kept.length;
-  const ignoredNote = left > 0 ? ` (${left} ignored)` : '';
-  if (kept.length === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
+  return { kept, total, ignored: ignoredCount };
+}
+
+/** The listing of a directory's first entries, with the counts of what was left out. */
+async function listing(ws: Workspace, relative: string, shown: string, { kept, total, ignored }: FirstEntries, signal: AbortSignal): Promise<ToolResult> {
+  const ignoredNote = ignored > 0 ? ` (${ignored} ignored)` : '';
+  if (total === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
 
   const lines: string[] = [];
-  for (const entry of kept.slice(0, MAX_LS_ENTRIES)) {
+  for (const entry of kept) {
     signal.throwIfAborted();
     lines.push(await describeEntry(ws, relative, entry));
   }
-  let text = `Directory ${shown}, ${kept.length} entr${kept.length === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
-  if (kept.length > MAX_LS_ENTRIES) {
-    text += `\n\n(${kept.length - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
+  let text = `Directory ${shown}, ${total} entr${total === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
+  if (total > MAX_LS_ENTRIES) {
+    text += `\n\n(${total - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
   }
   return textResult(text);
 }

@@ -249,3 +249,17 @@ test("Glob leaves out the server's own temporary and lock files, even when the p
   assert.deepEqual(await glob({ pattern: '**', path: 'own' }), result('own/kept.txt'));
   assert.deepEqual(await glob({ pattern: 'own/.toolport-*' }), result('No files found'));
 });
+
+test('Glob stops reading after its entry budget and says so, instead of holding a huge tree in memory', async () => {
+  const dir = path.join(root, 'budget');
+  await mkdir(path.join(dir, 'a'), { recursive: true });
+  await mkdir(path.join(dir, 'b'), { recursive: true });
+  for (let i = 0; i < 30; i += 1) await writeFile(path.join(dir, i < 15 ? 'a' : 'b', `f${i}.txt`), '');
+  const Small = createGlobTool(await Workspace.open(root), { maxCrawledEntries: 10 });
+  const result = await Small.execute({ pattern: '**/*.txt', path: 'budget' }, context());
+  assert.equal(result.isError, false);
+  const text = result.content[0]!.type === 'text' ? result.content[0]!.text : '';
+  assert.match(text, /\n\n\(The search stopped after reading \d+ directory entries; files further on were not looked at\. Pass a narrower path or pattern\.\)$/);
+  const found = text.split('\n\n')[0]!.split('\n');
+  assert.ok(found.length > 0 && found.length < 30, `found ${found.length} of 30`);
+});
