@@ -16,7 +16,7 @@ Every error body is itself a ToolResult (\`isError: true\`, one text block) with
 | the tool threw, timed out, or returned garbage | 200 | ToolResult with \`isError: true\` |
 | no body at all | as for the input \`{}\` | as for the input \`{}\` |
 | body is not valid JSON, or not an object | 400 | error body (\`INVALID_JSON\`, \`INVALID_INPUT\`) |
-| input fails the tool's schema | 400 | error body (\`INVALID_INPUT\`), every violation with its JSON path |
+| input fails the tool's schema | 400 | error body (\`INVALID_INPUT\`), the first 50 violations with their JSON paths, and how many more |
 | no such tool | 404 | error body (\`TOOL_NOT_FOUND\`), lists the available tools |
 | wrong Content-Type | 415 | error body (\`UNSUPPORTED_MEDIA_TYPE\`) |
 | body over the limit | 413 | error body (\`PAYLOAD_TOO_LARGE\`) |

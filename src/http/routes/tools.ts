@@ -23,9 +23,9 @@ const stringify = (): ((data: unknown) => string) => JSON.stringify;
 
 const CALL_RESPONSES = {
   200: { ...ToolResultRef, description: 'The tool ran. `isError` is true when it failed, threw, timed out or returned garbage.' },
-  400: { ...ErrorRef, description: 'The body is not valid JSON, not an object, or fails the tool\'s input schema (every violation with its JSON path).' },
+  400: { ...ErrorRef, description: 'The body is not valid JSON, not an object, or fails the tool\'s input schema (the first 50 violations with their JSON paths, and how many more).' },
   401: { ...ErrorRef, description: 'API keys are configured and the request has no valid `Authorization: Bearer` key (UNAUTHORIZED).' },
-  403: { ...ErrorRef, description: 'The key may not use this tool, or (on loopback) the Host or Origin is not local (FORBIDDEN).' },
+  403: { ...ErrorRef, description: 'The key may not use this tool, or the Host and Origin guard refused the request: a Host or web Origin that is neither local nor allowed (FORBIDDEN).' },
   404: { ...ErrorRef, description: 'No such tool; the message lists the available ones.' },
   413: { ...ErrorRef, description: 'The body is over the size limit.' },
   415: { ...ErrorRef, description: 'The Content-Type is not application/json.' },
