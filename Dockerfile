@@ -3,9 +3,10 @@
 #   docker build -t toolport .
 #   docker run --rm -p 127.0.0.1:8080:8080 -v "$PWD:/workspace" toolport
 #
-# BASE_IMAGE lets machines without a registry build from a local Node 20 image (see
+# The default base is the Active LTS line of Node.js (26); 22 and 24 work too. BASE_IMAGE lets
+# machines without a registry build from a local image of a chosen line (see
 # ../shared/container/README.md); every stage uses it so all of them share one Node version.
-ARG BASE_IMAGE=node:20-bookworm-slim
+ARG BASE_IMAGE=node:26-bookworm-slim
 
 # --- build: all dependencies, compile TypeScript to dist/ ---------------------------------------
 FROM ${BASE_IMAGE} AS build

@@ -8,7 +8,8 @@
 #
 # PODMAN     the podman to use; default <repo>/../shared/container/podman.sh (as in CI, where
 #            shared/ is a sibling of the clone)
-# BASE_IMAGE the base image; default what `podman.sh --base-image` prints
+# BASE_IMAGE the base image; default what `podman.sh --base-image` prints, built with the Node.js
+#            line PODMAN_NODE_MAJOR (default 26, the Active LTS)
 # IMAGE      the tag to build; default toolport:test
 set -euo pipefail
 
@@ -95,6 +96,12 @@ expect_json() {
   ' "$1"
 }
 
+check_node_line() {
+  local version
+  version=$(podman exec "$NAME" node --version)
+  echo "node in the image: $version (expected v$NODE_LINE.x)"
+  [[ $version == v$NODE_LINE.* ]]
+}
 check_healthz() { http GET /healthz | expect_json 'b.status === "ok"'; }
 check_tools() { http GET /tools | expect_json 'Array.isArray(b) && b.some((t) => t.name === "Echo")'; }
 check_echo() {
@@ -184,7 +191,8 @@ wait_healthy() {
 
 started=$(now)
 echo "== image: build $IMAGE (podman: $P)"
-base=${BASE_IMAGE:-$(podman --base-image)}
+NODE_LINE=${PODMAN_NODE_MAJOR:-26}
+base=${BASE_IMAGE:-$(PODMAN_NODE_MAJOR=$NODE_LINE podman --base-image)}
 podman build --format docker --build-arg BASE_IMAGE="$base" -t "$IMAGE" -f "$ROOT/Dockerfile" "$ROOT"
 echo "== image: built in $(since "$started"), $(podman image inspect "$IMAGE" --format '{{.Size}}' |
   awk '{ printf "%.0f MB", $1 / 1e6 }')"
@@ -203,6 +211,7 @@ wait_healthy "$NAME" || true
 
 if ((failed == 0)); then
   echo "ready after $(since "$checks_started")"
+  if [[ -z ${BASE_IMAGE:-} ]]; then check "the image runs Node.js $NODE_LINE" check_node_line; fi
   check "GET /healthz answers {\"status\":\"ok\"}" check_healthz
   check "GET /tools is a JSON array that lists Echo" check_tools
   check "POST /tools/Echo {\"text\":\"hello\"} returns hello with isError false" check_echo
