@@ -10,6 +10,8 @@ export const NEW_FILE_MODE = 0o644;
 const CREATE_TEMP = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 export interface AtomicWriteOptions {
+  /** The key of the lock held while writing (`withFileLock`): the temporary file is named after it. */
+  lockKey: string;
   /** Permission bits of the new file (an existing file's mode, to keep it); setuid, setgid and sticky are dropped. */
   mode: number;
   /** Checked before the rename: an aborted call leaves the target untouched. */
@@ -30,7 +32,7 @@ export interface AtomicWriteOptions {
  * target is left as it was.
  */
 export async function writeFileAtomic(dir: FileHandle, name: string, data: string | Uint8Array, options: AtomicWriteOptions): Promise<void> {
-  const temp = tempFileName();
+  const temp = tempFileName(options.lockKey);
   // Never a setuid, setgid or sticky bit: a client must not be able to make one appear.
   const mode = options.mode & 0o777;
   const handle = await open(heldPath(dir, temp), CREATE_TEMP, mode);

@@ -1,16 +1,17 @@
-import { lstat } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { fileErrorResult, formatBytes, quotePath, systemErrorCode } from './file-errors.js';
-import { FileLockTimeout, withFileLock } from './file-lock.js';
+import { FileLockTimeout, withFileLock, type HeldLock } from './file-lock.js';
 import { looksBinary } from './file-kind.js';
 import { numberLine } from './numbered-lines.js';
-import { contentVersion, loadRegularFile, MAX_FILE_BYTES } from './regular-file.js';
+import { ownNameRefusal } from './file-errors.js';
+import { isOwnFileName } from './own-files.js';
+import { assertUnchanged, contentVersion, loadRegularFile, MAX_FILE_BYTES } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
-import { heldPath, type Location, type Workspace } from './workspace.js';
+import type { Location, Workspace } from './workspace.js';
 
 const BOM = '\uFEFF';
 const CONTEXT_LINES = 3;
@@ -51,8 +52,9 @@ export function createEditTool(ws: Workspace): ToolDef {
         try {
           if (location.kind === 'missing') return errorResult(`Path ${shown} does not exist. Edit changes existing files; use Write to create one.`);
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory, not a file.`);
-          return await withFileLock(location.parent, location.name, signal, () =>
-            editLocked(location, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version }, signal),
+          if (isOwnFileName(location.name)) return ownNameRefusal(shown);
+          return await withFileLock(location.parent, location.name, signal, (lock) =>
+            editLocked(location, lock, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version }, signal),
           );
         } finally {
           await location.close();
@@ -88,7 +90,7 @@ class ChangedSinceRead extends Error {}
  * the rename is caught by comparing its identity, size and times just before the rename, and the
  * edit is then applied again to the new content, or refused if it no longer applies.
  */
-async function editLocked(location: Location, request: EditRequest, signal: AbortSignal): Promise<ToolResult> {
+async function editLocked(location: Location, lock: HeldLock, request: EditRequest, signal: AbortSignal): Promise<ToolResult> {
   const shown = quotePath(request.file_path);
   for (let attempt = 1; ; attempt += 1) {
     const loaded = await loadRegularFile(location, request.file_path, signal);
@@ -113,12 +115,8 @@ async function editLocked(location: Location, request: EditRequest, signal: Abor
       await writeFileAtomic(location.parent, location.name, planned.output, {
         mode: loaded.mode,
         signal,
-        beforeRename: async () => {
-          const now = await lstat(heldPath(location.parent, location.name), { bigint: true }).catch(() => undefined);
-          if (!now || now.dev !== read.dev || now.ino !== read.ino || now.size !== read.size || now.mtimeNs !== read.mtimeNs || now.ctimeNs !== read.ctimeNs) {
-            throw new ChangedSinceRead();
-          }
-        },
+        lockKey: lock.key,
+        beforeRename: () => assertUnchanged(location.parent, location.name, read, () => new ChangedSinceRead()),
       });
     } catch (err) {
       if (!(err instanceof ChangedSinceRead)) throw err;

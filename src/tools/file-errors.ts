@@ -54,3 +54,10 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
+
+/** The refusal for a path whose name is one the server gives its own temporary and lock files. */
+export function ownNameRefusal(shown: string): ToolResult {
+  return errorResult(
+    `Path ${shown} has a name of the form the server gives its own temporary and lock files (.toolport-<hex>.tmp or .lock); Write and Edit leave those alone. Choose another name.`,
+  );
+}

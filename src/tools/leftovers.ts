@@ -1,7 +1,7 @@
 import { constants, type Dirent } from 'node:fs';
-import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
-import { isStaleLock } from './file-lock.js';
-import { isOwnFileName } from './own-files.js';
+import { lstat, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { staleLock } from './file-lock.js';
+import { isOwnFileName, lockOfTempFile } from './own-files.js';
 import { heldPath, type Workspace } from './workspace.js';
 
 /** Most directory entries one sweep looks at; a workspace bigger than that is swept in part. */
@@ -19,11 +19,11 @@ export interface SweepReport {
 }
 
 /**
- * Removes what a server that died mid-write left in the workspace: its temporary files (a crash
- * between creating one and renaming it over the target leaves it behind; the target itself is
- * whole, old or new) and lock files whose holder is gone: one of this host's processes that
- * died, or older than `STALE_LOCK_MS` (a younger one from another host may belong to a live
- * server sharing the workspace). Only names of the server's own pattern are touched. The
+ * Removes what a server that died mid-write left in the workspace: lock files whose holder is gone
+ * (one of this host's processes that died, or older than `STALE_LOCK_MS`: a younger one from
+ * another host may belong to a live server sharing the workspace), and the temporary files
+ * written under such locks (a crash between creating one and renaming it over the target leaves
+ * it behind; the target itself is whole, old or new). A live writer's temporary file stays. Only names of the server's own pattern are touched. The
  * walk holds each directory open and never follows a symlink, like the file tools. Run at start-up.
  */
 export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
@@ -42,7 +42,9 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
         return;
       }
       if (entry.isFile() && isOwnFileName(entry.name)) {
-        if (entry.name.endsWith('.lock') && !(await isStaleLock(dir, entry.name))) continue;
+        // A lock is kept while its holder may be alive, and so is a temporary file written under it.
+        const lock = entry.name.endsWith('.lock') ? entry.name : lockOfTempFile(entry.name);
+        if (lock !== undefined && (await lockHeld(dir, lock))) continue;
         if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
       } else if (entry.isDirectory() && depth < MAX_DEPTH) {
         const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
@@ -57,4 +59,10 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
   };
   await visit(ws.rootDir, 0);
   return report;
+}
+
+/** True while a lock file exists and its holder may be alive. */
+async function lockHeld(dir: FileHandle, lockName: string): Promise<boolean> {
+  const exists = await lstat(heldPath(dir, lockName)).then(() => true, () => false);
+  return exists && (await staleLock(dir, lockName)) === undefined;
 }

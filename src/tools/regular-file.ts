@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants, type BigIntStats } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { quotePath } from './file-errors.js';
 import { heldPath, systemError, WorkspaceError, type Location } from './workspace.js';
 
@@ -45,12 +45,44 @@ export async function loadRegularFile(location: Location, given: string, signal?
     if (stats.isDirectory()) return { kind: 'directory' };
     if (!stats.isFile()) return { kind: 'special' };
     if (stats.size > MAX_FILE_BYTES) return { kind: 'too-large', size: Number(stats.size) };
-    const data = await handle.readFile({ signal });
+    const data = await readAtMost(handle, MAX_FILE_BYTES, signal);
     // The file may have grown between the check and the read.
-    if (data.length > MAX_FILE_BYTES) return { kind: 'too-large', size: data.length };
+    if (data === undefined) return { kind: 'too-large', size: Math.max(MAX_FILE_BYTES + 1, Number(stats.size)) };
     return { kind: 'file', data, mode: Number(stats.mode) & 0o7777, stats, version: contentVersion(data) };
   } finally {
     await handle.close();
+  }
+}
+
+const CHUNK_BYTES = 256 * 1024;
+
+/**
+ * Reads a file to its end, or gives up (undefined) once it passes `limit` bytes: the size fstat
+ * reported is no bound, since a file can grow (or be swapped for a sparse giant) after the check.
+ */
+export async function readAtMost(handle: FileHandle, limit: number, signal?: AbortSignal): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, limit + 1 - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    chunks.push(chunk.subarray(0, bytesRead));
+    total += bytesRead;
+    if (total > limit) return undefined;
+  }
+}
+
+/**
+ * Throws `changed()` unless the entry `name` of the held directory `dir` is still the file whose
+ * stats a read took: same device and inode (not replaced), same size and times (not written).
+ * Run just before a rename, it keeps a write from silently replacing a change made since the read.
+ */
+export async function assertUnchanged(dir: FileHandle, name: string, read: BigIntStats, changed: () => Error): Promise<void> {
+  const now = await lstat(heldPath(dir, name), { bigint: true }).catch(() => undefined);
+  if (!now || now.dev !== read.dev || now.ino !== read.ino || now.size !== read.size || now.mtimeNs !== read.mtimeNs || now.ctimeNs !== read.ctimeNs) {
+    throw changed();
   }
 }
 

@@ -8,6 +8,9 @@ const MAX_PATH_LENGTH = 4096;
 const MAX_SYMLINKS = 40;
 // Times one walk takes an entry again that changed between two looks at it, before it gives up.
 const MAX_RETRIES = 100;
+// Components one walk may take, symlink targets included: links whose targets repeat `d/..`
+// could otherwise make one path cost a hundred thousand opens.
+const MAX_STEPS = 4096;
 // A directory is opened without following a symlink in its place: a link there fails (ENOTDIR or ELOOP).
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
@@ -169,9 +172,11 @@ export class Workspace {
     };
 
     try {
+      let steps = 0;
       while (pending.length > 0) {
         const { part, fromLink } = pending.shift()!;
         if (part === '' || part === '.') continue;
+        if (++steps > MAX_STEPS) throw new WorkspaceError(`Path ${shown} takes more than ${MAX_STEPS} steps to resolve, symbolic links included.`);
         const top = stack.at(-1);
         if (top === undefined) {
           // Outside: only the way down to the root.

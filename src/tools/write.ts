@@ -1,14 +1,15 @@
-import { constants } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
 import { lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from './atomic-write.js';
-import { fileErrorResult, quotePath, systemErrorCode } from './file-errors.js';
+import { fileErrorResult, ownNameRefusal, quotePath, systemErrorCode } from './file-errors.js';
 import { FileLockTimeout, withFileLock } from './file-lock.js';
 import { countLines } from './numbered-lines.js';
-import { contentVersion, loadRegularFile } from './regular-file.js';
+import { isOwnFileName } from './own-files.js';
+import { assertUnchanged, contentVersion, loadRegularFile } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
 import { heldPath, type Workspace } from './workspace.js';
 
@@ -43,11 +44,12 @@ export function createWriteTool(ws: Workspace): ToolDef {
         let parent: FileHandle | undefined;
         try {
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
+          if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           if (location.kind === 'missing' && expected_version !== undefined) return versionMismatch(shown, 'does not exist');
           parent = location.kind === 'missing' ? await makeParents(location.parent, location.missing.slice(0, -1)) : location.parent;
           if (parent === undefined) return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
           const dir = parent;
-          const refusal = await withFileLock(dir, location.name, signal, async (): Promise<ToolResult | undefined> => {
+          const refusal = await withFileLock(dir, location.name, signal, async (lock): Promise<ToolResult | undefined> => {
             const existing = await lstat(heldPath(dir, location.name)).catch((err: unknown) => {
               const code = systemErrorCode(err);
               if (code === 'ENOENT') return undefined;
@@ -57,14 +59,27 @@ export function createWriteTool(ws: Workspace): ToolDef {
             if (existing && !existing.isFile()) {
               return errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Write only replaces regular files.`);
             }
+            let checked: BigIntStats | undefined;
             if (expected_version !== undefined) {
               if (existing === undefined) return versionMismatch(shown, 'does not exist');
               const current = await loadRegularFile({ ...location, kind: 'other', parent: dir }, file_path, signal);
               const version = current.kind === 'file' ? current.version : undefined;
               if (version !== expected_version) return versionMismatch(shown, version === undefined ? 'cannot be read to compare' : `is at version ${version}`);
+              if (current.kind === 'file') checked = current.stats;
             }
             existed = existing !== undefined;
-            await writeFileAtomic(dir, location.name, content, { mode: existing ? existing.mode : NEW_FILE_MODE, signal });
+            try {
+              await writeFileAtomic(dir, location.name, content, {
+                mode: existing ? existing.mode : NEW_FILE_MODE,
+                signal,
+                lockKey: lock.key,
+                // The version held when it was read; a change since (by something that takes no lock) refuses the write.
+                beforeRename: checked && (() => assertUnchanged(dir, location.name, checked, () => new ChangedSinceCheck())),
+              });
+            } catch (err) {
+              if (err instanceof ChangedSinceCheck) return versionMismatch(shown, 'was changed by someone else while this write ran');
+              throw err;
+            }
             return undefined;
           });
           if (refusal) return refusal;
@@ -84,6 +99,9 @@ export function createWriteTool(ws: Workspace): ToolDef {
     },
   });
 }
+
+/** Thrown before the rename when the file changed after its version was checked. */
+class ChangedSinceCheck extends Error {}
 
 /**
  * Creates the missing directories `names` one below the other, starting in the held directory
