@@ -227,3 +227,14 @@ test('Edit takes file_path, old_string, new_string and replace_all and no other 
   assert.equal(validate({ file_path: 'a', old_string: 'x', new_string: 'y', regex: true }), false);
   assert.deepEqual(Edit.annotations, { title: 'Edit file', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
 });
+
+test('Edit never keeps a setuid, setgid or sticky bit on the file it changes', async () => {
+  for (const [mode, kept] of [[0o4755, 0o755], [0o2750, 0o750], [0o1644, 0o644]] as const) {
+    const name = `special-${mode.toString(8)}.sh`;
+    await file(name, 'old\n');
+    await chmod(path.join(root, name), mode);
+    assert.equal((await stat(path.join(root, name))).mode & 0o7777, mode, 'the fixture has the bits');
+    assert.equal((await edit({ file_path: name, old_string: 'old', new_string: 'new' })).isError, false);
+    assert.equal((await stat(path.join(root, name))).mode & 0o7777, kept);
+  }
+});

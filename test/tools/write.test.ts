@@ -199,3 +199,14 @@ test('Write takes file_path and content and no other properties', () => {
   assert.equal(validate({ file_path: 'a', content: '', mode: 0o777 }), false);
   assert.deepEqual(Write.annotations, { title: 'Write file', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
 });
+
+test('Write never keeps a setuid, setgid or sticky bit on the file it replaces', async () => {
+  for (const [mode, kept] of [[0o4755, 0o755], [0o2750, 0o750], [0o1644, 0o644], [0o6777, 0o777]] as const) {
+    const target = path.join(root, `special-${mode.toString(8)}.sh`);
+    await writeFile(target, 'old\n');
+    await chmod(target, mode);
+    assert.equal(await modeOf(target), mode, 'the fixture has the bits');
+    assert.equal((await write({ file_path: path.basename(target), content: 'new\n' })).isError, false);
+    assert.equal(await modeOf(target), kept);
+  }
+});
