@@ -1,12 +1,12 @@
 import { isIP } from 'node:net';
-import { DEFAULT_BODY_LIMIT } from './http/app.js';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './core/executor.js';
 import {
+  DEFAULT_BODY_LIMIT,
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
-} from './http/connections.js';
+} from './defaults.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 // An hour: no connection deadline needs more, and Node's timers take at most 2^31 - 1 ms.

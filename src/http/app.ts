@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 import { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { ToolRegistry } from '../core/registry.js';
+import { DEFAULT_BODY_LIMIT } from '../defaults.js';
 import { installAccessControl, type ApiKey } from './auth.js';
 import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './connections.js';
 import { answerClientError, installErrorHandling, sendError, sentErrorCode } from './error-handler.js';
@@ -74,7 +75,7 @@ declare module 'fastify' {
   }
 }
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export { DEFAULT_BODY_LIMIT };
 
 const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 

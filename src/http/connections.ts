@@ -2,6 +2,7 @@ import type { ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { BaseLogger } from 'pino';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../defaults.js';
 
 /**
  * How long a connection may take over each part of its life, and how many may be open at once.
@@ -21,11 +22,7 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
-export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-// Longer than the 60 s idle timeout of common load balancers, which must close first (else a 502).
-export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
-export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS };
 
 // Repeated failures (a flood of refused connections) get one log line per interval, with a count.
 const LOG_INTERVAL_MS = 10_000;
