@@ -1,0 +1,80 @@
+import type { ObjectSchema, ToolAnnotations, ToolResult } from '../core/types.js';
+
+/**
+ * What the MCP layer needs from the call gateway: the caller's tools, one call, and the server's
+ * name. The gateway (`src/core/gateway.ts`) is one implementation; tests use a fake. `Caller` is
+ * whatever the gateway takes as the caller (key label and tool scope); the MCP layer only passes
+ * it through.
+ */
+export interface McpBackend<Caller> {
+  /**
+   * The tools this caller may use, in registry order. Return the same array for the same scope:
+   * the formatted `tools/list` result is computed once per array and revision, and reused.
+   */
+  tools(caller: Caller): readonly McpToolSource[];
+  /**
+   * Runs one call through the gateway's whole path (scope, lookup, validation, admission,
+   * deadline, audit line, metrics). Resolves with the tool's result, or with the error body of a
+   * call that was refused; should not reject (a rejection is answered as an internal error).
+   */
+  call(caller: Caller, name: string, args: Record<string, unknown>, options: McpCallOptions): Promise<ToolResult | McpErrorBody>;
+  /** `serverInfo` in `initialize`, and `io.modelcontextprotocol/serverInfo` in modern results. */
+  readonly serverInfo: McpServerInfo;
+  /** Guidance for the model about the server as a whole, sent by `initialize` and `server/discover`. */
+  readonly instructions?: string;
+  /**
+   * The JSON-RPC code a refused call is answered with, by the error's catalog code; `undefined`
+   * falls back to the MCP layer's own table (`errors.ts`). Wire the gateway's catalog here.
+   */
+  rpcCodeOf?(code: string): number | undefined;
+}
+
+/** The fields of a tool definition MCP publishes. `ToolDef` fits. */
+export interface McpToolSource {
+  name: string;
+  description: string;
+  inputSchema: ObjectSchema;
+  annotations?: ToolAnnotations;
+  /** A display name; falls back to `annotations.title`. */
+  title?: string;
+  /** JSON Schema of the tool's `structuredContent`, when it returns any. */
+  outputSchema?: ObjectSchema;
+}
+
+export interface McpServerInfo {
+  name: string;
+  version: string;
+  title?: string;
+}
+
+export interface McpCallOptions {
+  /** The id to log the call with: the transport's request id, or the JSON-RPC id. */
+  requestId: string;
+  /** Aborts on `notifications/cancelled`, a closed connection or shutdown. */
+  signal: AbortSignal;
+  /** Present when the client asked for progress (`_meta.progressToken`); the MCP layer bounds the rate. */
+  onProgress?: (update: ProgressUpdate) => void;
+}
+
+/** One progress report; `progress` should grow with each report (smaller ones are dropped). */
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/**
+ * The error body of a refused call, as the gateway's `callSafe` returns it: itself a ToolResult
+ * with `isError: true`, plus the catalog code. Declared by shape so the two sides can change
+ * independently.
+ */
+export interface McpErrorBody {
+  content: readonly { type: 'text'; text: string }[];
+  isError: true;
+  error: { code: string; message: string; details?: unknown };
+}
+
+export function isErrorBody(value: ToolResult | McpErrorBody): value is McpErrorBody {
+  const error = (value as { error?: { code?: unknown } }).error;
+  return value.isError === true && typeof error === 'object' && error !== null && typeof error.code === 'string';
+}

@@ -1,0 +1,311 @@
+import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
+import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
+import { toMcpCallResult } from './content.js';
+import { eraOf, SERVER_INFO_KEY } from './era.js';
+import { httpStatusOf, refusalRpcCode } from './errors.js';
+import { CancelledByClient, type InFlightCalls } from './in-flight.js';
+import {
+  classify,
+  encodeOnce,
+  errorResponse,
+  isPlainObject,
+  parseMessage,
+  resultResponse,
+  RpcCodes,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+} from './jsonrpc.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS, ProgressReporter } from './progress.js';
+import { PerListCache, toMcpTool } from './tool-list.js';
+import { allowsBatches, DEFAULT_LEGACY_VERSION, inputErrorsAreToolResults, MODERN_VERSIONS, negotiateLegacyVersion } from './versions.js';
+
+/** What a transport tells the dispatcher about one incoming message. */
+export interface DispatchContext<Caller> {
+  /** Who is calling, as the backend takes it (key label and scope). */
+  caller: Caller;
+  /**
+   * The revision the transport declares: HTTP's `MCP-Protocol-Version` header, or the revision a
+   * stdio client agreed in `initialize`. Absent: a request without a `_meta` version is 2025-03-26.
+   */
+  protocolVersion?: string;
+  /** The id to log calls with (HTTP's request id); defaults to the JSON-RPC id. */
+  requestId?: string;
+  /** Aborts the calls this message started: the connection closed or the server is shutting down. */
+  signal?: AbortSignal;
+  /** Where progress notifications go; without it, `progressToken` is ignored. */
+  notify?: (notification: JsonRpcNotification) => void;
+  /** The calls `notifications/cancelled` may abort (one set per stdio process or per client). */
+  calls?: InFlightCalls;
+}
+
+/** The answer to one message (or batch). */
+export interface DispatchOutcome {
+  /** What to send back; `undefined` when nothing is (notifications, responses, a cancelled call). */
+  reply: JsonRpcResponse | JsonRpcResponse[] | undefined;
+  /** The status a Streamable HTTP transport answers with: 200, 202 (nothing to send), 400 or 404. */
+  status: number;
+  /** Set when an `initialize` succeeded: the revision agreed, which stdio keeps for later messages. */
+  negotiatedVersion?: string;
+}
+
+export interface DispatcherOptions {
+  /** Most messages in one batch (2025-03-26 only); larger batches are refused whole. Default 64. */
+  maxBatch?: number;
+  /** Shortest gap between two progress notifications of one call, in ms. Default 20. */
+  progressIntervalMs?: number;
+  /** `ttlMs` of `tools/list` and `server/discover` results in the stateless revisions. Default 60000. */
+  listTtlMs?: number;
+  /**
+   * `cacheScope` of `tools/list` results: `private` (the default) when lists depend on the key, as
+   * scoped keys make them; `public` only when every caller sees the same tools.
+   */
+  listCacheScope?: 'public' | 'private';
+}
+
+const NEVER_ABORTED = new AbortController().signal;
+const TOOLS_CAPABILITY = { tools: { listChanged: false } };
+
+/**
+ * The MCP protocol layer: one JSON-RPC message (or a 2025-03-26 batch) in, the response out, over
+ * an `McpBackend`. It holds no session: every request carries what it needs (the transport's
+ * declared revision, or the stateless revisions' `_meta`), so any replica can answer any request.
+ * It never throws and never rejects; what it cannot handle becomes the spec's JSON-RPC error.
+ */
+export class McpDispatcher<Caller> {
+  readonly #backend: McpBackend<Caller>;
+  readonly #maxBatch: number;
+  readonly #progressIntervalMs: number;
+  readonly #listTtlMs: number;
+  readonly #listCacheScope: 'public' | 'private';
+  readonly #resultMeta: Record<string, unknown>;
+  readonly #lists = new PerListCache<Record<string, unknown>>();
+  readonly #initializeResults = new Map<string, Record<string, unknown>>();
+  readonly #discoverResult: Record<string, unknown>;
+
+  constructor(backend: McpBackend<Caller>, options: DispatcherOptions = {}) {
+    this.#backend = backend;
+    this.#maxBatch = options.maxBatch ?? 64;
+    this.#progressIntervalMs = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
+    this.#listTtlMs = options.listTtlMs ?? 60_000;
+    this.#listCacheScope = options.listCacheScope ?? 'private';
+    this.#resultMeta = { [SERVER_INFO_KEY]: { ...backend.serverInfo } };
+    const discover = {
+      resultType: 'complete',
+      supportedVersions: [...MODERN_VERSIONS],
+      capabilities: TOOLS_CAPABILITY,
+      ...(backend.instructions !== undefined ? { instructions: backend.instructions } : {}),
+      ttlMs: this.#listTtlMs,
+      cacheScope: 'public',
+      _meta: this.#resultMeta,
+    } satisfies DiscoverResult & { resultType: string };
+    this.#discoverResult = encodeOnce(discover);
+  }
+
+  /** Parses one message's text (a stdio line, an HTTP body) and handles it. */
+  handleText(text: string, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    const parsed = parseMessage(text);
+    if ('reply' in parsed) return Promise.resolve({ reply: parsed.reply, status: 400 });
+    return this.handle(parsed.value, context);
+  }
+
+  /** Handles one parsed message or batch. Never rejects. */
+  async handle(message: unknown, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    try {
+      if (Array.isArray(message)) return await this.#batch(message, context);
+      return await this.#one(message, context);
+    } catch {
+      // Only a bug gets here (the backend is not expected to throw either); answer, don't crash.
+      const id = isPlainObject(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
+      return { reply: errorResponse(id, RpcCodes.INTERNAL_ERROR, 'Internal error'), status: 200 };
+    }
+  }
+
+  async #batch(messages: unknown[], context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    const version = context.protocolVersion ?? DEFAULT_LEGACY_VERSION;
+    if (!allowsBatches(version)) {
+      return invalidBatch(`protocol version ${version} does not allow batches (only 2025-03-26 did)`);
+    }
+    if (messages.length === 0) return invalidBatch('the batch is empty');
+    if (messages.length > this.#maxBatch) return invalidBatch(`the batch holds ${messages.length} messages; at most ${this.#maxBatch} are taken`);
+    const outcomes = await Promise.all(
+      messages.map((message) => {
+        const method = isPlainObject(message) ? message['method'] : undefined;
+        if (method === 'initialize') {
+          const id = isPlainObject(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
+          return { reply: errorResponse(id, RpcCodes.INVALID_REQUEST, 'Invalid Request: initialize must not be part of a batch'), status: 400 };
+        }
+        return this.#one(message, context);
+      }),
+    );
+    const replies: JsonRpcResponse[] = [];
+    for (const outcome of outcomes) {
+      if (outcome.reply !== undefined) replies.push(...(Array.isArray(outcome.reply) ? outcome.reply : [outcome.reply]));
+    }
+    return replies.length === 0 ? { reply: undefined, status: 202 } : { reply: replies, status: 200 };
+  }
+
+  async #one(message: unknown, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    const incoming = classify(message);
+    switch (incoming.kind) {
+      case 'invalid':
+        return { reply: incoming.reply, status: 400 };
+      case 'response':
+        // This server sends no requests, so a response answers nothing; drop it.
+        return { reply: undefined, status: 202 };
+      case 'notification':
+        this.#notification(incoming.message, context);
+        return { reply: undefined, status: 202 };
+      case 'request':
+        return this.#request(incoming.message, context);
+    }
+  }
+
+  #notification(notification: JsonRpcNotification, context: DispatchContext<Caller>): void {
+    // notifications/initialized needs nothing (no session); unknown notifications are ignored.
+    if (notification.method !== 'notifications/cancelled' || !context.calls) return;
+    const params = notification.params;
+    if (!isPlainObject(params)) return;
+    const reason = typeof params['reason'] === 'string' ? params['reason'] : 'the client cancelled the call';
+    context.calls.cancel(params['requestId'], `Cancelled by the client: ${reason.slice(0, 200)}`);
+  }
+
+  async #request(request: JsonRpcRequest, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    const era = eraOf(request, context.protocolVersion);
+    if ('refused' in era) return { reply: era.refused, status: httpStatusOf(era.refused.error.code, 'before-method', true) };
+    const { modern, version } = era;
+    if (request.params !== undefined && !isPlainObject(request.params)) {
+      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: params must be an object');
+    }
+    switch (request.method) {
+      case 'tools/call':
+        return this.#toolsCall(request, version, modern, context);
+      case 'tools/list':
+        return this.#toolsList(request, version, modern, context);
+      case 'server/discover':
+        if (modern) return { reply: resultResponse(request.id, this.#discoverResult), status: 200 };
+        break;
+      case 'initialize':
+        if (!modern) return this.#initialize(request);
+        break;
+      case 'ping':
+        if (!modern) return { reply: resultResponse(request.id, {}), status: 200 };
+        break;
+    }
+    const reply = errorResponse(request.id, RpcCodes.METHOD_NOT_FOUND, 'Method not found', { method: request.method.slice(0, 200) });
+    return { reply, status: httpStatusOf(RpcCodes.METHOD_NOT_FOUND, 'before-method', modern) };
+  }
+
+  #initialize(request: JsonRpcRequest): DispatchOutcome {
+    const requested = request.params?.['protocolVersion'];
+    if (typeof requested !== 'string') {
+      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: initialize needs params.protocolVersion, a string');
+    }
+    const version = negotiateLegacyVersion(requested);
+    let result = this.#initializeResults.get(version);
+    if (!result) {
+      const { instructions, serverInfo } = this.#backend;
+      const built = {
+        protocolVersion: version,
+        capabilities: TOOLS_CAPABILITY,
+        serverInfo: { ...serverInfo },
+        ...(instructions !== undefined ? { instructions } : {}),
+      } satisfies InitializeResult;
+      result = encodeOnce(built);
+      this.#initializeResults.set(version, result);
+    }
+    return { reply: resultResponse(request.id, result), status: 200, negotiatedVersion: version };
+  }
+
+  #toolsList(request: JsonRpcRequest, version: string, modern: boolean, context: DispatchContext<Caller>): DispatchOutcome {
+    const cursor = request.params?.['cursor'];
+    if (cursor !== undefined && cursor !== null) {
+      // Every list fits one page, so no cursor was ever handed out: any cursor is invalid.
+      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: invalid cursor (tools/list has one page)');
+    }
+    const tools = this.#backend.tools(context.caller);
+    const result = this.#lists.get(tools, version, () => {
+      const list = tools.map((tool) => toMcpTool(tool, version));
+      const built: ListToolsResult & Record<string, unknown> = modern
+        ? { resultType: 'complete', tools: list, ttlMs: this.#listTtlMs, cacheScope: this.#listCacheScope, _meta: this.#resultMeta }
+        : { tools: list };
+      return encodeOnce(built);
+    });
+    return { reply: resultResponse(request.id, result), status: 200 };
+  }
+
+  async #toolsCall(request: JsonRpcRequest, version: string, modern: boolean, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    const params = request.params ?? {};
+    const name = params['name'];
+    if (typeof name !== 'string') return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: name must be a string');
+    const args = params['arguments'] ?? {};
+    if (!isPlainObject(args)) return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: arguments must be an object');
+
+    const controller = context.calls?.add(request.id);
+    const outer = context.signal;
+    const abortFromOuter = controller && outer ? () => controller.abort(outer.reason) : undefined;
+    if (abortFromOuter && outer) {
+      if (outer.aborted) abortFromOuter();
+      else outer.addEventListener('abort', abortFromOuter, { once: true });
+    }
+    const signal = controller?.signal ?? outer ?? NEVER_ABORTED;
+    const meta = params['_meta'];
+    const token = isPlainObject(meta) ? meta['progressToken'] : undefined;
+    const progress =
+      context.notify && (typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)))
+        ? new ProgressReporter(token, context.notify, this.#progressIntervalMs, signal)
+        : undefined;
+
+    let outcome;
+    try {
+      outcome = await this.#backend.call(context.caller, name, args, {
+        requestId: context.requestId ?? String(request.id),
+        signal,
+        ...(progress ? { onProgress: progress.report } : {}),
+      });
+    } catch {
+      outcome = undefined;
+    } finally {
+      if (abortFromOuter && outer) outer.removeEventListener('abort', abortFromOuter);
+      if (controller) context.calls?.delete(request.id, controller);
+    }
+    if (signal.aborted && signal.reason instanceof CancelledByClient) {
+      // The client said it will not read the answer; the spec asks for none.
+      progress?.drop();
+      return { reply: undefined, status: 202 };
+    }
+    progress?.finish();
+    if (outcome === undefined) return inMethodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
+    if (isErrorBody(outcome)) return this.#refusal(request, outcome, version, modern);
+    const result: Record<string, unknown> = toMcpCallResult(outcome);
+    if (modern) {
+      result['resultType'] = 'complete';
+      result['_meta'] = this.#resultMeta;
+    }
+    return { reply: resultResponse(request.id, result), status: 200 };
+  }
+
+  /** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */
+  #refusal(request: JsonRpcRequest, body: McpErrorBody, version: string, modern: boolean): DispatchOutcome {
+    const { code, message, details } = body.error;
+    if (code === 'INVALID_INPUT' && inputErrorsAreToolResults(version)) {
+      const result: Record<string, unknown> = { content: body.content.map((block) => ({ type: 'text', text: block.text })), isError: true };
+      if (modern) {
+        result['resultType'] = 'complete';
+        result['_meta'] = this.#resultMeta;
+      }
+      return { reply: resultResponse(request.id, result), status: 200 };
+    }
+    const rpcCode = refusalRpcCode(this.#backend.rpcCodeOf?.(code), code);
+    const data = details === undefined ? { code } : { code, details };
+    return inMethodError(request, rpcCode, message, data);
+  }
+}
+
+function inMethodError(request: JsonRpcRequest, code: number, message: string, data?: unknown): DispatchOutcome {
+  return { reply: errorResponse(request.id, code, message, data), status: httpStatusOf(code, 'in-method', false) };
+}
+
+function invalidBatch(why: string): DispatchOutcome {
+  return { reply: errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: ${why}`), status: 400 };
+}
