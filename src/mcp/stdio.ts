@@ -1,0 +1,161 @@
+import type { Readable, Writable } from 'node:stream';
+import type { McpDispatcher } from './dispatcher.js';
+import { InFlightCalls } from './in-flight.js';
+import { encode, errorResponse, isPlainObject, parseMessage, RpcCodes, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+
+export interface StdioOptions<Caller> {
+  /** Who is calling: the whole stream is one caller (the user who launched the process). */
+  caller: Caller;
+  /** Longest line taken, in bytes; a longer one is answered with invalid request and skipped. Default 16 MiB. */
+  maxLineBytes?: number;
+  /** Most requests handled at once; past it, reading pauses. Default 32. */
+  maxInFlight?: number;
+  /** How long calls may still finish once the input ends, in ms, before they are aborted. Default 2000. */
+  endGraceMs?: number;
+  /** Shutdown: aborts every call and stops reading; the returned promise resolves once they answered. */
+  signal?: AbortSignal;
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * Serves MCP over a pair of streams, one JSON-RPC message per line (the stdio transport): each
+ * line goes to the dispatcher, each response and progress notification comes out as one line.
+ * Requests run concurrently, so `notifications/cancelled` reaches a call that is still running;
+ * an `initialize` is answered before the next line is read, and the revision it agreed applies to
+ * the requests after it (the legacy handshake's scope is the process). Resolves when the input
+ * has ended (or `signal` aborted) and every call has answered; calls still running
+ * `endGraceMs` after the input ended are aborted, so the process exits promptly, as the spec asks.
+ */
+export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Readable, output: Writable, options: StdioOptions<Caller>): Promise<void> {
+  const maxLineBytes = options.maxLineBytes ?? 16 * 1024 * 1024;
+  const maxInFlight = options.maxInFlight ?? 32;
+  const endGraceMs = options.endGraceMs ?? 2000;
+  const calls = new InFlightCalls();
+  const shutdown = new AbortController();
+  const lines: string[] = [];
+  let parts: Buffer[] = [];
+  let partBytes = 0;
+  let oversized = false;
+  let active = 0;
+  let initializing = false;
+  let ended = false;
+  let outputBlocked = false;
+  let protocolVersion: string | undefined;
+  let graceTimer: NodeJS.Timeout | undefined;
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+
+  const write = (message: JsonRpcResponse | JsonRpcResponse[] | JsonRpcNotification): void => {
+    if (output.destroyed || output.writableEnded) return;
+    const text = Array.isArray(message) ? `[${message.map(encode).join(',')}]` : encode(message);
+    try {
+      if (!output.write(`${text}\n`) && !outputBlocked) {
+        outputBlocked = true;
+        output.once('drain', onDrain);
+      }
+    } catch {
+      // The client closed its end; what is left to say has nowhere to go.
+    }
+  };
+
+  const onDrain = (): void => {
+    outputBlocked = false;
+    pump();
+  };
+
+  const start = (line: string): void => {
+    const parsed = parseMessage(line);
+    if ('reply' in parsed) return write(parsed.reply);
+    const isInitialize = isPlainObject(parsed.value) && parsed.value['method'] === 'initialize';
+    active++;
+    if (isInitialize) initializing = true;
+    const context = { caller: options.caller, calls, notify: write, signal: shutdown.signal, ...(protocolVersion ? { protocolVersion } : {}) };
+    void dispatcher.handle(parsed.value, context).then((outcome) => {
+      if (outcome.negotiatedVersion !== undefined) protocolVersion = outcome.negotiatedVersion;
+      if (outcome.reply !== undefined) write(outcome.reply);
+      active--;
+      if (isInitialize) initializing = false;
+      pump();
+    });
+  };
+
+  /** Starts what waits, while the limits allow; pauses or resumes reading; resolves at the end. */
+  const pump = (): void => {
+    while (!initializing && lines.length > 0 && active < maxInFlight) start(lines.shift()!);
+    if (ended) {
+      if (active === 0 && lines.length === 0) finish();
+      return;
+    }
+    if (lines.length > 0 || outputBlocked) input.pause();
+    else input.resume();
+  };
+
+  const onData = (chunk: Buffer | string): void => {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let from = 0;
+    for (let at = data.indexOf(NEWLINE); at !== -1; at = data.indexOf(NEWLINE, from)) {
+      take(data.subarray(from, at));
+      endLine();
+      from = at + 1;
+    }
+    if (from < data.length) take(data.subarray(from));
+    pump();
+  };
+
+  const take = (piece: Buffer): void => {
+    if (oversized || piece.length === 0) return;
+    partBytes += piece.length;
+    if (partBytes > maxLineBytes) {
+      oversized = true;
+      parts = [];
+    } else {
+      parts.push(piece);
+    }
+  };
+
+  const endLine = (): void => {
+    if (oversized) {
+      write(errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: the message is longer than ${maxLineBytes} bytes`));
+    } else if (partBytes > 0) {
+      const line = Buffer.concat(parts, partBytes).toString('utf8').trim();
+      if (line !== '') lines.push(line);
+    }
+    parts = [];
+    partBytes = 0;
+    oversized = false;
+  };
+
+  const onEnd = (): void => {
+    if (ended) return;
+    if (partBytes > 0 || oversized) endLine();
+    ended = true;
+    input.off('data', onData);
+    if (endGraceMs <= 0) calls.abortAll(new Error('the input ended'));
+    else graceTimer = setTimeout(() => calls.abortAll(new Error('the input ended')), endGraceMs);
+    pump();
+  };
+
+  const onAbort = (): void => {
+    lines.length = 0;
+    shutdown.abort(options.signal?.reason);
+    onEnd();
+    calls.abortAll(options.signal?.reason);
+  };
+
+  const finish = (): void => {
+    if (graceTimer) clearTimeout(graceTimer);
+    input.off('end', onEnd);
+    input.off('error', onEnd);
+    output.off('drain', onDrain);
+    options.signal?.removeEventListener('abort', onAbort);
+    resolveDone();
+  };
+
+  input.on('data', onData);
+  input.once('end', onEnd);
+  input.once('error', onEnd);
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+  return done;
+}
