@@ -35,5 +35,8 @@ if [[ ! -x $dir/bin/node ]]; then
   rm -rf "$work"
   trap - EXIT
 fi
+# npm's global prefix stays the machine's (where npm itself lives), not the unpacked line's.
+npm_config_prefix=${npm_config_prefix:-$(npm prefix -g)}
+export npm_config_prefix
 export PATH="$dir/bin:$PATH"
 exec "$@"
