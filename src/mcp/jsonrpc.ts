@@ -31,10 +31,14 @@ export interface JsonRpcResultResponse {
   result: Record<string, unknown>;
 }
 
-/** `id` is null only when the request's id could not be read (JSON-RPC 2.0, section 5). */
+/**
+ * `id` is absent only when the request's id could not be read. JSON-RPC 2.0 sends `null` there;
+ * MCP's schema (2025-11-25 on) makes the id optional and allows no null, and the SDK's message
+ * schema refuses a null id, so an unreadable id is left out.
+ */
 export interface JsonRpcErrorResponse {
   jsonrpc: '2.0';
-  id: RequestId | null;
+  id?: RequestId;
   error: JsonRpcError;
 }
 
@@ -52,10 +56,11 @@ export const RpcCodes = {
   UNSUPPORTED_PROTOCOL_VERSION: -32022,
 } as const;
 
+/** An error response; `id` null when the request's id could not be read (then left out). */
 export function errorResponse(id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcErrorResponse {
   const error: JsonRpcError = { code, message };
   if (data !== undefined) error.data = data;
-  return { jsonrpc: '2.0', id, error };
+  return id === null ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id, error };
 }
 
 export function resultResponse(id: RequestId, result: Record<string, unknown>): JsonRpcResultResponse {

@@ -684,7 +684,7 @@ describe('malformed messages', () => {
 
   test('text that is not JSON is a parse error with a null id (400)', async () => {
     assert.deepEqual(await dispatcher.handleText('{"jsonrpc": "2.0", "id": 1,', context()), {
-      reply: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the message is not valid JSON' } },
+      reply: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the message is not valid JSON' } },
       status: 400,
     });
   });
@@ -697,7 +697,7 @@ describe('malformed messages', () => {
     test(`a message holding a prototype-polluting key is refused as REST refuses it: ${text.slice(60, 100)}`, async () => {
       const outcome = await dispatcher.handleText(text, context());
       assert.deepEqual(outcome, {
-        reply: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the message holds a __proto__ or constructor.prototype key' } },
+        reply: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the message holds a __proto__ or constructor.prototype key' } },
         status: 400,
       });
     });
@@ -721,7 +721,7 @@ describe('malformed messages', () => {
   ] as const) {
     test(`a message with ${what} is an invalid request (400)`, async () => {
       assert.deepEqual(await dispatcher.handle(message, context()), {
-        reply: { jsonrpc: '2.0', id, error: { code: -32600, message: `Invalid Request: ${reason}` } },
+        reply: { jsonrpc: '2.0', ...(id === null ? {} : { id }), error: { code: -32600, message: `Invalid Request: ${reason}` } },
         status: 400,
       });
     });
@@ -786,7 +786,7 @@ describe('batches', () => {
     const batch = [42, request('initialize', { protocolVersion: '2025-03-26' }, 'i')];
     assert.deepEqual(await dispatcher.handle(batch, context()), {
       reply: [
-        { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the message is not a JSON object' } },
+        { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: the message is not a JSON object' } },
         { jsonrpc: '2.0', id: 'i', error: { code: -32600, message: 'Invalid Request: initialize must not be part of a batch' } },
       ],
       status: 200,
@@ -798,7 +798,6 @@ describe('batches', () => {
       assert.deepEqual(await dispatcher.handle([request('ping')], context({ protocolVersion: version })), {
         reply: {
           jsonrpc: '2.0',
-          id: null,
           error: { code: -32600, message: `Invalid Request: protocol version ${version} does not allow batches (only 2025-03-26 did)` },
         },
         status: 400,
@@ -808,12 +807,12 @@ describe('batches', () => {
 
   test('an empty batch and a batch over the limit are invalid requests (400)', async () => {
     assert.deepEqual(await dispatcher.handle([], context()), {
-      reply: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the batch is empty' } },
+      reply: { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: the batch is empty' } },
       status: 400,
     });
     const big = [1, 2, 3, 4].map((id) => request('ping', undefined, id));
     assert.deepEqual(await dispatcher.handle(big, context()), {
-      reply: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the batch holds 4 messages; at most 3 are taken' } },
+      reply: { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: the batch holds 4 messages; at most 3 are taken' } },
       status: 400,
     });
   });

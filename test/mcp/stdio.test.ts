@@ -92,7 +92,6 @@ test('the revision initialize agreed applies to the lines after it', async () =>
   assert.equal((lines[0]!.result as { protocolVersion: string }).protocolVersion, '2025-06-18');
   assert.deepEqual(lines[1], {
     jsonrpc: '2.0',
-    id: null,
     error: { code: -32600, message: 'Invalid Request: protocol version 2025-06-18 does not allow batches (only 2025-03-26 did)' },
   });
   assert.equal((lines[2]!.result as { tools: { title?: string }[] }).tools[0]!.title, 'Echo');
@@ -138,7 +137,7 @@ test('a line that is not JSON is a parse error; the next line is still served', 
   const { input, lineCount, done } = harness();
   input.write('not json\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n');
   assert.deepEqual(await lineCount(2), [
-    { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the message is not valid JSON' } },
+    { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the message is not valid JSON' } },
     { jsonrpc: '2.0', id: 1, result: {} },
   ]);
   input.end();
@@ -150,7 +149,7 @@ test('a line over the limit is refused without being kept; the next line is stil
   input.write(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"${'x'.repeat(50)}`);
   input.write(`${'y'.repeat(100)}"}}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n`);
   assert.deepEqual(await lineCount(2), [
-    { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the message is longer than 64 bytes' } },
+    { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: the message is longer than 64 bytes' } },
     { jsonrpc: '2.0', id: 2, result: {} },
   ]);
   input.end();
