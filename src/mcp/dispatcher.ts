@@ -1,9 +1,8 @@
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
-import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
-import { toMcpCallResult } from './content.js';
-import { eraOf, SERVER_INFO_KEY } from './era.js';
-import { httpStatusOf, refusalRpcCode } from './errors.js';
-import { CancelledByClient, type InFlightCalls } from './in-flight.js';
+import type { McpBackend } from './backend.js';
+import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
+import { httpStatusOf, methodError } from './errors.js';
+import type { InFlightCalls } from './in-flight.js';
 import {
   classify,
   encodeOnce,
@@ -12,13 +11,21 @@ import {
   parseMessage,
   resultResponse,
   RpcCodes,
+  type JsonRpcErrorResponse,
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
 } from './jsonrpc.js';
-import { DEFAULT_PROGRESS_INTERVAL_MS, ProgressReporter } from './progress.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS } from './progress.js';
 import { PerListCache, toMcpTool } from './tool-list.js';
-import { allowsBatches, DEFAULT_LEGACY_VERSION, inputErrorsAreToolResults, MODERN_VERSIONS, negotiateLegacyVersion } from './versions.js';
+import { toolsCall, type ToolsCallDeps } from './tools-call.js';
+import {
+  allowsBatches,
+  DEFAULT_LEGACY_VERSION,
+  isModernVersion,
+  MODERN_VERSIONS,
+  negotiateLegacyVersion,
+} from './versions.js';
 
 /** What a transport tells the dispatcher about one incoming message. */
 export interface DispatchContext<Caller> {
@@ -63,7 +70,6 @@ export interface DispatcherOptions {
   listCacheScope?: 'public' | 'private';
 }
 
-const NEVER_ABORTED = new AbortController().signal;
 const TOOLS_CAPABILITY = { tools: { listChanged: false } };
 
 /**
@@ -75,10 +81,10 @@ const TOOLS_CAPABILITY = { tools: { listChanged: false } };
 export class McpDispatcher<Caller> {
   readonly #backend: McpBackend<Caller>;
   readonly #maxBatch: number;
-  readonly #progressIntervalMs: number;
   readonly #listTtlMs: number;
   readonly #listCacheScope: 'public' | 'private';
   readonly #resultMeta: Record<string, unknown>;
+  readonly #callDeps: ToolsCallDeps<Caller>;
   readonly #lists = new PerListCache<Record<string, unknown>>();
   readonly #initializeResults = new Map<string, Record<string, unknown>>();
   readonly #discoverResult: Record<string, unknown>;
@@ -86,10 +92,14 @@ export class McpDispatcher<Caller> {
   constructor(backend: McpBackend<Caller>, options: DispatcherOptions = {}) {
     this.#backend = backend;
     this.#maxBatch = options.maxBatch ?? 64;
-    this.#progressIntervalMs = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
     this.#listTtlMs = options.listTtlMs ?? 60_000;
     this.#listCacheScope = options.listCacheScope ?? 'private';
     this.#resultMeta = { [SERVER_INFO_KEY]: { ...backend.serverInfo } };
+    this.#callDeps = {
+      backend,
+      resultMeta: this.#resultMeta,
+      progressIntervalMs: options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+    };
     const discover = {
       resultType: 'complete',
       supportedVersions: [...MODERN_VERSIONS],
@@ -130,12 +140,8 @@ export class McpDispatcher<Caller> {
     if (messages.length > this.#maxBatch) return invalidBatch(`the batch holds ${messages.length} messages; at most ${this.#maxBatch} are taken`);
     const outcomes = await Promise.all(
       messages.map((message) => {
-        const method = isPlainObject(message) ? message['method'] : undefined;
-        if (method === 'initialize') {
-          const id = isPlainObject(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
-          return { reply: errorResponse(id, RpcCodes.INVALID_REQUEST, 'Invalid Request: initialize must not be part of a batch'), status: 400 };
-        }
-        return this.#one(message, context);
+        const refusal = batchRefusal(message);
+        return refusal ? { reply: refusal, status: 400 } : this.#one(message, context);
       }),
     );
     const replies: JsonRpcResponse[] = [];
@@ -175,11 +181,11 @@ export class McpDispatcher<Caller> {
     if ('refused' in era) return { reply: era.refused, status: httpStatusOf(era.refused.error.code, 'before-method', true) };
     const { modern, version } = era;
     if (request.params !== undefined && !isPlainObject(request.params)) {
-      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: params must be an object');
+      return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: params must be an object');
     }
     switch (request.method) {
       case 'tools/call':
-        return this.#toolsCall(request, version, modern, context);
+        return toolsCall(this.#callDeps, request, version, modern, context);
       case 'tools/list':
         return this.#toolsList(request, version, modern, context);
       case 'server/discover':
@@ -199,7 +205,7 @@ export class McpDispatcher<Caller> {
   #initialize(request: JsonRpcRequest): DispatchOutcome {
     const requested = request.params?.['protocolVersion'];
     if (typeof requested !== 'string') {
-      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: initialize needs params.protocolVersion, a string');
+      return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: initialize needs params.protocolVersion, a string');
     }
     const version = negotiateLegacyVersion(requested);
     let result = this.#initializeResults.get(version);
@@ -221,7 +227,7 @@ export class McpDispatcher<Caller> {
     const cursor = request.params?.['cursor'];
     if (cursor !== undefined && cursor !== null) {
       // Every list fits one page, so no cursor was ever handed out: any cursor is invalid.
-      return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: invalid cursor (tools/list has one page)');
+      return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: invalid cursor (tools/list has one page)');
     }
     const tools = this.#backend.tools(context.caller);
     const result = this.#lists.get(tools, version, () => {
@@ -234,77 +240,22 @@ export class McpDispatcher<Caller> {
     return { reply: resultResponse(request.id, result), status: 200 };
   }
 
-  async #toolsCall(request: JsonRpcRequest, version: string, modern: boolean, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
-    const params = request.params ?? {};
-    const name = params['name'];
-    if (typeof name !== 'string') return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: name must be a string');
-    const args = params['arguments'] ?? {};
-    if (!isPlainObject(args)) return inMethodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: arguments must be an object');
-
-    const controller = context.calls?.add(request.id);
-    const outer = context.signal;
-    const abortFromOuter = controller && outer ? () => controller.abort(outer.reason) : undefined;
-    if (abortFromOuter && outer) {
-      if (outer.aborted) abortFromOuter();
-      else outer.addEventListener('abort', abortFromOuter, { once: true });
-    }
-    const signal = controller?.signal ?? outer ?? NEVER_ABORTED;
-    const meta = params['_meta'];
-    const token = isPlainObject(meta) ? meta['progressToken'] : undefined;
-    const progress =
-      context.notify && (typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)))
-        ? new ProgressReporter(token, context.notify, this.#progressIntervalMs, signal)
-        : undefined;
-
-    let outcome;
-    try {
-      outcome = await this.#backend.call(context.caller, name, args, {
-        requestId: context.requestId ?? String(request.id),
-        signal,
-        ...(progress ? { onProgress: progress.report } : {}),
-      });
-    } catch {
-      outcome = undefined;
-    } finally {
-      if (abortFromOuter && outer) outer.removeEventListener('abort', abortFromOuter);
-      if (controller) context.calls?.delete(request.id, controller);
-    }
-    if (signal.aborted && signal.reason instanceof CancelledByClient) {
-      // The client said it will not read the answer; the spec asks for none.
-      progress?.drop();
-      return { reply: undefined, status: 202 };
-    }
-    progress?.finish();
-    if (outcome === undefined) return inMethodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
-    if (isErrorBody(outcome)) return this.#refusal(request, outcome, version, modern);
-    const result: Record<string, unknown> = toMcpCallResult(outcome);
-    if (modern) {
-      result['resultType'] = 'complete';
-      result['_meta'] = this.#resultMeta;
-    }
-    return { reply: resultResponse(request.id, result), status: 200 };
-  }
-
-  /** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */
-  #refusal(request: JsonRpcRequest, body: McpErrorBody, version: string, modern: boolean): DispatchOutcome {
-    const { code, message, details } = body.error;
-    if (code === 'INVALID_INPUT' && inputErrorsAreToolResults(version)) {
-      const result: Record<string, unknown> = { content: body.content.map((block) => ({ type: 'text', text: block.text })), isError: true };
-      if (modern) {
-        result['resultType'] = 'complete';
-        result['_meta'] = this.#resultMeta;
-      }
-      return { reply: resultResponse(request.id, result), status: 200 };
-    }
-    const rpcCode = refusalRpcCode(this.#backend.rpcCodeOf?.(code), code);
-    const data = details === undefined ? { code } : { code, details };
-    return inMethodError(request, rpcCode, message, data);
-  }
 }
 
-function inMethodError(request: JsonRpcRequest, code: number, message: string, data?: unknown): DispatchOutcome {
-  return { reply: errorResponse(request.id, code, message, data), status: httpStatusOf(code, 'in-method', false) };
+/** An element a batch may not hold: `initialize` (2025-03-26 says so), or a stateless-revision request. */
+function batchRefusal(message: unknown): JsonRpcErrorResponse | undefined {
+  if (!isPlainObject(message)) return undefined;
+  const id = typeof message['id'] === 'string' || typeof message['id'] === 'number' ? message['id'] : null;
+  if (message['method'] === 'initialize') return errorResponse(id, RpcCodes.INVALID_REQUEST, 'Invalid Request: initialize must not be part of a batch');
+  const params = message['params'];
+  const meta = isPlainObject(params) ? params['_meta'] : undefined;
+  const claimed = isPlainObject(meta) ? meta[PROTOCOL_VERSION_KEY] : undefined;
+  if (typeof claimed === 'string' && isModernVersion(claimed)) {
+    return errorResponse(id, RpcCodes.INVALID_REQUEST, `Invalid Request: a request of protocol version ${claimed} must not be part of a batch`);
+  }
+  return undefined;
 }
+
 
 function invalidBatch(why: string): DispatchOutcome {
   return { reply: errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: ${why}`), status: 400 };

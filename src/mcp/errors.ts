@@ -1,4 +1,5 @@
-import { RpcCodes } from './jsonrpc.js';
+import type { DispatchOutcome } from './dispatcher.js';
+import { errorResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
 
 /**
  * How a refused call is answered over MCP, by the gateway's catalog code, until the gateway's
@@ -46,4 +47,9 @@ export function httpStatusOf(code: number, before: 'before-method' | 'in-method'
   if (before === 'in-method') return code === RpcCodes.MISSING_REQUIRED_CLIENT_CAPABILITY ? 400 : 200;
   if (code === RpcCodes.METHOD_NOT_FOUND) return modern ? 404 : 200;
   return 400;
+}
+
+/** An error a method answers (unknown tool, bad params, a refused call): in a 200 on HTTP. */
+export function methodError(request: JsonRpcRequest, code: number, message: string, data?: unknown): DispatchOutcome {
+  return { reply: errorResponse(request.id, code, message, data), status: httpStatusOf(code, 'in-method', false) };
 }

@@ -782,12 +782,13 @@ describe('batches', () => {
     assert.deepEqual(await dispatcher.handle(batch, context()), { reply: undefined, status: 202 });
   });
 
-  test('an invalid element is answered in its place; initialize must not be batched', async () => {
-    const batch = [42, request('initialize', { protocolVersion: '2025-03-26' }, 'i')];
+  test('an invalid element is answered in its place; initialize and stateless-revision requests must not be batched', async () => {
+    const batch = [42, request('initialize', { protocolVersion: '2025-03-26' }, 'i'), modern('tools/list', {}, 'm')];
     assert.deepEqual(await dispatcher.handle(batch, context()), {
       reply: [
         { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: the message is not a JSON object' } },
         { jsonrpc: '2.0', id: 'i', error: { code: -32600, message: 'Invalid Request: initialize must not be part of a batch' } },
+        { jsonrpc: '2.0', id: 'm', error: { code: -32600, message: 'Invalid Request: a request of protocol version 2026-07-28 must not be part of a batch' } },
       ],
       status: 200,
     });

@@ -1,0 +1,97 @@
+import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
+import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
+import { toMcpCallResult } from './content.js';
+import { methodError, refusalRpcCode } from './errors.js';
+import { CancelledByClient } from './in-flight.js';
+import { isPlainObject, resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
+import { ProgressReporter } from './progress.js';
+import { inputErrorsAreToolResults } from './versions.js';
+
+/** What `tools/call` needs from the dispatcher that runs it. */
+export interface ToolsCallDeps<Caller> {
+  backend: McpBackend<Caller>;
+  /** The `_meta` of stateless-revision results (the server's identity). */
+  resultMeta: Record<string, unknown>;
+  progressIntervalMs: number;
+}
+
+const NEVER_ABORTED = new AbortController().signal;
+
+/**
+ * One `tools/call`: checks the params, runs the call through the backend with a signal that
+ * `notifications/cancelled` and the transport can abort and, when the client sent a progress
+ * token, a progress reporter; renders the result or the refusal for the revision.
+ */
+export async function toolsCall<Caller>(
+  deps: ToolsCallDeps<Caller>,
+  request: JsonRpcRequest,
+  version: string,
+  modern: boolean,
+  context: DispatchContext<Caller>,
+): Promise<DispatchOutcome> {
+  const params = request.params ?? {};
+  const name = params['name'];
+  if (typeof name !== 'string') return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: name must be a string');
+  const args = params['arguments'] ?? {};
+  if (!isPlainObject(args)) return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: arguments must be an object');
+
+  // A controller of its own only when cancellation by id is possible: the transport's signal is
+  // handed over as it is otherwise (AbortControllers are not free on the hot path).
+  const controller = context.calls?.add(request.id);
+  const outer = context.signal;
+  const abortFromOuter = controller && outer ? () => controller.abort(outer.reason) : undefined;
+  if (abortFromOuter && outer) {
+    if (outer.aborted) abortFromOuter();
+    else outer.addEventListener('abort', abortFromOuter, { once: true });
+  }
+  const signal = controller?.signal ?? outer ?? NEVER_ABORTED;
+  const meta = params['_meta'];
+  const token = isPlainObject(meta) ? meta['progressToken'] : undefined;
+  const progress =
+    context.notify && (typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)))
+      ? new ProgressReporter(token, context.notify, deps.progressIntervalMs, signal)
+      : undefined;
+
+  let outcome;
+  try {
+    outcome = await deps.backend.call(context.caller, name, args, {
+      requestId: context.requestId ?? String(request.id),
+      signal,
+      ...(progress ? { onProgress: progress.report } : {}),
+    });
+  } catch {
+    outcome = undefined;
+  } finally {
+    if (abortFromOuter && outer) outer.removeEventListener('abort', abortFromOuter);
+    if (controller) context.calls?.delete(request.id, controller);
+  }
+  if (signal.aborted && signal.reason instanceof CancelledByClient) {
+    // The client said it will not read the answer; the spec asks for none.
+    progress?.drop();
+    return { reply: undefined, status: 202 };
+  }
+  progress?.finish();
+  if (outcome === undefined) return methodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
+  if (isErrorBody(outcome)) return refusal(deps, request, outcome, version, modern);
+  const result: Record<string, unknown> = toMcpCallResult(outcome);
+  if (modern) {
+    result['resultType'] = 'complete';
+    result['_meta'] = deps.resultMeta;
+  }
+  return { reply: resultResponse(request.id, result), status: 200 };
+}
+
+/** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */
+function refusal<Caller>(deps: ToolsCallDeps<Caller>, request: JsonRpcRequest, body: McpErrorBody, version: string, modern: boolean): DispatchOutcome {
+  const { code, message, details } = body.error;
+  if (code === 'INVALID_INPUT' && inputErrorsAreToolResults(version)) {
+    const result: Record<string, unknown> = { content: body.content.map((block) => ({ type: 'text', text: block.text })), isError: true };
+    if (modern) {
+      result['resultType'] = 'complete';
+      result['_meta'] = deps.resultMeta;
+    }
+    return { reply: resultResponse(request.id, result), status: 200 };
+  }
+  const rpcCode = refusalRpcCode(deps.backend.rpcCodeOf?.(code), code);
+  return methodError(request, rpcCode, message, details === undefined ? { code } : { code, details });
+}
