@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from './config.js';
 import { errorBody, ToolportError } from './core/errors.js';
-import { ToolExecutor } from './core/executor.js';
+import { ANYONE, Gateway } from './core/gateway.js';
 import { API_FORMATS, isAPIFormat } from './core/formats.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './logger.js';
@@ -22,6 +22,8 @@ Commands:
 Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
 TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
 `;
+
+const CLI_TRANSPORT = 'cli';
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -53,25 +55,26 @@ export async function main(argv: string[], env: Record<string, string | undefine
     case 'call': {
       const [name, json = '{}'] = rest;
       if (name === undefined) throw new UsageError('call needs a tool name: toolport call <name> [json]');
+      const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
+      // In-process, through the same gateway as the server: the same checks and audit lines.
+      const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs });
+      const call = { caller: ANYONE, tool: name, requestId: 'cli', transport: CLI_TRANSPORT };
       let input: unknown;
       try {
         input = JSON.parse(json);
       } catch {
-        print(errorBody('INVALID_JSON', `The input is not valid JSON: ${json}`));
+        const refusal = new ToolportError('INVALID_JSON', `The input is not valid JSON: ${json}`);
+        gateway.refused(call, refusal);
+        print(errorBody(refusal.code, refusal.message));
         return 1;
       }
-      const executor = new ToolExecutor({ registry, logger: createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) }), defaultTimeoutMs: config.toolTimeoutMs });
       const controller = new AbortController();
       const abort = (): void => controller.abort(new Error('interrupted'));
       process.once('SIGINT', abort);
       try {
-        const result = await executor.call(name, input, { signal: controller.signal, inputBytes: Buffer.byteLength(json) });
+        const result = await gateway.callSafe({ ...call, input, signal: controller.signal, inputBytes: Buffer.byteLength(json) });
         print(result);
         return result.isError ? 1 : 0;
-      } catch (err) {
-        if (!(err instanceof ToolportError)) throw err;
-        print(errorBody(err.code, err.message, err.details));
-        return 1;
       } finally {
         process.off('SIGINT', abort);
       }

@@ -3,6 +3,8 @@ export type {
   ContentBlock,
   ImageBlock,
   ObjectSchema,
+  Progress,
+  ProgressUpdate,
   TextBlock,
   ToolAnnotations,
   ToolContext,
@@ -13,7 +15,30 @@ export type {
 export { defineTool, type TypedToolSpec } from './core/define-tool.js';
 export { ToolRegistry } from './core/registry.js';
 export { ToolExecutor, type CallObserver, type CallOptions, type ExecutorOptions, type CallOutcome } from './core/executor.js';
-export { ToolportError, ToolRegistrationError, ErrorCodes, errorBody, type ErrorBody, type ErrorCode } from './core/errors.js';
+export {
+  ANYONE,
+  Gateway,
+  type Caller,
+  type CallIdentity,
+  type CallRequest,
+  type CallResult,
+  type GatewayObserver,
+  type GatewayOptions,
+} from './core/gateway.js';
+export { Keyring, type KeyIdentity, type KeySpec, type ToolScope } from './core/keyring.js';
+export {
+  ToolportError,
+  ToolRegistrationError,
+  ErrorCatalog,
+  ErrorCodes,
+  JSON_RPC,
+  errorBody,
+  jsonRpcError,
+  type ErrorBody,
+  type ErrorCode,
+  type ToolportErrorOptions,
+} from './core/errors.js';
+export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
 export { API_FORMATS, type APIFormat, type AnthropicTool, type OpenAITool, type MCPTool } from './core/formats.js';
 export { textResult, errorResult } from './core/result.js';
 export { buildApp, type AppOptions, type Toolport } from './http/app.js';

@@ -74,7 +74,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     );
   }
   // Labels only: a key's value never reaches the log.
-  app.log.info({ tools: app.toolport.executor.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
+  app.log.info({ tools: app.toolport.gateway.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
   app.log.info({ ...connections, descriptorLimit: descriptors.limit }, 'connection limits');
   if (descriptors.limit !== undefined && descriptors.open !== undefined && connections.maxConnections > descriptors.limit - descriptors.open) {
     app.log.warn(

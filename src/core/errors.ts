@@ -1,58 +1,106 @@
-/**
- * Every error a client can cause, with its status and a fixed code. One handler turns them into
- * responses; the body is itself a ToolResult so an agent loop can hand it to the model unchanged.
- */
-export const ErrorCodes = {
-  INVALID_JSON: 400,
-  INVALID_INPUT: 400,
-  INVALID_QUERY: 400,
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  TOOL_NOT_FOUND: 404,
-  ROUTE_NOT_FOUND: 404,
-  REQUEST_TIMEOUT: 408,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  RATE_LIMITED: 429,
-  HEADERS_TOO_LARGE: 431,
-  INTERNAL_ERROR: 500,
-  SHUTTING_DOWN: 503,
-  QUEUE_FULL: 503,
-  OVERLOADED: 503,
+import type { Static } from 'typebox';
+import type { ErrorBodySchema } from './schemas.js';
+
+/** The error codes JSON-RPC 2.0 itself defines. */
+export const JSON_RPC = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
 } as const;
 
-export type ErrorCode = keyof typeof ErrorCodes;
+/**
+ * Every error a client can cause, with a fixed code, and how each transport answers it: the HTTP
+ * status, and the JSON-RPC error code (for MCP). The codes JSON-RPC defines map as their meaning
+ * says; the rest take server-defined codes from -32010 to -32022 (JSON-RPC reserves -32000 to
+ * -32099 for servers; -32000 to -32002 and -32042 are left alone because MCP and its SDKs give
+ * them meanings of their own). One handler per transport turns them into responses; the body is
+ * itself a ToolResult so an agent loop can hand it to the model unchanged.
+ */
+export const ErrorCatalog = {
+  INVALID_JSON: { status: 400, jsonRpc: JSON_RPC.PARSE_ERROR },
+  INVALID_INPUT: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS },
+  INVALID_QUERY: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS },
+  BAD_REQUEST: { status: 400, jsonRpc: JSON_RPC.INVALID_REQUEST },
+  UNAUTHORIZED: { status: 401, jsonRpc: -32010 },
+  FORBIDDEN: { status: 403, jsonRpc: -32011 },
+  TOOL_NOT_FOUND: { status: 404, jsonRpc: JSON_RPC.INVALID_PARAMS },
+  ROUTE_NOT_FOUND: { status: 404, jsonRpc: JSON_RPC.METHOD_NOT_FOUND },
+  REQUEST_TIMEOUT: { status: 408, jsonRpc: -32012 },
+  PAYLOAD_TOO_LARGE: { status: 413, jsonRpc: -32013 },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, jsonRpc: -32014 },
+  RATE_LIMITED: { status: 429, jsonRpc: -32015 },
+  HEADERS_TOO_LARGE: { status: 431, jsonRpc: -32016 },
+  INTERNAL_ERROR: { status: 500, jsonRpc: JSON_RPC.INTERNAL_ERROR },
+  SHUTTING_DOWN: { status: 503, jsonRpc: -32020 },
+  QUEUE_FULL: { status: 503, jsonRpc: -32021 },
+  OVERLOADED: { status: 503, jsonRpc: -32022 },
+} as const satisfies Record<string, { status: number; jsonRpc: number }>;
 
-/** An error with a catalog code; its message is safe to show to a client and to a model. */
+export type ErrorCode = keyof typeof ErrorCatalog;
+
+/** Every code, in catalog order. */
+export const ERROR_CODES = Object.keys(ErrorCatalog) as ErrorCode[];
+
+/** The HTTP status of each code (the catalog's `status`, for callers that need only that). */
+export const ErrorCodes = Object.fromEntries(ERROR_CODES.map((code) => [code, ErrorCatalog[code].status])) as {
+  readonly [C in ErrorCode]: (typeof ErrorCatalog)[C]['status'];
+};
+
+/** Data a refusal carries besides its message and details, for the adapter to render. */
+export interface ToolportErrorOptions {
+  /** When the client may retry, in seconds; the HTTP adapter sends it as `Retry-After`. */
+  retryAfterSeconds?: number;
+}
+
+/**
+ * An error with a catalog code; its message is safe to show to a client and to a model. It says
+ * nothing about any transport's headers: an adapter renders what it carries (`retryAfterSeconds`
+ * becomes `Retry-After` over HTTP).
+ */
 export class ToolportError extends Error {
   override readonly name = 'ToolportError';
   readonly code: ErrorCode;
+  /** The HTTP status of the code. */
   readonly statusCode: number;
+  /** The JSON-RPC error code of the code. */
+  readonly jsonRpcCode: number;
   readonly details: unknown;
-  /** Response headers that go with the error (`Retry-After`, `WWW-Authenticate`). */
-  readonly headers: Readonly<Record<string, string>>;
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: unknown, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, message: string, details?: unknown, options: ToolportErrorOptions = {}) {
     super(message);
     this.code = code;
-    this.statusCode = ErrorCodes[code];
+    this.statusCode = ErrorCatalog[code].status;
+    this.jsonRpcCode = ErrorCatalog[code].jsonRpc;
     this.details = details;
-    this.headers = headers;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
 /** The body of every error response: a ToolResult with `isError: true`, plus a machine-readable error. */
-export interface ErrorBody {
-  content: [{ type: 'text'; text: string }];
-  isError: true;
-  error: { code: ErrorCode; message: string; details?: unknown };
-}
+export type ErrorBody = Static<typeof ErrorBodySchema>;
 
 export function errorBody(code: ErrorCode, message: string, details?: unknown): ErrorBody {
   const error: ErrorBody['error'] = { code, message };
   if (details !== undefined) error.details = details;
   return { content: [{ type: 'text', text: message }], isError: true, error };
+}
+
+/**
+ * A refusal as a JSON-RPC error object: the catalog's JSON-RPC code, the message, and the
+ * toolport code (with the details and retry delay, when there are any) as `data`.
+ */
+export function jsonRpcError(err: ToolportError): {
+  code: number;
+  message: string;
+  data: { code: ErrorCode; details?: unknown; retryAfterSeconds?: number };
+} {
+  const data: { code: ErrorCode; details?: unknown; retryAfterSeconds?: number } = { code: err.code };
+  if (err.details !== undefined) data.details = err.details;
+  if (err.retryAfterSeconds !== undefined) data.retryAfterSeconds = err.retryAfterSeconds;
+  return { code: err.jsonRpcCode, message: err.message, data };
 }
 
 /** Raised by `ToolRegistry.register` for a tool that breaks a registration rule. */

@@ -4,7 +4,8 @@ import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from 
 import { violationLines, type InputViolation } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
-import type { ToolDef, ToolResult } from './types.js';
+import { progressReporter } from './progress.js';
+import type { Progress, ToolContext, ToolDef, ToolResult } from './types.js';
 
 /** Outcome of one call, as logged and counted. */
 export type CallOutcome = 'ok' | 'tool_error' | 'threw' | 'malformed' | 'timeout' | 'aborted';
@@ -20,10 +21,11 @@ export interface CallObserver {
   /** The calls of `tool` holding a slot (`running`) or waiting for one (`waiting`) changed. */
   loadChanged(tool: string, running: number, waiting: number): void;
   /**
-   * A call that was admitted ended: how, and how long the tool ran in seconds (undefined for a call
-   * that left the queue before it started). Calls refused before admission are not reported here.
+   * A call that was admitted ended: how, how long the tool ran in seconds (undefined for a call
+   * that left the queue before it started), and through which transport it came (undefined for a
+   * call made on the executor itself). Calls refused before admission are not reported here.
    */
-  callFinished(tool: string, outcome: CallOutcome, seconds: number | undefined): void;
+  callFinished(tool: string, outcome: CallOutcome, seconds: number | undefined, transport: string | undefined): void;
 }
 
 export interface ExecutorOptions {
@@ -48,6 +50,10 @@ export interface CallOptions {
   inputBytes?: number;
   /** The label of the API key the call came with, for the log line (logged as `key`). */
   keyLabel?: string;
+  /** The adapter the call came through (`rest`, `mcp`, `cli`), for the log line and metrics. */
+  transport?: string;
+  /** Hears the tool's progress reports; without it, the tool's context has no `progress`. */
+  onProgress?: (progress: Progress) => void;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -154,18 +160,18 @@ export class ToolExecutor {
       if (!holds) {
         // Left the queue: the tool never started, and it holds no slot.
         const result = errorResult(`Tool "${name}" was aborted: ${describeAbortReason(options.signal?.reason)}.`);
-        log.info({ ms: 0, waitMs, outcome: 'aborted', inputBytes: options.inputBytes, key: options.keyLabel }, 'tool call');
-        this.#observer?.callFinished(name, 'aborted', undefined);
+        log.info({ ms: 0, waitMs, outcome: 'aborted', inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport }, 'tool call');
+        this.#observer?.callFinished(name, 'aborted', undefined, options.transport);
         return result;
       }
     }
     try {
       const { outcome, result, err, seconds } = await this.#runUnderDeadline(tool, input as Record<string, unknown>, options, log, requestId);
       // One line per call; failures of the tool itself carry the error (with its stack) at warn.
-      const fields = { ms: roundMs(seconds * 1000), waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel };
+      const fields = { ms: roundMs(seconds * 1000), waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport };
       if (err === undefined) log.info(fields, 'tool call');
       else log.warn({ ...fields, err }, 'tool call');
-      this.#observer?.callFinished(name, outcome, seconds);
+      this.#observer?.callFinished(name, outcome, seconds, options.transport);
       return result;
     } finally {
       // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
@@ -216,7 +222,8 @@ export class ToolExecutor {
     else options.signal?.addEventListener('abort', onAbort, { once: true });
 
     // A call cancelled before it began never starts the tool: it may have side effects.
-    const ran = controller.signal.aborted ? stopped : this.#run(tool, input, { signal: controller.signal, log, requestId });
+    const progress = options.onProgress && progressReporter(options.onProgress, controller.signal);
+    const ran = controller.signal.aborted ? stopped : this.#run(tool, input, { signal: controller.signal, log, requestId, progress });
     const settled = await Promise.race([ran, stopped]);
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
@@ -228,7 +235,7 @@ export class ToolExecutor {
   async #run(
     tool: ToolDef,
     input: Record<string, unknown>,
-    context: { signal: AbortSignal; log: Logger; requestId: string },
+    context: ToolContext,
   ): Promise<Settled> {
     let value: unknown;
     try {

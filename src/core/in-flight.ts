@@ -1,12 +1,13 @@
-import { ToolportError } from '../core/errors.js';
+import { ToolportError } from './errors.js';
 
 /**
  * The tool calls in flight, each with the controller that cancels it, so shutdown can wait for
- * them and then abort the ones left. (One controller per call, rather than AbortSignal.any over a
- * shared shutdown signal: `any` costs a weak reference and a listener per call on the hot path.)
+ * them and then abort the ones left, and an adapter can cancel one by the key it called with.
+ * (One controller per call, rather than AbortSignal.any over a shared shutdown signal: `any`
+ * costs a weak reference and a listener per call on the hot path.)
  */
 export class InFlight {
-  readonly #calls = new Set<AbortController>();
+  readonly #calls = new Map<object, AbortController>();
   #waiters: Array<() => void> = [];
   #draining = false;
 
@@ -25,23 +26,28 @@ export class InFlight {
   }
 
   /**
-   * Registers a call; its controller is aborted by `abortAll`. Throws `SHUTTING_DOWN` once draining:
-   * a request that passed the draining check before shutdown began (its body still arriving) must
-   * not start a call that shutdown would neither wait for nor abort.
+   * Registers a call under `key`; its controller is aborted by `abort(key)` and `abortAll`. Throws
+   * `SHUTTING_DOWN` once draining: a call that was on its way when shutdown began (a request whose
+   * body was still arriving) must not start a call that shutdown would neither wait for nor abort.
    */
-  enter(controller: AbortController): void {
+  enter(key: object, controller: AbortController): void {
     if (this.#draining) throw shuttingDown();
-    this.#calls.add(controller);
+    this.#calls.set(key, controller);
   }
 
-  leave(controller: AbortController): void {
-    this.#calls.delete(controller);
-    if (this.#calls.size === 0) for (const wake of this.#waiters.splice(0)) wake();
+  leave(key: object): void {
+    this.#calls.delete(key);
+    if (this.#calls.size === 0 && this.#waiters.length > 0) for (const wake of this.#waiters.splice(0)) wake();
+  }
+
+  /** Aborts the call registered under `key`, if it is still in flight. */
+  abort(key: object, reason: unknown): void {
+    this.#calls.get(key)?.abort(reason);
   }
 
   /** Aborts every call in flight with this reason. */
   abortAll(reason: Error): void {
-    for (const controller of this.#calls) controller.abort(reason);
+    for (const controller of this.#calls.values()) controller.abort(reason);
   }
 
   /** Resolves when no call is in flight, or after `timeoutMs`; resolves to whether it drained. */
@@ -61,7 +67,7 @@ export class InFlight {
   }
 }
 
-/** The refusal every request gets while the server drains. */
+/** The refusal every call gets while the server drains. */
 export function shuttingDown(): ToolportError {
   return new ToolportError('SHUTTING_DOWN', 'The server is shutting down; retry on another instance.');
 }

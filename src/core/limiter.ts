@@ -72,7 +72,7 @@ export class ConcurrencyLimiter {
         'QUEUE_FULL',
         `Tool "${this.tool}" is busy: ${running} ${running === 1 ? 'call' : 'calls'} running and ${waiting} waiting; retry later.`,
         { tool: this.tool, running, waiting, maxConcurrency: this.limit, queueSize: this.queueSize },
-        { 'retry-after': '1' },
+        { retryAfterSeconds: 1 },
       );
     }
     return new Promise<boolean>((resolve) => {

@@ -1,5 +1,6 @@
 import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes } from './formats.js';
+import type { ToolScope } from './keyring.js';
 import { compileInputSchema, createAjv, type InputValidator } from './validator.js';
 import type { ToolDef } from './types.js';
 
@@ -22,7 +23,9 @@ interface Entry {
  */
 export class ToolRegistry {
   readonly #entries = new Map<string, Entry>();
-  readonly #published = new Map<APIFormat, unknown>();
+  readonly #published = new Map<APIFormat, Publication>();
+  // Keyed by the scope object itself, so a scope no one holds any more takes its lists with it.
+  #scoped = new WeakMap<ToolScope, Map<APIFormat, Publication>>();
   // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
   readonly #ajv = createAjv();
 
@@ -57,6 +60,7 @@ export class ToolRegistry {
     }
     this.#entries.set(name, { tool, validate });
     this.#published.clear();
+    this.#scoped = new WeakMap();
     return this;
   }
 
@@ -75,16 +79,43 @@ export class ToolRegistry {
     return this.#entries.get(name)?.validate;
   }
 
-  /** The tools in a model provider's format; computed once per format until the next `register`. */
-  toAPI<F extends APIFormat = 'anthropic'>(format?: F): APIShapes[F] {
-    const key = format ?? 'anthropic';
-    let shaped = this.#published.get(key);
-    if (shaped === undefined) {
-      shaped = formatTools(this.list(), key);
-      this.#published.set(key, shaped);
-    }
-    return shaped as APIShapes[F];
+  /**
+   * The tools in a model provider's format: all of them, or those in `scope` (in registration
+   * order). Computed once per (scope, format) until the next `register`.
+   */
+  toAPI<F extends APIFormat = 'anthropic'>(format?: F, scope?: ToolScope): APIShapes[F] {
+    return this.#publication(format ?? 'anthropic', scope).shaped as APIShapes[F];
   }
+
+  /**
+   * `toAPI` as the JSON text to send: serialised once per (scope, format) until the next
+   * `register`, so answering a list costs no serialisation.
+   */
+  listJSON(format: APIFormat = 'anthropic', scope?: ToolScope): string {
+    const publication = this.#publication(format, scope);
+    return (publication.text ??= JSON.stringify(publication.shaped));
+  }
+
+  #publication(format: APIFormat, scope: ToolScope | undefined): Publication {
+    let byFormat = scope === undefined ? this.#published : this.#scoped.get(scope);
+    if (byFormat === undefined) {
+      byFormat = new Map();
+      this.#scoped.set(scope!, byFormat);
+    }
+    let publication = byFormat.get(format);
+    if (publication === undefined) {
+      const tools = scope === undefined ? this.list() : this.list().filter((t) => scope.has(t.name));
+      publication = { shaped: formatTools(tools, format), text: undefined };
+      byFormat.set(format, publication);
+    }
+    return publication;
+  }
+}
+
+/** A tool list in one format, and its JSON text once asked for. */
+interface Publication {
+  shaped: unknown;
+  text: string | undefined;
 }
 
 /** Walks a schema and returns the first property name (at any depth) that breaks the rule. */

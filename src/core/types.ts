@@ -1,32 +1,24 @@
 import type { Logger } from 'pino';
+import type { Static } from 'typebox';
+import type { ContentBlockSchema, ImageBlockSchema, TextBlockSchema, ToolResultSchema } from './schemas.js';
 
 /** A tool's input: always a JSON object (the root of every input schema is `type: "object"`). */
 export type ToolInput = Record<string, unknown>;
 
 /** Plain text for the model. */
-export interface TextBlock {
-  type: 'text';
-  text: string;
-}
+export type TextBlock = Static<typeof TextBlockSchema>;
 
 /** An image for the model, in the Anthropic API's base64 source shape. */
-export interface ImageBlock {
-  type: 'image';
-  source: {
-    type: 'base64';
-    media_type: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
-    data: string;
-  };
-}
+export type ImageBlock = Static<typeof ImageBlockSchema>;
 
 /** A content block, in the shape the Anthropic API takes for `tool_result` content. */
-export type ContentBlock = TextBlock | ImageBlock;
+export type ContentBlock = Static<typeof ContentBlockSchema>;
 
-/** What a tool returns; goes to the model unchanged. */
-export interface ToolResult {
-  content: ContentBlock[];
-  isError?: boolean;
-}
+/**
+ * What a tool returns; goes to the model unchanged. The pipeline's answer always sets `isError`
+ * (`Static<typeof ToolResultSchema>`); a tool may leave it out, for false.
+ */
+export type ToolResult = Omit<Static<typeof ToolResultSchema>, 'isError'> & { isError?: boolean };
 
 /** Hints about a tool's behaviour, as in MCP. Clients and access policies may read them. */
 export interface ToolAnnotations {
@@ -45,6 +37,28 @@ export interface ToolContext {
   log: Logger;
   /** The id of the request that caused the call. */
   requestId: string;
+  /**
+   * Reports progress to a caller that asked for it (an MCP client that sent a progress token);
+   * undefined when no one listens, so call it as `context.progress?.(...)`. A string is a message
+   * (one step on); an object may give `progress` (it must increase from one report to the next,
+   * else the report is dropped), `total` and `message`. Cheap, never throws, and ignored once the
+   * call has answered. Rate-limit it yourself when reports could come in a flood (output lines).
+   */
+  progress?: (update: string | ProgressUpdate) => void;
+}
+
+/** A progress report as a tool gives it: a message, or how far it got (of how much), or both. */
+export interface ProgressUpdate {
+  progress?: number;
+  total?: number;
+  message?: string;
+}
+
+/** A progress report as the caller hears it: `progress` is always set and increases with each report. */
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /** A JSON Schema object whose root is `type: "object"`. */

@@ -1,19 +1,21 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
-import { ToolExecutor } from '../core/executor.js';
+import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
+import { Gateway } from '../core/gateway.js';
+import { shuttingDown } from '../core/in-flight.js';
+import { Keyring } from '../core/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { DEFAULT_BODY_LIMIT } from '../defaults.js';
 import { installAccessControl, type ApiKey } from './auth.js';
 import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './connections.js';
-import { answerClientError, installErrorHandling, sendError, sentErrorCode } from './error-handler.js';
+import { answerClientError, installErrorHandling, sendError } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
-import { InFlight, shuttingDown } from './in-flight.js';
 import { installJsonBody } from './json-body.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
-import { toolRoutes } from './routes/tools.js';
+import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
 export interface AppOptions {
   /** The tools to serve. Register them before building the app: routes and lists are made once. */
@@ -53,8 +55,11 @@ export interface AppOptions {
   pressure?: PressureOptions | false;
 }
 
-/** What the entry point needs to run the app: the pipeline, and a bounded graceful shutdown. */
+/** What the entry point needs to run the app: the gateway, and a bounded graceful shutdown. */
 export interface Toolport {
+  /** Every call goes through it; another adapter on the same server (MCP) calls it too. */
+  gateway: Gateway;
+  /** The gateway's pipeline (`gateway.executor`). */
   executor: ToolExecutor;
   /** True once shutdown began: readiness fails and new calls get 503. */
   readonly draining: boolean;
@@ -127,29 +132,31 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   }) as unknown as FastifyInstance;
 
-  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name));
-  const executor = new ToolExecutor({
+  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT]);
+  const keyring = new Keyring(options.apiKeys ?? []);
+  const gateway = new Gateway({
     registry: options.registry,
     logger,
     defaultTimeoutMs: options.toolTimeoutMs,
     maxConcurrency: options.maxConcurrency,
     queueSize: options.queueSize,
     observer: metrics.observer,
+    scopes: keyring.scopes,
   });
-  const inFlight = new InFlight();
 
   app.decorate('toolport', {
-    executor,
+    gateway,
+    executor: gateway.executor,
     get draining() {
-      return inFlight.draining;
+      return gateway.draining;
     },
     async shutdown(graceMs: number) {
       // Keep listening while draining: load balancers see /readyz fail and new calls get a clean 503.
-      inFlight.drain();
-      if (!(await inFlight.drained(graceMs))) {
-        inFlight.abortAll(new Error('the server is shutting down'));
+      gateway.drain();
+      if (!(await gateway.drained(graceMs))) {
+        gateway.abortAll(new Error('the server is shutting down'));
         // Aborted calls answer at once; the bound only guards against a stuck response.
-        await inFlight.drained(graceMs);
+        await gateway.drained(graceMs);
       }
       await app.close();
     },
@@ -163,7 +170,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   installAccessControl(app, {
-    apiKeys: options.apiKeys ?? [],
+    keyring,
     publicDocs: options.publicDocs ?? false,
     localOnly: options.localOnly ?? false,
     allowedHosts: options.allowedHosts,
@@ -171,26 +178,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
   installMetrics(app, metrics);
-  // The audit line of a call refused before it ran (401, 403, 400, 429, 503...); the pipeline
-  // logs the calls that ran.
-  app.addHook('onResponse', (request, reply, done) => {
-    if (reply.statusCode >= 400 && request.method === 'POST' && request.url.startsWith('/tools/')) {
-      const tool = request.routeOptions.config.tool ?? (request.params as { name?: string } | undefined)?.name;
-      request.log.info({ tool, key: request.apiKey?.label, ip: request.ip, status: reply.statusCode, code: sentErrorCode(reply) }, 'tool call refused');
-    }
-    done();
-  });
 
   app.addHook('onRequest', async (request) => {
-    if (inFlight.draining && request.url !== '/healthz') throw shuttingDown();
+    if (gateway.draining && request.url !== '/healthz') throw shuttingDown();
   });
   // While draining, every response closes its connection, so none lingers idle after the close.
   app.addHook('onSend', async (_request, reply) => {
-    if (inFlight.draining) reply.header('connection', 'close');
+    if (gateway.draining) reply.header('connection', 'close');
   });
 
   await registerOpenAPI(app, { docs: options.docs ?? true });
-  healthRoutes(app, () => inFlight.draining);
-  toolRoutes(app, { executor, inFlight });
+  healthRoutes(app, () => gateway.draining);
+  // The audit lines and metrics of calls, run or refused, come from the gateway.
+  toolRoutes(app, { gateway });
   return app;
 }

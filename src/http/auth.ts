@@ -1,20 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ApiKey } from '../api-keys.js';
+import type { FastifyInstance } from 'fastify';
 import { ToolportError } from '../core/errors.js';
+import type { KeyIdentity, Keyring, ToolScope } from '../core/keyring.js';
 import { hostAndOriginGuard } from './local-only.js';
 
 export type { ApiKey } from '../api-keys.js';
-
-/** The tools a scoped key may use, in the key's order. Keys with the same tools share one set. */
-export type ToolScope = ReadonlySet<string>;
+export type { ToolScope } from '../core/keyring.js';
 
 /** The key a request authenticated with: its label and scope, never the secret, so it is safe to log. */
-export interface AuthenticatedKey {
-  readonly label: string;
-  /** Undefined: every served tool. */
-  readonly tools: ToolScope | undefined;
-}
+export type AuthenticatedKey = KeyIdentity;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,9 +20,22 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A 401 with the `WWW-Authenticate` challenge that goes with it. The challenge is HTTP's, so it
+ * lives here, in the HTTP adapter, not in the core's catalog.
+ */
+export class UnauthorizedError extends ToolportError {
+  readonly challenge: string;
+
+  constructor(message: string, challenge: string) {
+    super('UNAUTHORIZED', message);
+    this.challenge = challenge;
+  }
+}
+
 export interface AccessControlOptions {
-  /** No keys: no authentication. */
-  apiKeys: readonly ApiKey[];
+  /** The configured keys; none: no authentication. */
+  keyring: Keyring;
   /** With keys configured, leave /docs and /openapi.json open. */
   publicDocs: boolean;
   /** The server listens on a loopback address: refuse Host and Origin headers that are not local (or allowed). */
@@ -40,21 +46,16 @@ export interface AccessControlOptions {
   allowedOrigins?: readonly string[];
 }
 
-const CHALLENGE = { 'www-authenticate': 'Bearer realm="toolport"' };
+const CHALLENGE = 'Bearer realm="toolport"';
 // RFC 6750 section 3.1: a token was sent but is not valid.
-const INVALID_TOKEN_CHALLENGE = { 'www-authenticate': 'Bearer realm="toolport", error="invalid_token"' };
+const INVALID_TOKEN_CHALLENGE = 'Bearer realm="toolport", error="invalid_token"';
 const BEARER = /^Bearer +(\S+) *$/i;
 // Orchestrators probe these without credentials; they reveal nothing.
 const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
 
-interface StoredKey {
-  digest: Buffer;
-  identity: AuthenticatedKey;
-}
-
 /**
- * The Host and Origin guard (see `hostAndOriginGuard`), then authentication and tool scopes, as
- * onRequest hooks in that order: a request with a foreign Host is refused before its credentials
+ * The Host and Origin guard (see `hostAndOriginGuard`), then authentication (who the caller is;
+ * what it may use is the gateway's to check), as onRequest hooks in that order: a request with a foreign Host is refused before its credentials
  * are looked at. Without keys, a request from a foreign web origin is refused wherever the server
  * listens: nothing else would stop a page from running tools through a rebinding name. Open without a key:
  * /healthz, /readyz and, with `publicDocs`, /docs and /openapi.json. Routes are matched by their
@@ -62,44 +63,22 @@ interface StoredKey {
  * with no route needs a key too, so an anonymous caller cannot map the API.
  */
 export function installAccessControl(app: FastifyInstance, options: AccessControlOptions): void {
-  const { apiKeys, publicDocs } = options;
-  const scopes = new Map<string, ToolScope>();
-  const scopeOf = (tools: readonly string[] | undefined): ToolScope | undefined => {
-    if (tools === undefined) return undefined;
-    const id = [...tools].sort().join('\n');
-    if (!scopes.has(id)) scopes.set(id, new Set(tools));
-    return scopes.get(id);
-  };
-  const stored: StoredKey[] = apiKeys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools) }) }));
-  app.decorate('toolScopes', [...scopes.values()]);
+  const { keyring, publicDocs } = options;
+  app.decorate('toolScopes', keyring.scopes);
   app.decorateRequest('apiKey', undefined);
 
   const guard = hostAndOriginGuard({
     loopback: options.localOnly,
-    authenticated: apiKeys.length > 0,
+    authenticated: keyring.size > 0,
     allowedHosts: options.allowedHosts ?? [],
     allowedOrigins: options.allowedOrigins ?? [],
   });
   if (guard) app.addHook('onRequest', guard);
-  if (stored.length === 0) return;
+  if (keyring.size === 0) return;
   app.addHook('onRequest', async (request) => {
     const route = request.routeOptions.url;
     if (route !== undefined && (OPEN_ROUTES.has(route) || (publicDocs && isDocsRoute(route)))) return;
-    request.apiKey = authenticate(request.headers.authorization, stored);
-  });
-}
-
-/**
- * Throws 403 FORBIDDEN unless the request's key may use the tool. A scoped key gets this same
- * answer for a tool that does not exist at all, so it cannot probe which tools exist beyond its scope.
- */
-export function assertMayUse(request: FastifyRequest, tool: string): void {
-  const key = request.apiKey;
-  if (key?.tools === undefined || key.tools.has(tool)) return;
-  const allowed = [...key.tools];
-  throw new ToolportError('FORBIDDEN', `API key "${key.label}" may not use tool ${JSON.stringify(tool)}; it may use ${allowed.join(', ')}.`, {
-    tool,
-    available: allowed,
+    request.apiKey = authenticate(request.headers.authorization, keyring);
   });
 }
 
@@ -107,37 +86,14 @@ function isDocsRoute(route: string): boolean {
   return route === '/openapi.json' || route === '/docs' || route.startsWith('/docs/');
 }
 
-function authenticate(header: string | undefined, keys: readonly StoredKey[]): AuthenticatedKey {
+function authenticate(header: string | undefined, keyring: Keyring): AuthenticatedKey {
   if (header === undefined || header === '') {
-    throw new ToolportError('UNAUTHORIZED', 'Authentication required: send an API key in the header "Authorization: Bearer <key>".', undefined, CHALLENGE);
+    throw new UnauthorizedError('Authentication required: send an API key in the header "Authorization: Bearer <key>".', CHALLENGE);
   }
   const token = BEARER.exec(header)?.[1];
-  if (token === undefined) {
-    throw new ToolportError('UNAUTHORIZED', 'The Authorization header must have the form "Bearer <key>".', undefined, CHALLENGE);
-  }
-  const key = findKey(keys, token);
+  if (token === undefined) throw new UnauthorizedError('The Authorization header must have the form "Bearer <key>".', CHALLENGE);
+  const key = keyring.identify(token);
   // Says nothing about which keys exist, or how close the token came.
-  if (key === undefined) throw new ToolportError('UNAUTHORIZED', 'The API key is not valid.', undefined, INVALID_TOKEN_CHALLENGE);
+  if (key === undefined) throw new UnauthorizedError('The API key is not valid.', INVALID_TOKEN_CHALLENGE);
   return key;
-}
-
-/**
- * The key a token matches, in time that tells an attacker nothing. Both sides are hashed first, so
- * `timingSafeEqual` compares equal-length digests: the time depends neither on the token's length
- * nor on how much of a key it gets right. Every key is compared, with no early exit, so the time
- * does not say whether or which key matched either. (A Map from digest to key would be sound too,
- * since no one can choose the bytes of a SHA-256 digest, but its string comparison needs that
- * argument; the loop does not, and over a handful of keys it costs well under a microsecond.)
- */
-function findKey(keys: readonly StoredKey[], token: string): AuthenticatedKey | undefined {
-  const digest = sha256(token);
-  let found: AuthenticatedKey | undefined;
-  for (const k of keys) {
-    if (timingSafeEqual(digest, k.digest)) found = k.identity;
-  }
-  return found;
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }

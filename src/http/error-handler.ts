@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, ToolportError, type ErrorCode } from '../core/errors.js';
 import { describeViolations } from '../core/validator.js';
+import { UnauthorizedError } from './auth.js';
 
 /**
  * One place turns every error into a response in the error-body shape: the catalog's own errors,
@@ -14,7 +15,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     const known = toToolportError(err, request);
     if (known) return sendError(reply, known);
     request.log.error({ err }, 'unexpected error');
-    return sendError(reply, new ToolportError('INTERNAL_ERROR', `Internal server error (request id ${request.id}).`));
+    return sendError(reply, internalError(request));
   });
 
   app.setNotFoundHandler((request, reply) =>
@@ -25,18 +26,26 @@ export function installErrorHandling(app: FastifyInstance): void {
 const INVALID_JSON_MESSAGE =
   'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
 
-// The code each error response carried, for metrics; a WeakMap leaves FastifyReply undecorated.
-const sentCodes = new WeakMap<FastifyReply, ErrorCode>();
-
-/** The catalog code of the error response this reply sent, if it sent one. */
-export function sentErrorCode(reply: FastifyReply): ErrorCode | undefined {
-  return sentCodes.get(reply);
+/**
+ * Answers a refusal: its status, the headers HTTP adds to what the error carries (`Retry-After`
+ * from `retryAfterSeconds`, `WWW-Authenticate` for a 401), and the error body.
+ */
+export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+  if (err instanceof UnauthorizedError) reply.header('www-authenticate', err.challenge);
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
 }
 
-export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
-  sentCodes.set(reply, err.code);
-  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
-  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+/**
+ * The refusal the error handler answers an error with: the error itself when it is the catalog's,
+ * Fastify's own errors (bad JSON, 413, 415, schema violations) in catalog terms, else a 500.
+ */
+export function asToolportError(err: FastifyError, request: FastifyRequest): ToolportError {
+  return toToolportError(err, request) ?? internalError(request);
+}
+
+function internalError(request: FastifyRequest): ToolportError {
+  return new ToolportError('INTERNAL_ERROR', `Internal server error (request id ${request.id}).`);
 }
 
 function toToolportError(err: FastifyError, request: FastifyRequest): ToolportError | undefined {

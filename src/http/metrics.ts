@@ -1,13 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { CALL_OUTCOMES, type CallObserver, type CallOutcome } from '../core/executor.js';
-import { sentErrorCode } from './error-handler.js';
+import { CALL_OUTCOMES, type CallOutcome } from '../core/executor.js';
+import type { GatewayObserver } from '../core/gateway.js';
 
 /** Seconds; tools range from a file read (milliseconds) to a long command (minutes). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
+/** The transport label of calls made on the executor itself, not through the gateway. */
+export const DIRECT_TRANSPORT = 'direct';
+
 interface ToolSeries {
-  calls: Map<CallOutcome, Counter.Internal>;
+  /** By transport, then outcome. */
+  calls: Map<string, Map<CallOutcome, Counter.Internal>>;
   duration: Histogram.Internal<'tool'>;
   inFlight: Gauge.Internal<'tool'>;
   queueDepth: Gauge.Internal<'tool'>;
@@ -25,8 +29,8 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   readonly #calls = new Counter({
     name: 'toolport_tool_calls_total',
-    help: 'Tool calls that were admitted, by tool and outcome (ok, tool_error, threw, malformed, timeout, aborted).',
-    labelNames: ['tool', 'outcome'] as const,
+    help: 'Tool calls that were admitted, by tool, outcome (ok, tool_error, threw, malformed, timeout, aborted) and transport (rest, mcp, ...).',
+    labelNames: ['tool', 'outcome', 'transport'] as const,
     registers: [this.registry],
   });
   readonly #duration = new Histogram({
@@ -50,15 +54,21 @@ export class ServiceMetrics {
   });
   readonly #rejected = new Counter({
     name: 'toolport_rejected_calls_total',
-    help: 'Tool call requests answered with an error response, by error code in lower case (invalid_input, queue_full, rate_limited, ...).',
-    labelNames: ['reason'] as const,
+    help: 'Tool calls refused before they ran, by error code in lower case (invalid_input, queue_full, rate_limited, ...) and transport (rest, mcp, ...).',
+    labelNames: ['reason', 'transport'] as const,
     registers: [this.registry],
   });
   readonly #tools = new Map<string, ToolSeries>();
-  readonly #reasons = new Map<string, Counter.Internal>();
+  // By transport, then code.
+  readonly #reasons = new Map<string, Map<string, Counter.Internal>>();
+  readonly #transports: readonly string[];
 
-  /** Starts every series of these tools at zero, so rates and alerts work from the first scrape. */
-  constructor(tools: readonly string[] = []) {
+  /**
+   * Starts every series of these tools at zero, for each of these transports (the ones the server
+   * serves), so rates and alerts work from the first scrape. Other transports get theirs when first seen.
+   */
+  constructor(tools: readonly string[] = [], transports: readonly string[] = ['rest']) {
+    this.#transports = transports;
     for (const tool of tools) this.#series(tool);
     new Gauge({
       name: 'process_resident_memory_bytes',
@@ -88,44 +98,55 @@ export class ServiceMetrics {
     });
   }
 
-  /** The observer to hand to the `ToolExecutor`. */
-  readonly observer: CallObserver = {
+  /** The observer to hand to the `Gateway`. */
+  readonly observer: GatewayObserver = {
     loadChanged: (tool, running, waiting) => {
       const series = this.#series(tool);
       // Usually only one of the two changed; a prom-client set hashes its labels, so skip the other.
       if (series.running !== running) series.inFlight.set((series.running = running));
       if (series.waiting !== waiting) series.queueDepth.set((series.waiting = waiting));
     },
-    callFinished: (tool, outcome, seconds) => {
+    callFinished: (tool, outcome, seconds, transport = DIRECT_TRANSPORT) => {
       const series = this.#series(tool);
-      series.calls.get(outcome)?.inc();
+      (series.calls.get(transport) ?? this.#outcomes(tool, series, transport)).get(outcome)?.inc();
       if (seconds !== undefined) series.duration.observe(seconds);
     },
+    callRefused: (code, transport) => this.rejected(code, transport),
   };
 
-  /** Counts one refused tool call request by its error code. */
-  rejected(code: string): void {
-    let counter = this.#reasons.get(code);
+  /** Counts one refused tool call by its error code and transport. */
+  rejected(code: string, transport: string = DIRECT_TRANSPORT): void {
+    let byCode = this.#reasons.get(transport);
+    if (byCode === undefined) this.#reasons.set(transport, (byCode = new Map()));
+    let counter = byCode.get(code);
     if (counter === undefined) {
-      counter = this.#rejected.labels(code.toLowerCase());
-      this.#reasons.set(code, counter);
+      counter = this.#rejected.labels(code.toLowerCase(), transport);
+      byCode.set(code, counter);
     }
     counter.inc();
+  }
+
+  /** The call counters of a tool for a transport, made (at zero) the first time. */
+  #outcomes(tool: string, series: ToolSeries, transport: string): Map<CallOutcome, Counter.Internal> {
+    const counters = new Map(CALL_OUTCOMES.map((outcome) => [outcome, this.#calls.labels(tool, outcome, transport)]));
+    // A labelled child is only written out once it has a value.
+    for (const counter of counters.values()) counter.inc(0);
+    series.calls.set(transport, counters);
+    return counters;
   }
 
   #series(tool: string): ToolSeries {
     let series = this.#tools.get(tool);
     if (series === undefined) {
       series = {
-        calls: new Map(CALL_OUTCOMES.map((outcome) => [outcome, this.#calls.labels(tool, outcome)])),
+        calls: new Map(),
         duration: this.#duration.labels(tool),
         inFlight: this.#inFlight.labels(tool),
         queueDepth: this.#queueDepth.labels(tool),
         running: 0,
         waiting: 0,
       };
-      // A labelled child is only written out once it has a value.
-      for (const counter of series.calls.values()) counter.inc(0);
+      for (const transport of this.#transports) this.#outcomes(tool, series, transport);
       this.#duration.zero({ tool });
       series.inFlight.set(0);
       series.queueDepth.set(0);
@@ -137,18 +158,10 @@ export class ServiceMetrics {
 
 /**
  * Serves the metrics at `GET /metrics` in the Prometheus text format (left out of the OpenAPI
- * document: it is for the operator's scraper, not for agents), and counts every error response to
- * a tool call (`POST /tools/...`) by its error code, whichever stage refused it.
+ * document: it is for the operator's scraper, not for agents). The calls, run or refused, are
+ * counted through the gateway's observer, whichever transport and stage they came through.
  */
 export function installMetrics(app: FastifyInstance, metrics: ServiceMetrics): void {
-  // A callback hook, not an async one: it runs on every request and should not cost a promise.
-  app.addHook('onResponse', (request, reply, done) => {
-    if (reply.statusCode >= 400 && request.method === 'POST' && request.url.startsWith('/tools/')) {
-      metrics.rejected(sentErrorCode(reply) ?? `http_${reply.statusCode}`);
-    }
-    done();
-  });
-
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     const text = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(text);

@@ -57,7 +57,7 @@ async function installRateLimit(app: FastifyInstance, max: number): Promise<void
     // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
     keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`),
     // The plugin throws what this returns, with its x-ratelimit-* and retry-after headers already
-    // set; the error handler answers it in the error-body shape.
+    // set; the error handler answers it in the error-body shape (and sets Retry-After from it too).
     errorResponseBuilder: (request, context) => {
       const retryAfter = Math.ceil(context.ttl / 1000);
       const who = request.apiKey ? `key "${request.apiKey.label}"` : 'this client address';
@@ -65,7 +65,7 @@ async function installRateLimit(app: FastifyInstance, max: number): Promise<void
         'RATE_LIMITED',
         `Rate limit exceeded: ${who} may make ${context.max} ${context.max === 1 ? 'request' : 'requests'} per minute; retry in ${retryAfter} s.`,
         { limit: context.max, windowSeconds: RATE_WINDOW_MS / 1000, retryAfterSeconds: retryAfter },
-        { 'retry-after': String(retryAfter) },
+        { retryAfterSeconds: retryAfter },
       );
     },
   });
@@ -88,7 +88,7 @@ async function installLoadShedding(app: FastifyInstance, pressure: PressureOptio
     if (!monitor.overloaded || UNSHED_ROUTES.has(request.routeOptions.url ?? '')) return done();
     done(
       new ToolportError('OVERLOADED', `The server is overloaded; retry in ${OVERLOADED_RETRY_AFTER_S} s.`, undefined, {
-        'retry-after': String(OVERLOADED_RETRY_AFTER_S),
+        retryAfterSeconds: OVERLOADED_RETRY_AFTER_S,
       }),
     );
   });

@@ -497,13 +497,13 @@ describe('ToolExecutor: concurrency limits', () => {
     await assert.rejects(executor.call('G', { id: 'c' }), (err: unknown) => {
       assert.ok(err instanceof ToolportError);
       assert.deepEqual(
-        { code: err.code, status: err.statusCode, message: err.message, details: err.details, headers: err.headers },
+        { code: err.code, status: err.statusCode, message: err.message, details: err.details, retryAfterSeconds: err.retryAfterSeconds },
         {
           code: 'QUEUE_FULL',
           status: 503,
           message: 'Tool "G" is busy: 1 call running and 1 waiting; retry later.',
           details: { tool: 'G', running: 1, waiting: 1, maxConcurrency: 1, queueSize: 1 },
-          headers: { 'retry-after': '1' },
+          retryAfterSeconds: 1,
         },
       );
       return true;

@@ -17,7 +17,7 @@ function assertQueueFull(l: ConcurrencyLimiter, message: string, details: unknow
       assert.equal(err.statusCode, 503);
       assert.equal(err.message, message);
       assert.deepEqual(err.details, details);
-      assert.deepEqual(err.headers, { 'retry-after': '1' });
+      assert.equal(err.retryAfterSeconds, 1);
       return true;
     },
   );

@@ -353,6 +353,36 @@ describe('ToolRegistry.toAPI', () => {
   });
 });
 
+describe('ToolRegistry: scoped and serialised lists', () => {
+  const one = tool({ name: 'One', description: 'First.' });
+  const two = tool({ name: 'Two', description: 'Second.' });
+  const three = tool({ name: 'Three', description: 'Third.' });
+
+  test('a scope lists only its tools, in registration order, whatever the order of the scope', () => {
+    const registry = new ToolRegistry().register(one).register(two).register(three);
+    const scope = new Set(['Three', 'One', 'Absent']);
+    assert.deepEqual(registry.toAPI('anthropic', scope).map((t) => t.name), ['One', 'Three']);
+    assert.deepEqual(registry.toAPI('mcp', scope).tools.map((t) => t.name), ['One', 'Three']);
+    assert.equal(registry.toAPI('openai', scope), registry.toAPI('openai', scope), 'computed once per scope and format');
+  });
+
+  test('listJSON is the list as JSON text, made once per scope and format', () => {
+    const registry = new ToolRegistry().register(one).register(two);
+    const scope = new Set(['Two']);
+    assert.equal(registry.listJSON(), JSON.stringify(registry.toAPI('anthropic')));
+    assert.equal(registry.listJSON('mcp', scope), JSON.stringify(registry.toAPI('mcp', scope)));
+    assert.deepEqual(JSON.parse(registry.listJSON('openai', scope)), registry.toAPI('openai', scope));
+  });
+
+  test('scoped lists are refreshed after a new register', () => {
+    const registry = new ToolRegistry().register(one);
+    const scope = new Set(['One', 'Two']);
+    assert.deepEqual(JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name), ['One']);
+    registry.register(two);
+    assert.deepEqual(JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name), ['One', 'Two']);
+  });
+});
+
 describe('Tool definitions', () => {
   test('a plain object with a hand-written JSON Schema registers and runs', async () => {
     const add: ToolDef = {

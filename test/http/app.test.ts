@@ -311,6 +311,34 @@ test('a tool call refused before it ran gets an audit line with the tool, status
   assert.doesNotMatch(JSON.stringify(lines), /wrong/);
 });
 
+test('every REST call gets exactly one audit line with transport rest, whichever stage refused it, and requests that are not calls get none', async (t) => {
+  const { lines, logger } = capturedLog();
+  const app = await appWith([Echo], { logger, apiKeys: [{ label: 'ci', key: 'ci-secret-0123456789abcdef', tools: ['Echo'] }], bodyLimit: 64 });
+  t.after(() => app.close());
+  const key = { authorization: 'Bearer ci-secret-0123456789abcdef' };
+  const send = (id: string, url: string, headers: Record<string, string>, payload: string) =>
+    app.inject({ method: 'POST', url, headers: { ...JSON_HEADERS, ...headers, 'x-request-id': id }, payload });
+  await send('ran', '/tools/Echo', key, '{"text":"hi"}');
+  await send('no-key', '/tools/Echo', {}, '{"text":"hi"}');
+  await send('scope', '/tools/Nope', key, '{}');
+  await send('json', '/tools/Echo', key, '{"text":');
+  await send('large', '/tools/Echo', key, JSON.stringify({ text: 'x'.repeat(100) }));
+  await send('input', '/tools/Echo', key, '{"text":1}');
+  await app.inject({ url: '/tools', headers: { ...key, 'x-request-id': 'list' } });
+  await app.inject({ url: '/nowhere', headers: { ...key, 'x-request-id': 'unrouted' } });
+  assert.deepEqual(
+    lines.map((l) => [l.reqId, l.msg, l.transport, l.key, l.code ?? l.outcome]),
+    [
+      ['ran', 'tool call', 'rest', 'ci', 'ok'],
+      ['no-key', 'tool call refused', 'rest', undefined, 'UNAUTHORIZED'],
+      ['scope', 'tool call refused', 'rest', 'ci', 'FORBIDDEN'],
+      ['json', 'tool call refused', 'rest', 'ci', 'INVALID_JSON'],
+      ['large', 'tool call refused', 'rest', 'ci', 'PAYLOAD_TOO_LARGE'],
+      ['input', 'tool call refused', 'rest', 'ci', 'INVALID_INPUT'],
+    ],
+  );
+});
+
 test('GET /tools/:name returns one definition, in the requested format', async (t) => {
   const app = await appWith([Echo, NoArgs]);
   t.after(() => app.close());

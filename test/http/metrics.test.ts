@@ -48,10 +48,10 @@ test('GET /metrics counts tool calls by tool and outcome, with their durations, 
   await post(app, '/tools/Fails');
   await post(app, '/tools/Throws');
   const m = await scrape(app);
-  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo"}'), 2);
-  assert.equal(m.get('toolport_tool_calls_total{outcome="tool_error",tool="Fails"}'), 1);
-  assert.equal(m.get('toolport_tool_calls_total{outcome="threw",tool="Throws"}'), 1);
-  assert.equal(m.get('toolport_tool_calls_total{outcome="timeout",tool="Echo"}'), 0, 'every outcome starts at zero');
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 2);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="tool_error",tool="Fails",transport="rest"}'), 1);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="threw",tool="Throws",transport="rest"}'), 1);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="timeout",tool="Echo",transport="rest"}'), 0, 'every outcome starts at zero');
   assert.equal(m.get('toolport_tool_call_duration_seconds_count{tool="Echo"}'), 2);
   assert.equal(m.get('toolport_tool_call_duration_seconds_bucket{le="+Inf",tool="Echo"}'), 2);
   assert.ok((m.get('toolport_tool_call_duration_seconds_sum{tool="Echo"}') ?? -1) >= 0);
@@ -66,7 +66,7 @@ test('a tool that was never called is listed at zero', async (t) => {
   const app = await appWith([Echo]);
   t.after(() => app.close());
   const m = await scrape(app);
-  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo"}'), 0);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 0);
   assert.equal(m.get('toolport_tool_call_duration_seconds_count{tool="Echo"}'), 0);
   assert.equal(m.get('toolport_tool_calls_in_flight{tool="Echo"}'), 0);
 });
@@ -87,14 +87,14 @@ test('GET /metrics shows calls in flight and waiting while they are, and a refus
   const during = await scrape(app);
   assert.equal(during.get('toolport_tool_calls_in_flight{tool="Busy"}'), 1);
   assert.equal(during.get('toolport_tool_queue_depth{tool="Busy"}'), 1);
-  assert.equal(during.get('toolport_rejected_calls_total{reason="queue_full"}'), 1);
+  assert.equal(during.get('toolport_rejected_calls_total{reason="queue_full",transport="rest"}'), 1);
   gated.runs[0]?.release();
   (await gated.started(2))[1]?.release();
   await Promise.all([first, second]);
   const after = await scrape(app);
   assert.equal(after.get('toolport_tool_calls_in_flight{tool="Busy"}'), 0);
   assert.equal(after.get('toolport_tool_queue_depth{tool="Busy"}'), 0);
-  assert.equal(after.get('toolport_tool_calls_total{outcome="ok",tool="Busy"}'), 2);
+  assert.equal(after.get('toolport_tool_calls_total{outcome="ok",tool="Busy",transport="rest"}'), 2);
 });
 
 test('every error response to a tool call is counted by its error code, whichever stage refused it', async (t) => {
@@ -111,14 +111,14 @@ test('every error response to a tool call is counted by its error code, whicheve
   const m = await scrape(app);
   const rejected = Object.fromEntries([...m].filter(([k]) => k.startsWith('toolport_rejected_calls_total')));
   assert.deepEqual(rejected, {
-    'toolport_rejected_calls_total{reason="invalid_input"}': 2,
-    'toolport_rejected_calls_total{reason="tool_not_found"}': 1,
-    'toolport_rejected_calls_total{reason="invalid_json"}': 1,
-    'toolport_rejected_calls_total{reason="unsupported_media_type"}': 1,
-    'toolport_rejected_calls_total{reason="payload_too_large"}': 1,
-    'toolport_rejected_calls_total{reason="rate_limited"}': 1,
+    'toolport_rejected_calls_total{reason="invalid_input",transport="rest"}': 2,
+    'toolport_rejected_calls_total{reason="tool_not_found",transport="rest"}': 1,
+    'toolport_rejected_calls_total{reason="invalid_json",transport="rest"}': 1,
+    'toolport_rejected_calls_total{reason="unsupported_media_type",transport="rest"}': 1,
+    'toolport_rejected_calls_total{reason="payload_too_large",transport="rest"}': 1,
+    'toolport_rejected_calls_total{reason="rate_limited",transport="rest"}': 1,
   });
-  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo"}'), 0, 'refused calls are not tool calls');
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 0, 'refused calls are not tool calls');
 });
 
 test('calls shed under pressure are counted as overloaded', async (t) => {
@@ -126,7 +126,7 @@ test('calls shed under pressure are counted as overloaded', async (t) => {
   t.after(() => app.close());
   await post(app, '/tools/Echo', { text: 'a' });
   const m = await scrape(app);
-  assert.equal(m.get('toolport_rejected_calls_total{reason="overloaded"}'), 1);
+  assert.equal(m.get('toolport_rejected_calls_total{reason="overloaded",transport="rest"}'), 1);
 });
 
 test('each app has its own metrics: two apps in one process do not see each other\'s calls', async (t) => {
@@ -134,8 +134,8 @@ test('each app has its own metrics: two apps in one process do not see each othe
   const two = await appWith([Echo]);
   t.after(() => Promise.all([one.close(), two.close()]));
   await post(one, '/tools/Echo', { text: 'a' });
-  assert.equal((await scrape(one)).get('toolport_tool_calls_total{outcome="ok",tool="Echo"}'), 1);
-  assert.equal((await scrape(two)).get('toolport_tool_calls_total{outcome="ok",tool="Echo"}'), 0);
+  assert.equal((await scrape(one)).get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 1);
+  assert.equal((await scrape(two)).get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 0);
 });
 
 test('/metrics is left out of the OpenAPI document', async (t) => {

@@ -1,17 +1,18 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { API_FORMATS, formatTools, type APIFormat } from '../../core/formats.js';
-import type { ToolExecutor } from '../../core/executor.js';
+import { ToolportError } from '../../core/errors.js';
+import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
-import { assertMayUse, type ToolScope } from '../auth.js';
-import type { InFlight } from '../in-flight.js';
+import { asToolportError, sendError } from '../error-handler.js';
 import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
 
 export interface ToolRoutesOptions {
-  executor: ToolExecutor;
-  /** Tracks calls in flight, for graceful shutdown, which aborts them after its grace period. */
-  inFlight: InFlight;
+  /** Every rule of a call (scope, validation, admission, audit, metrics, calls in flight) is the gateway's. */
+  gateway: Gateway;
 }
+
+/** The transport label of calls that come through these routes. */
+export const REST_TRANSPORT = 'rest';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 // Made once: an Error captures a stack trace, which is not free on every disconnect.
@@ -37,27 +38,28 @@ const CALL_RESPONSES = {
   },
 };
 
-/** The REST adapter over the registry and the execution pipeline. */
-export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: ToolRoutesOptions): void {
+/**
+ * The REST adapter over the gateway: each route parses, calls the gateway, and renders. Refusals
+ * the routes make before the gateway sees the call (no key, rate limit, body too large or not
+ * JSON, overload, the caller's scope) go to `gateway.refused` from the call routes' own onError
+ * hook, so they get the same audit line and metric as the gateway's.
+ */
+export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOptions): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { registry } = executor;
-  // Tool lists do not change once the app is built: serialise each format once, and once more
-  // for each distinct scope of the API keys (a scoped key lists only the tools it may use).
-  const lists = new Map<APIFormat, string>(API_FORMATS.map((f) => [f, JSON.stringify(registry.toAPI(f))]));
-  const scopedLists = new Map<ToolScope, Map<APIFormat, string>>();
-  const listsFor = (scope: ToolScope | undefined): Map<APIFormat, string> => {
-    if (scope === undefined) return lists;
-    let shaped = scopedLists.get(scope);
-    if (shaped === undefined) {
-      const tools = registry.list().filter((t) => scope.has(t.name));
-      shaped = new Map(API_FORMATS.map((f) => [f, JSON.stringify(formatTools(tools, f))]));
-      scopedLists.set(scope, shaped);
-    }
-    return shaped;
-  };
-  for (const scope of fastify.hasDecorator('toolScopes') ? fastify.toolScopes : []) listsFor(scope);
+  const { registry } = gateway;
   // Before the body is parsed: a call outside the key's scope is refused whatever it carries.
-  const checkScope = async (request: FastifyRequest): Promise<void> => assertMayUse(request, toolName(request));
+  const checkScope = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    done(gateway.scopeRefusal(new RequestCaller(request), toolName(request)));
+  };
+  // Runs only for errors raised before the handler called the gateway (the handler answers the
+  // gateway's own refusals itself, so they are not counted twice).
+  const refusedBeforeGateway = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
+    gateway.refused(
+      { caller: new RequestCaller(request), tool: toolName(request), requestId: request.id, transport: REST_TRANSPORT },
+      asToolportError(error, request),
+    );
+    done();
+  };
 
   app.get(
     '/tools',
@@ -70,8 +72,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: Too
         response: { 200: { description: 'The tool definitions.', type: 'object', additionalProperties: true }, 400: ErrorRef },
       },
     },
-    async (request, reply) =>
-      reply.type(JSON_TYPE).serializer(String).send(listsFor(request.apiKey?.tools).get(request.query.format ?? 'anthropic')),
+    async (request, reply) => reply.type(JSON_TYPE).serializer(String).send(gateway.list(new RequestCaller(request), request.query.format)),
   );
 
   app.get(
@@ -87,37 +88,24 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: Too
       },
       onRequest: checkScope,
     },
-    async (request) => {
-      const { name } = request.params;
-      const format = request.query.format ?? 'anthropic';
-      executor.lookup(name);
-      const index = registry.list().findIndex((t) => t.name === name);
-      const shaped = registry.toAPI(format);
-      return Array.isArray(shaped) ? shaped[index] : shaped.tools[index];
-    },
+    async (request) => gateway.describe(new RequestCaller(request), request.params.name, request.query.format),
   );
 
   const call = async (request: FastifyRequest, reply: FastifyReply) => {
-    const name = toolName(request);
-    // No body at all (curl -X POST) means "no arguments": the same as {}.
-    const input = request.body === undefined ? {} : request.body;
-    // Aborted when the client goes away, or by shutdown once its grace period is over.
-    const cancel = new AbortController();
-    inFlight.enter(cancel);
+    const call = new RestCall(request);
+    // The call is aborted when the client goes away (and by shutdown, through the gateway).
     const onClose = (): void => {
-      if (!reply.raw.writableFinished) cancel.abort(CLIENT_GONE);
+      if (!reply.raw.writableFinished) gateway.cancel(call, CLIENT_GONE);
     };
     reply.raw.once('close', onClose);
     try {
-      const result = await executor.call(name, input, {
-        requestId: request.id,
-        signal: cancel.signal,
-        inputBytes: Number(request.headers['content-length'] ?? 0),
-        keyLabel: request.apiKey?.label,
-      });
+      const result = await gateway.call(call);
       return await reply.type(JSON_TYPE).send(result);
+    } catch (err) {
+      // Already logged and counted by the gateway: answered here, so the onError hook never sees it.
+      if (err instanceof ToolportError) return sendError(reply, err);
+      throw err;
     } finally {
-      inFlight.leave(cancel);
       reply.raw.off('close', onClose);
     }
   };
@@ -129,6 +117,7 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: Too
     app.post(`/tools/${tool.name}`, {
       serializerCompiler: stringify,
       onRequest: checkScope,
+      onError: refusedBeforeGateway,
       config: { tool: tool.name, swaggerTransform: withBody(tool) },
       schema: {
         operationId: tool.name,
@@ -143,8 +132,56 @@ export function toolRoutes(fastify: FastifyInstance, { executor, inFlight }: Too
   app.post('/tools/:name', {
     serializerCompiler: stringify,
     onRequest: checkScope,
+    onError: refusedBeforeGateway,
     schema: { hide: true, params: ToolNameParams, response: CALL_RESPONSES },
   }, call);
+}
+
+/**
+ * The caller of a request, as the gateway sees it. The fields are read only when needed: the
+ * client address (which, behind a trusted proxy, is parsed from X-Forwarded-For) only for the
+ * audit line of a refusal.
+ */
+class RequestCaller implements Caller {
+  readonly #request: FastifyRequest;
+
+  constructor(request: FastifyRequest) {
+    this.#request = request;
+  }
+
+  get label(): string | undefined {
+    return this.#request.apiKey?.label;
+  }
+
+  get scope(): ReadonlySet<string> | undefined {
+    return this.#request.apiKey?.tools;
+  }
+
+  get ip(): string {
+    return this.#request.ip;
+  }
+}
+
+/** A call through a REST route: the request for the gateway, and its caller, in one object. */
+class RestCall extends RequestCaller implements CallRequest {
+  readonly tool: string;
+  readonly input: unknown;
+  readonly requestId: string;
+  readonly transport = REST_TRANSPORT;
+  readonly inputBytes: number;
+
+  constructor(request: FastifyRequest) {
+    super(request);
+    this.tool = toolName(request);
+    // No body at all (curl -X POST) means "no arguments": the same as {}.
+    this.input = request.body === undefined ? {} : request.body;
+    this.requestId = request.id;
+    this.inputBytes = Number(request.headers['content-length'] ?? 0);
+  }
+
+  get caller(): Caller {
+    return this;
+  }
 }
 
 /** The tool a request is for: a per-tool route says it in its config, the generic one in its path. */

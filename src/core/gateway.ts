@@ -1,0 +1,215 @@
+import { pino, type Logger } from 'pino';
+import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './errors.js';
+import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
+import { API_FORMATS, type AnthropicTool, type APIFormat, type MCPTool, type OpenAITool } from './formats.js';
+import { InFlight, shuttingDown } from './in-flight.js';
+import type { ToolScope } from './keyring.js';
+import type { ToolRegistry } from './registry.js';
+import type { Progress, ToolResult } from './types.js';
+
+/** Who is calling: what the audit lines name, and which tools the caller may use. */
+export interface Caller {
+  /** The label of the API key the caller presented (logged as `key`); undefined without keys. */
+  readonly label?: string | undefined;
+  /** The tools the caller may use; undefined: every served tool. */
+  readonly scope: ToolScope | undefined;
+  /** The client's address, for the audit line of a refused call. */
+  readonly ip?: string | undefined;
+}
+
+/** A caller with every tool and no key: in-process callers (the CLI), and servers without keys. */
+export const ANYONE: Caller = Object.freeze({ scope: undefined });
+
+/** What the audit line and the metrics say about a call; all an adapter knows of a call it refuses itself. */
+export interface CallIdentity {
+  caller: Caller;
+  /** The tool asked for; undefined when the adapter refused the call before it could tell. */
+  tool?: string | undefined;
+  /** Goes into every log line of the call, and into the tool's context. */
+  requestId: string;
+  /** The adapter: a short fixed name (`rest`, `mcp`, `cli`). A metric label, so never the client's words. */
+  transport: string;
+}
+
+/** One call through the gateway. Each call needs its own object: it is the key `cancel` finds the call by. */
+export interface CallRequest extends CallIdentity {
+  tool: string;
+  /** The tool input as parsed, not yet validated. */
+  input: unknown;
+  /** Aborts the call from outside (a client's cancellation); `cancel` does the same without a signal. */
+  signal?: AbortSignal;
+  /** Size of the raw input, for the log line (the input itself is never logged). */
+  inputBytes?: number;
+  /** Hears the tool's progress reports; without it, the tool's context has no `progress`. */
+  onProgress?: (progress: Progress) => void;
+}
+
+/** What a call that ran answers: a normalised ToolResult, `isError` always set. */
+export type CallResult = ToolResult & { isError: boolean };
+
+/** Hears calls that ran and calls that were refused, for metrics; cheap, and must not throw. */
+export interface GatewayObserver extends CallObserver {
+  /** A call was refused before it ran, by the gateway or by an adapter (`Gateway.refused`). */
+  callRefused(code: ErrorCode, transport: string): void;
+}
+
+export interface GatewayOptions extends Omit<ExecutorOptions, 'observer'> {
+  observer?: GatewayObserver;
+  /** The distinct scopes of the API keys, so their tool lists are made at start-up rather than on first use. */
+  scopes?: readonly ToolScope[];
+}
+
+type ToolDefinition = AnthropicTool | OpenAITool | MCPTool;
+
+/**
+ * The one way into the tools, for every adapter (REST, MCP, the CLI): the caller's scope, the
+ * lookup, validation, admission, the deadline and normalisation (through the `ToolExecutor`), one
+ * audit line and one metric per call, run or refused, labelled with the transport, and the calls
+ * in flight for a graceful shutdown. Adapters parse their protocol, call this, and render.
+ */
+export class Gateway {
+  readonly executor: ToolExecutor;
+  readonly registry: ToolRegistry;
+  readonly #log: Logger;
+  readonly #observer: GatewayObserver | undefined;
+  readonly #inFlight = new InFlight();
+
+  constructor({ scopes = [], observer, ...options }: GatewayOptions) {
+    this.executor = new ToolExecutor({ ...options, observer });
+    this.registry = options.registry;
+    this.#log = options.logger ?? pino({ level: 'silent' });
+    this.#observer = observer;
+    for (const scope of [undefined, ...scopes]) for (const format of API_FORMATS) this.registry.listJSON(format, scope);
+  }
+
+  /**
+   * Runs a call. Rejects with `ToolportError` when the call is refused (shutting down, outside the
+   * caller's scope, unknown tool, invalid input, queue full), after logging and counting the
+   * refusal; whatever the tool does becomes the resolved `CallResult`.
+   */
+  async call(request: CallRequest): Promise<CallResult> {
+    const refusal = this.#inFlight.draining ? shuttingDown() : this.scopeRefusal(request.caller, request.tool);
+    if (refusal !== undefined) {
+      this.refused(request, refusal);
+      throw refusal;
+    }
+    // Synchronous up to the executor's call, so calls are admitted in the order they came.
+    const controller = new AbortController();
+    this.#inFlight.enter(request, controller);
+    const unlink = request.signal && follow(request.signal, controller);
+    try {
+      return await this.executor.call(request.tool, request.input, {
+        requestId: request.requestId,
+        signal: controller.signal,
+        inputBytes: request.inputBytes,
+        keyLabel: request.caller.label,
+        transport: request.transport,
+        onProgress: request.onProgress,
+      });
+    } catch (err) {
+      if (err instanceof ToolportError) this.refused(request, err);
+      throw err;
+    } finally {
+      this.#inFlight.leave(request);
+      unlink?.();
+    }
+  }
+
+  /** `call` that never rejects: a refusal becomes its error body, itself a ToolResult (for MCP and batches). */
+  async callSafe(request: CallRequest): Promise<CallResult | ErrorBody> {
+    try {
+      return await this.call(request);
+    } catch (err) {
+      if (err instanceof ToolportError) return errorBody(err.code, err.message, err.details);
+      this.#log.error({ reqId: request.requestId, tool: request.tool, err }, 'unexpected error');
+      const internal = new ToolportError('INTERNAL_ERROR', `Internal server error (request id ${request.requestId}).`);
+      this.refused(request, internal);
+      return errorBody(internal.code, internal.message);
+    }
+  }
+
+  /**
+   * Logs and counts a call an adapter refused before it could call the gateway (no valid key, rate
+   * limit, body too large, not JSON, overload), so every refusal of every transport gets the same
+   * audit line and metric. The gateway calls it for its own refusals.
+   */
+  refused(call: CallIdentity, error: ToolportError): void {
+    const { caller } = call;
+    this.#log.info(
+      { reqId: call.requestId, tool: call.tool, key: caller.label, ip: caller.ip, transport: call.transport, status: error.statusCode, code: error.code },
+      'tool call refused',
+    );
+    this.#observer?.callRefused(error.code, call.transport);
+  }
+
+  /**
+   * The FORBIDDEN refusal for a tool outside the caller's scope, or undefined when it may use it. A
+   * scoped caller gets this same answer for a tool that does not exist at all, so it cannot probe
+   * which tools exist beyond its scope. For adapters that check before they read the input.
+   */
+  scopeRefusal(caller: Caller, tool: string): ToolportError | undefined {
+    const scope = caller.scope;
+    if (scope === undefined || scope.has(tool)) return undefined;
+    const allowed = [...scope];
+    return new ToolportError('FORBIDDEN', `API key "${caller.label}" may not use tool ${JSON.stringify(tool)}; it may use ${allowed.join(', ')}.`, {
+      tool,
+      available: allowed,
+    });
+  }
+
+  /** The tools the caller may see, in a provider's format, as JSON text made once (at start-up for the keys' scopes). */
+  list(caller: Caller, format: APIFormat = 'anthropic'): string {
+    return this.registry.listJSON(format, caller.scope);
+  }
+
+  /** One tool's definition in a provider's format; throws FORBIDDEN outside the caller's scope, TOOL_NOT_FOUND for no such tool. */
+  describe(caller: Caller, name: string, format: APIFormat = 'anthropic'): ToolDefinition {
+    const refusal = this.scopeRefusal(caller, name);
+    if (refusal !== undefined) throw refusal;
+    this.executor.lookup(name);
+    const index = this.registry.list().findIndex((t) => t.name === name);
+    const shaped = this.registry.toAPI(format);
+    return (Array.isArray(shaped) ? shaped[index] : shaped.tools[index])!;
+  }
+
+  /** Aborts a call in flight (its client went away); nothing when it already answered. */
+  cancel(request: CallRequest, reason: unknown): void {
+    this.#inFlight.abort(request, reason);
+  }
+
+  /** True once `drain` was called: new calls are refused with SHUTTING_DOWN. */
+  get draining(): boolean {
+    return this.#inFlight.draining;
+  }
+
+  /** Calls running or waiting for a slot right now. */
+  get inFlight(): number {
+    return this.#inFlight.count;
+  }
+
+  /** Refuses new calls from now on; calls in flight go on. */
+  drain(): void {
+    this.#inFlight.drain();
+  }
+
+  /** Resolves to true once no call is in flight, or to false after `graceMs`. */
+  drained(graceMs: number): Promise<boolean> {
+    return this.#inFlight.drained(graceMs);
+  }
+
+  /** Aborts every call in flight through its signal; each answers at once as aborted. */
+  abortAll(reason: Error): void {
+    this.#inFlight.abortAll(reason);
+  }
+}
+
+/** Aborts `controller` when `signal` aborts; returns what stops it following. */
+function follow(signal: AbortSignal, controller: AbortController): (() => void) | undefined {
+  if (signal.aborted) {
+    controller.abort(signal.reason);
+    return undefined;
+  }
+  const onAbort = (): void => controller.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Keyring } from '../../src/core/keyring.js';
+
+const KEYS = [
+  { label: 'full', key: 'full-secret-0123456789abcdef' },
+  { label: 'a', key: 'a-secret-0123456789abcdef', tools: ['Echo', 'Read'] },
+  { label: 'b', key: 'b-secret-0123456789abcdef', tools: ['Read', 'Echo'] },
+  { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['LS'] },
+];
+
+test('identify names the key a token matches by label and scope, and nothing for any other token', () => {
+  const keyring = new Keyring(KEYS);
+  assert.deepEqual(keyring.identify('full-secret-0123456789abcdef'), { label: 'full', tools: undefined });
+  assert.equal(keyring.identify('c-secret-0123456789abcdef')?.label, 'c');
+  assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['LS']);
+  for (const token of ['', 'full-secret-0123456789abcde', 'FULL-SECRET-0123456789ABCDEF', 'x']) assert.equal(keyring.identify(token), undefined, token);
+});
+
+test('keys with the same tools share one scope object; the identity is made once per key', () => {
+  const keyring = new Keyring(KEYS);
+  assert.equal(keyring.scopes.length, 2);
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.tools, keyring.identify('b-secret-0123456789abcdef')?.tools);
+  assert.equal(keyring.identify('a-secret-0123456789abcdef'), keyring.identify('a-secret-0123456789abcdef'));
+  assert.ok(Object.isFrozen(keyring.identify('a-secret-0123456789abcdef')));
+});
+
+test('an empty keyring has size 0 and identifies no one', () => {
+  const keyring = new Keyring([]);
+  assert.equal(keyring.size, 0);
+  assert.deepEqual(keyring.scopes, []);
+  assert.equal(keyring.identify('anything'), undefined);
+});
