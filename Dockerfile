@@ -8,8 +8,16 @@
 # ../shared/container/README.md); every stage uses it so all of them share one Node version.
 ARG BASE_IMAGE=node:26-bookworm-slim
 
+# --- base: the chosen Node.js, able to start ---------------------------------------------------
+# Node 26's official Linux binary links libatomic; a base image that lacks it (a minimal Debian
+# with the binary copied in) gets it here. Installs nothing where node already starts.
+FROM ${BASE_IMAGE} AS base
+RUN node --version >/dev/null 2>&1 || { apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libatomic1 \
+ && apt-get clean && rm -rf /var/lib/apt/lists/*; }
+
 # --- build: all dependencies, compile TypeScript to dist/ ---------------------------------------
-FROM ${BASE_IMAGE} AS build
+FROM base AS build
 WORKDIR /app
 # Manifests first: the npm ci layer is reused until the lockfile changes.
 COPY package.json package-lock.json ./
@@ -21,13 +29,13 @@ RUN npm run build
 # --- deps: production dependencies only -------------------------------------------------------
 # A stage of its own so the runtime image never holds dev dependencies or the npm cache.
 # No production dependency has an install script (only esbuild, a dev one), so skip them all.
-FROM ${BASE_IMAGE} AS deps
+FROM base AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # --- runtime ----------------------------------------------------------------------------------
-FROM ${BASE_IMAGE} AS runtime
+FROM base AS runtime
 # ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is its sandbox, and perl-base
 # (already in every Debian image) runs the subreaper that kills what a command leaves behind when
 # the sandbox cannot run. tini is PID 1: it forwards SIGTERM to node (which shuts down gracefully
