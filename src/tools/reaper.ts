@@ -49,8 +49,16 @@ if ($main == 0) {
   POSIX::_exit(127);
 }
 my $status;
-$SIG{$_} = sub { die "stop\n" } for qw(TERM INT HUP);
+# The handler leaves the wait by dying, but only while the eval below is on the stack. More than
+# one signal can come (the server's SIGTERM, then PR_SET_PDEATHSIG; or one PR_SET_PDEATHSIG per
+# thread of a multi-threaded server, which hands its children from thread to thread as it dies),
+# and Perl blocks a signal while its handler runs: one that comes meanwhile is handled after the
+# eval, and dying there would end the reaper before it cleans up. local resets $waiting as the
+# eval unwinds, before Perl can run another handler.
+our $waiting = 0;
+$SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
 eval {
+  local $waiting = 1;
   POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $signals);
   die "stop\n" if getppid() != $server;
   while (1) {

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { commandEnv, runProcess, type RunOptions } from '../../src/tools/process.js';
 import { reapedCommand, reaperUnavailableReason } from '../../src/tools/reaper.js';
@@ -118,4 +122,41 @@ test('when the server dies the reaper kills everything it started', async (t) =>
   assert.equal(processesWith(marker).filter((pid) => pid !== server.pid).length, 4);
   server.kill('SIGKILL');
   await waitFor(() => processesWith(marker).length === 0, 'everything the reaper started to be gone');
+});
+
+/**
+ * A Perl module that holds a dying Perl in its __DIE__ hook: it creates `dying` in $HOLD_DIE_DIR, then
+ * waits (at most 5 s) for `go` there. Loaded into the reaper through PERL5OPT.
+ */
+const HOLD_DIE_MODULE = String.raw`
+package HoldDie;
+$SIG{__DIE__} = sub {
+  open(my $fh, '>', "$ENV{HOLD_DIE_DIR}/dying") and close($fh);
+  for (1 .. 500) { last if -e "$ENV{HOLD_DIE_DIR}/go"; select(undef, undef, undef, 0.01); }
+};
+1;
+`;
+
+test('the reaper kills everything it started when a second signal comes while it handles the first', async (t) => {
+  if (!(await reaperWorks(t))) return;
+  const marker = trackMarker(t);
+  // A dying server can send several: its group kill, then PR_SET_PDEATHSIG once per thread its
+  // children are handed to as it exits. Perl blocks a signal while its handler runs, so one that
+  // comes then is handled after the handler has died; the hook holds the reaper there meanwhile.
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-reaper-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, 'HoldDie.pm'), HOLD_DIE_MODULE);
+  const env = commandEnv({ PERL5OPT: `-I${dir} -MHoldDie`, HOLD_DIE_DIR: dir });
+  const run = reaped(`${escapees(marker)}; echo ready; wait`, 2_000, { env });
+  await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
+  const reaper = processesWith(marker).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('perl\0'));
+  assert.ok(reaper !== undefined, 'the reaper is running');
+  process.kill(reaper, 'SIGTERM');
+  await waitFor(() => existsSync(path.join(dir, 'dying')), 'the reaper to handle SIGTERM');
+  process.kill(reaper, 'SIGTERM');
+  await writeFile(path.join(dir, 'go'), '');
+  const outcome = await run;
+  assert.deepEqual(outcome, { exitCode: null, exitSignal: 'SIGTERM', timedOut: false }, 'the reaper exits as bash did, not of an error');
+  assert.equal(run.opts.err(), '');
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
