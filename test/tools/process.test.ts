@@ -112,8 +112,11 @@ test("the server's exit kills a run's group with SIGKILL, or SIGTERM when the ru
   const marker = trackMarker(t);
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  // The marker is in bash's command line, where processesWith finds it.
-  const command = (name: string): string => `trap 'touch ${name}-got-term; exit' TERM; touch started; while :; do sleep 0.01; done # ${marker}`;
+  // The marker is in bash's command line, where processesWith finds it. Its stderr goes nowhere
+  // once it started: bash reports the killed sleep there, and with the server's end of the pipe
+  // closed that write would kill it with SIGPIPE before its trap runs.
+  const command = (name: string): string =>
+    `trap 'touch ${name}-got-term; exit' TERM; touch started; exec 2>/dev/null; while :; do sleep 0.01; done # ${marker}`;
 
   await serverExitsDuringRun(dir, command('default'));
   await waitFor(() => processesWith(marker).length === 0, 'the run to be gone');
