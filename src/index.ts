@@ -34,6 +34,7 @@ export {
   JSON_RPC,
   errorBody,
   jsonRpcError,
+  jsonRpcCodeOf,
   type ErrorBody,
   type ErrorCode,
   type ToolportErrorOptions,

@@ -103,6 +103,11 @@ export function jsonRpcError(err: ToolportError): {
   return { code: err.jsonRpcCode, message: err.message, data };
 }
 
+/** The JSON-RPC code of a catalog code read from an error body; undefined for a code not in the catalog. */
+export function jsonRpcCodeOf(code: string): number | undefined {
+  return Object.hasOwn(ErrorCatalog, code) ? ErrorCatalog[code as ErrorCode].jsonRpc : undefined;
+}
+
 /** Raised by `ToolRegistry.register` for a tool that breaks a registration rule. */
 export class ToolRegistrationError extends Error {
   override readonly name = 'ToolRegistrationError';

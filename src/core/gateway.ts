@@ -5,7 +5,7 @@ import { API_FORMATS, type AnthropicTool, type APIFormat, type MCPTool, type Ope
 import { InFlight, shuttingDown } from './in-flight.js';
 import type { ToolScope } from './keyring.js';
 import type { ToolRegistry } from './registry.js';
-import type { Progress, ToolResult } from './types.js';
+import type { Progress, ToolDef, ToolResult } from './types.js';
 
 /** Who is calling: what the audit lines name, and which tools the caller may use. */
 export interface Caller {
@@ -157,6 +157,11 @@ export class Gateway {
     });
   }
 
+  /** The tools the caller may use, in registration order: the same array for the same scope, until a new `register`. */
+  tools(caller: Caller): readonly ToolDef[] {
+    return this.registry.tools(caller.scope);
+  }
+
   /** The tools the caller may see, in a provider's format, as JSON text made once (at start-up for the keys' scopes). */
   list(caller: Caller, format: APIFormat = 'anthropic'): string {
     return this.registry.listJSON(format, caller.scope);
@@ -167,7 +172,7 @@ export class Gateway {
     const refusal = this.scopeRefusal(caller, name);
     if (refusal !== undefined) throw refusal;
     this.executor.lookup(name);
-    const index = this.registry.list().findIndex((t) => t.name === name);
+    const index = this.registry.tools().findIndex((t) => t.name === name);
     const shaped = this.registry.toAPI(format);
     return (Array.isArray(shaped) ? shaped[index] : shaped.tools[index])!;
   }

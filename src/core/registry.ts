@@ -23,9 +23,10 @@ interface Entry {
  */
 export class ToolRegistry {
   readonly #entries = new Map<string, Entry>();
-  readonly #published = new Map<APIFormat, Publication>();
+  // The lists of every tool, and of each scope: made on first use, dropped by the next register.
+  #published: Published | undefined;
   // Keyed by the scope object itself, so a scope no one holds any more takes its lists with it.
-  #scoped = new WeakMap<ToolScope, Map<APIFormat, Publication>>();
+  #scoped = new WeakMap<ToolScope, Published>();
   // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
   readonly #ajv = createAjv();
 
@@ -59,7 +60,7 @@ export class ToolRegistry {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }
     this.#entries.set(name, { tool, validate });
-    this.#published.clear();
+    this.#published = undefined;
     this.#scoped = new WeakMap();
     return this;
   }
@@ -96,20 +97,40 @@ export class ToolRegistry {
     return (publication.text ??= JSON.stringify(publication.shaped));
   }
 
+  /**
+   * The tools in `scope` (all of them when undefined), in registration order: the same array for
+   * the same scope until the next `register`, so a caller may cache what it derives from it.
+   */
+  tools(scope?: ToolScope): readonly ToolDef[] {
+    return this.#publishedFor(scope).tools;
+  }
+
   #publication(format: APIFormat, scope: ToolScope | undefined): Publication {
-    let byFormat = scope === undefined ? this.#published : this.#scoped.get(scope);
-    if (byFormat === undefined) {
-      byFormat = new Map();
-      this.#scoped.set(scope!, byFormat);
-    }
-    let publication = byFormat.get(format);
+    const published = this.#publishedFor(scope);
+    let publication = published.formats.get(format);
     if (publication === undefined) {
-      const tools = scope === undefined ? this.list() : this.list().filter((t) => scope.has(t.name));
-      publication = { shaped: formatTools(tools, format), text: undefined };
-      byFormat.set(format, publication);
+      publication = { shaped: formatTools(published.tools, format), text: undefined };
+      published.formats.set(format, publication);
     }
     return publication;
   }
+
+  #publishedFor(scope: ToolScope | undefined): Published {
+    let published = scope === undefined ? this.#published : this.#scoped.get(scope);
+    if (published === undefined) {
+      const all = this.list();
+      published = { tools: Object.freeze(scope === undefined ? all : all.filter((t) => scope.has(t.name))), formats: new Map() };
+      if (scope === undefined) this.#published = published;
+      else this.#scoped.set(scope, published);
+    }
+    return published;
+  }
+}
+
+/** The tools of one scope, and their lists by format. */
+interface Published {
+  tools: readonly ToolDef[];
+  formats: Map<APIFormat, Publication>;
 }
 
 /** A tool list in one format, and its JSON text once asked for. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ERROR_CODES, ErrorCatalog, ErrorCodes, JSON_RPC, jsonRpcError, ToolportError } from '../../src/core/errors.js';
+import { ERROR_CODES, ErrorCatalog, ErrorCodes, JSON_RPC, jsonRpcCodeOf, jsonRpcError, ToolportError } from '../../src/core/errors.js';
 
 test('every code has an HTTP status and a JSON-RPC code; ErrorCodes is the status alone', () => {
   for (const code of ERROR_CODES) {
@@ -32,4 +32,11 @@ test('a ToolportError carries its status, JSON-RPC code and retry delay, and no 
   assert.equal('headers' in err, false);
   assert.deepEqual(jsonRpcError(err), { code: -32021, message: 'busy', data: { code: 'QUEUE_FULL', details: { tool: 'Bash' }, retryAfterSeconds: 1 } });
   assert.deepEqual(jsonRpcError(new ToolportError('TOOL_NOT_FOUND', 'no')), { code: -32602, message: 'no', data: { code: 'TOOL_NOT_FOUND' } });
+});
+
+test('jsonRpcCodeOf reads the code of an error body, and knows no code outside the catalog', () => {
+  assert.equal(jsonRpcCodeOf('INVALID_INPUT'), -32602);
+  assert.equal(jsonRpcCodeOf('RATE_LIMITED'), -32015);
+  assert.equal(jsonRpcCodeOf('toString'), undefined);
+  assert.equal(jsonRpcCodeOf('NOPE'), undefined);
 });

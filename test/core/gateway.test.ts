@@ -275,6 +275,15 @@ describe('Gateway: lists', () => {
     assert.equal(gateway.list(ANYONE), gateway.list(FULL, 'anthropic'));
   });
 
+  test('tools answers the caller\'s tools in registration order, the same array each time', () => {
+    const scope = new Set(['NoArgs']);
+    const { gateway } = gatewayWith([Echo, NoArgs], { scopes: [scope] });
+    const scoped: Caller = { label: 'ci', scope };
+    assert.deepEqual(gateway.tools(scoped), [NoArgs]);
+    assert.equal(gateway.tools(scoped), gateway.tools({ label: 'other', scope }));
+    assert.deepEqual(gateway.tools(FULL), [Echo, NoArgs]);
+  });
+
   test('describe answers one tool, FORBIDDEN outside the scope and TOOL_NOT_FOUND for no such tool', () => {
     const { gateway } = gatewayWith([Echo, NoArgs]);
     assert.deepEqual(gateway.describe(SCOPED, 'Echo', 'openai'), formatTools([Echo], 'openai')[0]);

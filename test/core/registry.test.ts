@@ -374,6 +374,19 @@ describe('ToolRegistry: scoped and serialised lists', () => {
     assert.deepEqual(JSON.parse(registry.listJSON('openai', scope)), registry.toAPI('openai', scope));
   });
 
+  test('tools(scope) is the same frozen array for the same scope, until a new register', () => {
+    const registry = new ToolRegistry().register(one).register(two);
+    const scope = new Set(['Two']);
+    assert.deepEqual(registry.tools(scope).map((t) => t.name), ['Two']);
+    assert.equal(registry.tools(scope), registry.tools(scope));
+    assert.equal(registry.tools(), registry.tools());
+    assert.ok(Object.isFrozen(registry.tools()));
+    const before = registry.tools();
+    registry.register(three);
+    assert.notEqual(registry.tools(), before);
+    assert.deepEqual(registry.tools().map((t) => t.name), ['One', 'Two', 'Three']);
+  });
+
   test('scoped lists are refreshed after a new register', () => {
     const registry = new ToolRegistry().register(one);
     const scope = new Set(['One', 'Two']);
