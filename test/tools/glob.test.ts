@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, open, realpath, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
-import { createGlobTool } from '../../src/tools/glob.js';
+import { createGlobTool, type SearchWork } from '../../src/tools/glob.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
@@ -55,6 +56,13 @@ test('Glob lists matching files relative to the root, newest first', async () =>
     await glob({ pattern: '**/*.ts' }),
     result(['src/new.ts', 'src/mid.ts', 'src/deep/deeper/x.ts', 'src/old.ts', '.config/hidden.ts'].join('\n')),
   );
+});
+
+test('Glob orders by modification time also the matches that its crawl did not take times for, such as those of "src/./*.ts"', async () => {
+  // The crawl takes the times of files that match the pattern as picomatch reads it; the crawler
+  // reads "src/./" and "src//" as "src/", so these are looked up again afterwards.
+  assert.deepEqual(await glob({ pattern: 'src/./*.ts' }), result('src/new.ts\nsrc/mid.ts\nsrc/old.ts'));
+  assert.deepEqual(await glob({ pattern: 'src//*.{md,ts}' }), result('src/readme.md\nsrc/new.ts\nsrc/mid.ts\nsrc/old.ts'));
 });
 
 test('Glob sorts files with the same mtime by path', async () => {
@@ -259,7 +267,126 @@ test('Glob stops reading after its entry budget and says so, instead of holding 
   const result = await Small.execute({ pattern: '**/*.txt', path: 'budget' }, context());
   assert.equal(result.isError, false);
   const text = result.content[0]!.type === 'text' ? result.content[0]!.text : '';
-  assert.match(text, /\n\n\(The search stopped after reading \d+ directory entries; files further on were not looked at\. Pass a narrower path or pattern\.\)$/);
+  assert.match(
+    text,
+    /\n\n\(The search stopped after opening \d+ directories and reading \d+ directory entries; files further on were not looked at\. Pass a narrower path or pattern\.\)$/,
+  );
   const found = text.split('\n\n')[0]!.split('\n');
   assert.ok(found.length > 0 && found.length < 30, `found ${found.length} of 30`);
+});
+
+/** A Glob tool over a workspace of its own, `base/<dir>`, that records the work of its last search. */
+async function globIn(dir: string, maxCrawledEntries?: number): Promise<{ root: string; glob: (input: Record<string, unknown>, signal?: AbortSignal) => Promise<ToolResult>; work: () => SearchWork }> {
+  const own = path.join(base, dir);
+  await mkdir(own, { recursive: true });
+  let last: SearchWork = { opens: -1, entries: -1 };
+  const tool = createGlobTool(await Workspace.open(own), { maxCrawledEntries, onSearched: (work) => (last = work) });
+  return { root: own, glob: (input, signal) => Promise.resolve(tool.execute(input, context(signal))), work: () => last };
+}
+
+const textOf = (r: ToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
+const DEPTH = 1500;
+const CHAIN = Array.from({ length: DEPTH }, () => 'a').join('/');
+let chain: Promise<void> | undefined;
+/** `base/deep`: a chain of DEPTH directories with a file at the bottom, made once. */
+function deepChain(): Promise<void> {
+  chain ??= (async () => {
+    await mkdir(path.join(base, 'deep', CHAIN), { recursive: true });
+    await writeFile(path.join(base, 'deep', CHAIN, 'bottom.txt'), '');
+  })();
+  return chain;
+}
+
+test('Glob finds a file at the bottom of a chain 1500 directories deep, opening each directory once', async () => {
+  await deepChain();
+  const { glob, work } = await globIn('deep');
+  assert.deepEqual(await glob({ pattern: '**/bottom.txt' }), result(`${CHAIN}/bottom.txt`));
+  // Each directory opened from the start, one component at a time, took 1500 * 1501 / 2 = 1125750 opens.
+  assert.ok(work().opens <= DEPTH, `opened ${work().opens} directories for a chain ${DEPTH} deep`);
+  assert.equal(work().entries, DEPTH + 1);
+  assert.deepEqual(await glob({ pattern: `**/*.txt`, path: CHAIN.slice(0, 1999) }), result(`${CHAIN}/bottom.txt`));
+  assert.ok(work().opens <= 2 * DEPTH, `opened ${work().opens} directories`);
+});
+
+test('Glob counts the directories it opens against its budget, so a deep chain ends in the note, not in a long search', async () => {
+  await deepChain();
+  const { glob, work } = await globIn('deep', 100);
+  const r = await glob({ pattern: '**/bottom.txt' });
+  assert.deepEqual(
+    r,
+    result(
+      `No files found\n\n(The search stopped after opening ${work().opens} directories and reading ${work().entries} directory entries; files further on were not looked at. Pass a narrower path or pattern.)`,
+    ),
+  );
+  assert.equal(work().opens + work().entries, 100);
+});
+
+test('Glob does not read directories whose paths are longer than 4096 characters, and says so', async () => {
+  const { root: own, glob } = await globIn('long');
+  // Sixteen names of 255 characters make a path of 4095: read. The seventeenth is made below it through
+  // a descriptor, as the whole path is too long to name.
+  const names = Array.from({ length: 17 }, (_, i) => String.fromCharCode(97 + i).repeat(255));
+  const readable = path.join(own, ...names.slice(0, 15));
+  await mkdir(readable, { recursive: true });
+  const parent = await open(readable, 'r');
+  try {
+    const last = `/proc/self/fd/${parent.fd}/${names[15]}`;
+    await mkdir(`${last}/${names[16]}`, { recursive: true });
+    await writeFile(`${last}/found.txt`, '');
+    await writeFile(`${last}/${names[16]}/lost.txt`, '');
+    const found = `${names.slice(0, 16).join('/')}/found.txt`;
+    assert.deepEqual(
+      await glob({ pattern: '**/*.txt' }),
+      result(`${found}\n\n(Directories whose paths are longer than 4096 characters were not searched; no file tool takes such paths.)`),
+    );
+    // The limit is on the path from the workspace root, wherever the search starts.
+    assert.deepEqual(
+      await glob({ pattern: '**/*.txt', path: names.slice(0, 3).join('/') }),
+      result(`${found}\n\n(Directories whose paths are longer than 4096 characters were not searched; no file tool takes such paths.)`),
+    );
+    await rm(last, { recursive: true });
+  } finally {
+    await parent.close();
+  }
+});
+
+test('Glob closes every directory it opens, when the search ends and when it is aborted halfway', async () => {
+  await deepChain();
+  const { glob } = await globIn('deep');
+  const open = (): number => readdirSync('/proc/self/fd').length;
+  const before = open();
+  assert.deepEqual(await glob({ pattern: '**/nothing' }), result('No files found'));
+  assert.equal(open(), before);
+  // Aborted once the crawl holds directories open.
+  const controller = new AbortController();
+  const watch = (): void => {
+    if (open() > before + 1) controller.abort();
+    else setImmediate(watch);
+  };
+  setImmediate(watch);
+  await assert.rejects(glob({ pattern: '**/nothing' }, controller.signal), { name: 'AbortError' });
+  assert.equal(open(), before);
+});
+
+test('Glob shows paths that hold control or formatting characters as JSON strings', async () => {
+  const names = ['a\nevil -> secret.txt', 'bell\u0007', 'del\u007f', 'right-to-left\u202etxt.exe', 'line\u2028break', 'plain -> fine', '"quoted"'];
+  for (const name of names) await file(`names/${name}`, 9_700_000);
+  await file('names/sub\r/inner', 9_700_000);
+  await file('names/trailing /inner', 9_700_000);
+  // ("**" does not match names with line breaks: picomatch compiles it to ".", which stops at them.)
+  const lines = textOf(await glob({ pattern: 'names/{*,*/inner}' })).split('\n');
+  assert.deepEqual(lines, [
+    'names/"quoted"',
+    '"names/a\\nevil -> secret.txt"',
+    '"names/bell\\u0007"',
+    '"names/del\\u007f"',
+    '"names/line\\u2028break"',
+    'names/plain -> fine',
+    '"names/right-to-left\\u202etxt.exe"',
+    '"names/sub\\r/inner"',
+    'names/trailing /inner',
+  ]);
+  const decoded = lines.map((line) => (line.startsWith('"') ? (JSON.parse(line) as string) : line));
+  assert.deepEqual(decoded, [...names, 'sub\r/inner', 'trailing /inner'].map((name) => `names/${name}`).sort());
+  assert.ok(Glob.description.includes('are shown as JSON strings'), Glob.description);
 });
