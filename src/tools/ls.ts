@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
+import { displayName, QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
@@ -14,14 +15,31 @@ import { heldPath, systemError, type Location, type Workspace } from './workspac
 
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;
+/**
+ * Most symlinks one listing resolves. Each is walked through the workspace, and a link whose
+ * target climbs up and down (`d/../d/../...`) through other such links takes the walk to its cap
+ * of steps, tens of milliseconds: a directory of a thousand such links would hold one call for a
+ * minute. The rest are shown unresolved.
+ */
+export const MAX_RESOLVED_LINKS = 50;
+// LS's own text between a link's name and its target.
+const ARROW = ' -> ';
+
+export interface LsToolOptions {
+  /** Most symlinks one listing resolves (default MAX_RESOLVED_LINKS). */
+  maxResolvedLinks?: number;
+}
 
 /** LS: the entries of one directory inside the workspace. */
-export function createLsTool(ws: Workspace): ToolDef {
+export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDef {
+  const maxLinks = options.maxResolvedLinks ?? MAX_RESOLVED_LINKS;
   return defineTool({
     name: 'LS',
     description: [
       'Lists the entries of one directory in the workspace (not recursive), sorted by name, one per line.',
       'Directories end with "/". A symbolic link is shown as "name -> target", with the target relative to the workspace root (and "/" when it is a directory); a link that points outside the workspace or to nothing is shown as "name -> (outside the workspace or broken)" and is not followed.',
+      `At most ${maxLinks} links are resolved per listing, the first by name; the others are shown as "name -> (not resolved: too many links)".`,
+      `${QUOTED_NAMES} So are names that hold "${ARROW}".`,
       `At most ${MAX_LS_ENTRIES} entries are shown, with a note saying how many were left out. ignore takes glob patterns matched against entry names (for example "*.log", "node_modules"); matching entries are left out.`,
       'To find files by name across directories use Glob instead. path may be absolute or relative to the workspace root ("." is the root); paths outside the workspace are refused.',
       PATTERN_LIMITS,
@@ -65,7 +83,7 @@ export function createLsTool(ws: Workspace): ToolDef {
         } catch (err) {
           return fileErrorResult(err, given);
         }
-        return await listing(ws, location.relative, shown, first, signal);
+        return await listing(ws, location.relative, shown, first, maxLinks, signal);
       } finally {
         await location.close();
       }
@@ -113,16 +131,30 @@ async function firstEntries(dir: FileHandle, ignored: ((name: string) => boolean
 }
 
 /** The listing of a directory's first entries, with the counts of what was left out. */
-async function listing(ws: Workspace, relative: string, shown: string, { kept, total, ignored }: FirstEntries, signal: AbortSignal): Promise<ToolResult> {
+async function listing(
+  ws: Workspace,
+  relative: string,
+  shown: string,
+  { kept, total, ignored }: FirstEntries,
+  maxLinks: number,
+  signal: AbortSignal,
+): Promise<ToolResult> {
   const ignoredNote = ignored > 0 ? ` (${ignored} ignored)` : '';
   if (total === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
 
   const lines: string[] = [];
+  let links = 0;
   for (const entry of kept) {
     signal.throwIfAborted();
-    lines.push(await describeEntry(ws, relative, entry));
+    const name = displayName(entry.name, ARROW);
+    if (entry.isDirectory()) lines.push(`${name}/`);
+    else if (!entry.isSymbolicLink()) lines.push(name);
+    else lines.push(`${name}${ARROW}${++links > maxLinks ? '(not resolved: too many links)' : await linkTarget(ws, relative, entry.name)}`);
   }
   let text = `Directory ${shown}, ${total} entr${total === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
+  if (links > maxLinks) {
+    text += `\n\n(Only the first ${maxLinks} of ${links} symbolic links were resolved. To see where another one leads, list this directory with ignore patterns that leave out the others.)`;
+  }
   if (total > MAX_LS_ENTRIES) {
     text += `\n\n(${total - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
   }
@@ -130,20 +162,18 @@ async function listing(ws: Workspace, relative: string, shown: string, { kept, t
 }
 
 /**
- * One line of the listing. A symlink is described by walking `<directory>/<name>` through the
+ * Where a symlink in the listed directory leads, found by walking `<directory>/<name>` through the
  * workspace, which expands links by its own confined rules, never by following one: a target
  * outside reads as "outside or broken", and nothing about it is said.
  */
-async function describeEntry(ws: Workspace, relative: string, entry: Dirent): Promise<string> {
-  if (entry.isDirectory()) return `${entry.name}/`;
-  if (!entry.isSymbolicLink()) return entry.name;
+async function linkTarget(ws: Workspace, relative: string, name: string): Promise<string> {
   let target: Location | undefined;
   try {
-    target = await ws.locate(relative === '.' ? entry.name : path.join(relative, entry.name));
+    target = await ws.locate(relative === '.' ? name : path.join(relative, name));
     if (target.kind === 'missing') throw systemError('ENOENT');
-    return `${entry.name} -> ${target.relative}${target.kind === 'directory' ? '/' : ''}`;
+    return `${displayName(target.relative, ARROW)}${target.kind === 'directory' ? '/' : ''}`;
   } catch {
-    return `${entry.name} -> (outside the workspace or broken)`;
+    return '(outside the workspace or broken)';
   } finally {
     await target?.close();
   }

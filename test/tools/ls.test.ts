@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
-import { createLsTool } from '../../src/tools/ls.js';
+import { createLsTool, MAX_RESOLVED_LINKS } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 let base: string;
@@ -186,4 +186,61 @@ test('LS takes path and an optional list of ignore patterns and no other propert
 test("LS leaves out the server's own temporary and lock files, and nothing else", async () => {
   const ls = await lsWith('own', ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt', '.toolport-notours.tmp']);
   assert.deepEqual(await ls({ path: '.' }), result('Directory ".", 2 entries:\n.toolport-notours.tmp\nkept.txt'));
+});
+
+test('LS resolves at most 50 symbolic links per listing, the first by name, and says how to see the others', async () => {
+  const own = path.join(base, 'links');
+  await mkdir(own);
+  await writeFile(path.join(own, 'target.txt'), '');
+  const names = Array.from({ length: MAX_RESOLVED_LINKS + 2 }, (_, i) => `l${String(i).padStart(2, '0')}`);
+  for (const name of names) await symlink('target.txt', path.join(own, name));
+  const tool = createLsTool(await Workspace.open(own));
+  const r = await tool.execute({ path: '.' }, context());
+  const lines = names.map((name, i) => `${name} -> ${i < MAX_RESOLVED_LINKS ? 'target.txt' : '(not resolved: too many links)'}`);
+  assert.deepEqual(
+    r,
+    result(
+      `Directory ".", ${names.length + 1} entries:\n${lines.join('\n')}\ntarget.txt\n\n` +
+        `(Only the first ${MAX_RESOLVED_LINKS} of ${names.length} symbolic links were resolved. To see where another one leads, list this directory with ignore patterns that leave out the others.)`,
+    ),
+  );
+  assert.ok(LS.description.includes(`At most ${MAX_RESOLVED_LINKS} links are resolved per listing`), LS.description);
+});
+
+test('LS resolves as many links as it is told to, and counts only links against the limit', async () => {
+  const tool = createLsTool(await Workspace.open(root), { maxResolvedLinks: 2 });
+  const r = await tool.execute({ path: 'src' }, context());
+  const limited = SRC_LISTING.map((line) =>
+    ['link-file', 'link-out', 'link-secret'].some((name) => line.startsWith(`${name} `)) ? `${line.split(' -> ')[0]!} -> (not resolved: too many links)` : line,
+  );
+  assert.deepEqual(
+    r,
+    result(
+      `Directory "src", 11 entries:\n${limited.join('\n')}\n\n(Only the first 2 of 5 symbolic links were resolved. To see where another one leads, list this directory with ignore patterns that leave out the others.)`,
+    ),
+  );
+});
+
+test('LS shows names with control or formatting characters, or with " -> ", as JSON strings', async () => {
+  const own = path.join(base, 'names');
+  await mkdir(path.join(own, 'dir\u202e'), { recursive: true });
+  for (const name of ['a\nevil -> secret.txt', 'fake -> secret.txt', 'bell\u0007', '"quoted"', 'plain.txt', 'tab\tname.txt']) {
+    await writeFile(path.join(own, name), '');
+  }
+  await symlink('tab\tname.txt', path.join(own, 'link\u2028'));
+  await symlink('dir\u202e', path.join(own, 'dir-link'));
+  const tool = createLsTool(await Workspace.open(own));
+  const listing = [
+    '"\\"quoted\\""',
+    '"a\\nevil -> secret.txt"',
+    '"bell\\u0007"',
+    'dir-link -> "dir\\u202e"/',
+    '"dir\\u202e"/',
+    '"fake -> secret.txt"',
+    '"link\\u2028" -> "tab\\tname.txt"',
+    'plain.txt',
+    '"tab\\tname.txt"',
+  ];
+  assert.deepEqual(await tool.execute({ path: '.' }, context()), result(`Directory ".", 9 entries:\n${listing.join('\n')}`));
+  assert.ok(LS.description.includes('are shown as JSON strings'), LS.description);
 });
