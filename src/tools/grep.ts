@@ -4,8 +4,10 @@ import { Type, type Static } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
+import { QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { LineCollector, MAX_STDERR_CHARS } from './grep-lines.js';
+import { RECORD_ARGS, RgRecords } from './grep-records.js';
 import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
 import { OWN_FILE_GLOBS } from './own-files.js';
 import { commandEnv, runProcess } from './process.js';
@@ -82,6 +84,7 @@ const DESCRIPTION = [
   '- Output modes: "files_with_matches" (default) lists file paths, "content" shows matching lines, "count" shows counts of matching lines per file.',
   '- Patterns match within single lines; use `multiline: true` for patterns that span lines.',
   '- Searches the workspace only; paths in the output are relative to the workspace root, sorted by path.',
+  `- ${QUOTED_NAMES}`,
   `- Follows ripgrep's defaults: files listed in .gitignore/.ignore are skipped, as are hidden files and directories (such as .git) and binary files; node_modules directories are skipped too. A glob that matches an ignored file brings it back, as in rg. Symbolic links are not followed. Lines longer than ${MAX_COLUMNS} characters are shortened.`,
   `- At most head_limit (default ${DEFAULT_HEAD_LIMIT}) lines or entries and ${MAX_OUTPUT_CHARS} characters are returned; narrow the search or raise head_limit for more.`,
 ].join('\n');
@@ -134,7 +137,8 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
         }
         const mode = input.output_mode ?? 'files_with_matches';
         const command = rgCommand(decided, ws, { relative: location.relative, dir: location.dir, file }, rgArgs(input, mode));
-        return await search(command, decided, mode, input.head_limit ?? DEFAULT_HEAD_LIMIT, timeoutMs, context);
+        const shape = { mode, lineNumbers: input['-n'] !== false, searchesFile: file !== undefined };
+        return await search(command, decided, shape, input.head_limit ?? DEFAULT_HEAD_LIMIT, timeoutMs, context);
       } catch (err) {
         return fileErrorResult(err, given);
       } finally {
@@ -170,10 +174,21 @@ async function openRegularFile(location: Location, given: string): Promise<Opene
   return special;
 }
 
+/** What rg prints: its output mode, whether line numbers are shown, whether it searches one file. */
+interface OutputShape {
+  mode: string;
+  lineNumbers: boolean;
+  searchesFile: boolean;
+}
+
 /** Runs one rg process and turns what it printed into the result. */
-async function search(command: RgCommand, runner: RgRunner, mode: string, limit: number, timeoutMs: number, context: ToolContext): Promise<ToolResult> {
+async function search(command: RgCommand, runner: RgRunner, shape: OutputShape, limit: number, timeoutMs: number, context: ToolContext): Promise<ToolResult> {
+  const { mode } = shape;
   const rename = renamer(command);
-  const lines = new LineCollector(limit, rename.line);
+  // Paths are renamed and escaped record by record (see RgRecords); the lines come out final.
+  const lines = new LineCollector(limit, (line) => line);
+  const file = shape.searchesFile ? command.args.at(-1) : undefined;
+  const records = new RgRecords({ mode, lineNumbers: shape.lineNumbers, file, rename: rename.line }, (line) => lines.write(Buffer.from(`${line}\n`)));
   const stderr: Buffer[] = [];
   let stderrBytes = 0;
   const outcome = await runProcess(command.file, command.args, {
@@ -181,7 +196,7 @@ async function search(command: RgCommand, runner: RgRunner, mode: string, limit:
     env: commandEnv(),
     timeoutMs,
     signal: context.signal,
-    onStdout: (chunk) => lines.write(chunk),
+    onStdout: (chunk) => records.write(chunk),
     onStderr: (chunk) => {
       if (stderrBytes < 4 * MAX_STDERR_CHARS) stderr.push(chunk);
       stderrBytes += chunk.length;
@@ -196,6 +211,7 @@ async function search(command: RgCommand, runner: RgRunner, mode: string, limit:
           `ripgrep could not be started (${outcome.spawnError.code ?? 'error'}).`,
     );
   }
+  records.end();
   lines.end();
   const stderrText = Buffer.concat(stderr).toString('utf8').trim();
   if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${outcome.abortReason}`);
@@ -237,7 +253,7 @@ async function search(command: RgCommand, runner: RgRunner, mode: string, limit:
 
 /** rg's options for a search, up to `--` and the pattern; the path to search comes after. */
 function rgArgs(input: GrepInput, mode: string): string[] {
-  const args = ['--color=never', '--no-heading', '--with-filename', '--no-follow', '--sort=path'];
+  const args = ['--color=never', '--no-heading', '--with-filename', '--no-follow', '--sort=path', ...RECORD_ARGS];
   args.push(`--max-columns=${MAX_COLUMNS}`, '--max-columns-preview', '--glob=!node_modules/');
   if (input['-i']) args.push('--ignore-case');
   if (input.multiline) args.push('--multiline', '--multiline-dotall');
@@ -246,7 +262,8 @@ function rgArgs(input: GrepInput, mode: string): string[] {
   if (mode === 'files_with_matches') args.push('--files-with-matches');
   else if (mode === 'count') args.push('--count');
   else {
-    args.push(input['-n'] === false ? '--no-line-number' : '--line-number');
+    // Always: the separator after the number tells a match from a context line (RgRecords drops it if -n is false).
+    args.push('--line-number');
     // rg lets -A and -B override -C when they come after it.
     if (input['-C'] !== undefined) args.push('--context', String(input['-C']));
     if (input['-A'] !== undefined) args.push('--after-context', String(input['-A']));

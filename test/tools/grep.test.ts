@@ -9,7 +9,7 @@ import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/tools/grep.js';
-import { rgRunner } from '../../src/tools/rg-confined.js';
+import { rgRunner, type GrepConfinement } from '../../src/tools/rg-confined.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 const FILES: Record<string, string> = {
@@ -308,4 +308,30 @@ test('Grep with confine "on" refuses to search when the sandbox does not work, a
   } finally {
     process.env.PATH = saved;
   }
+});
+
+test('Grep shows paths with control or formatting characters as JSON strings, one line each, in every mode and both confinements', async () => {
+  const own = path.join(path.dirname(root), 'names');
+  await mkdir(path.join(own, 'dir\u202e'), { recursive: true });
+  await writeFile(path.join(own, 'a\nevil -> secret.txt:1:fake'), 'x\nneedle here\ny\n');
+  await writeFile(path.join(own, 'dir\u202e', 'plain.txt'), 'needle\n');
+  await writeFile(path.join(own, 'tab\there.dat'), 'needle\0binary\n');
+  const ws = await Workspace.open(own);
+  const evil = '"a\\nevil -> secret.txt:1:fake"';
+  const cases: [Record<string, unknown>, string][] = [
+    [{ pattern: 'needle' }, `Found 2 files\n${evil}\n"dir\\u202e/plain.txt"`],
+    [{ pattern: 'needle', output_mode: 'count' }, `Found 2 matching lines in 2 files\n${evil}:1\n"dir\\u202e/plain.txt":1`],
+    [{ pattern: 'needle', output_mode: 'content' }, `${evil}:2:needle here\n"dir\\u202e/plain.txt":1:needle`],
+    [{ pattern: 'needle', output_mode: 'content', '-n': false, '-C': 1 }, `${evil}-x\n${evil}:needle here\n${evil}-y\n--\n"dir\\u202e/plain.txt":needle`],
+    [{ pattern: 'needle', output_mode: 'content', '-C': 1, path: 'a\nevil -> secret.txt:1:fake' }, `${evil}-1-x\n${evil}:2:needle here\n${evil}-3-y`],
+    [{ pattern: 'needle', path: 'dir\u202e', output_mode: 'count' }, 'Found 1 matching line in 1 file\n"dir\\u202e/plain.txt":1'],
+    // rg's note on a binary file searched by name has no NUL after the path.
+    [{ pattern: 'needle', path: 'tab\there.dat', output_mode: 'content' }, '"tab\\there.dat": binary file matches (found "\\0" byte around offset 6)'],
+  ];
+  const confinements: GrepConfinement[] = ['off', ...((await rgRunner(ws, 'rg', 'on')).sandbox === undefined ? [] : (['on'] as const))];
+  for (const confine of confinements) {
+    const tool = createGrepTool(ws, { confine });
+    for (const [input, text] of cases) assert.deepEqual(await search(input, tool), { text, isError: false }, `${confine} ${JSON.stringify(input)}`);
+  }
+  assert.ok(grep.description.includes('are shown as JSON strings'), grep.description);
 });
