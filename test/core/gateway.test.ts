@@ -159,6 +159,18 @@ describe('Gateway: refusals', () => {
     assert.deepEqual(heard, [['refused', 'QUEUE_FULL', 'mcp'], ['refused', 'QUEUE_FULL', 'mcp'], ['finished', 'Busy', 'ok', 'mcp']]);
   });
 
+  test('callSafe answers an unexpected failure as INTERNAL_ERROR with the request id, logged and counted as refused', async (t) => {
+    const { gateway, heard, lines } = gatewayWith([Echo]);
+    t.mock.method(gateway.executor, 'call', async () => {
+      throw new Error('a bug in the pipeline');
+    });
+    const result = await gateway.callSafe(request('Echo', { text: 'a' }, { requestId: 'r-5' }));
+    assert.deepEqual(result, errorBody('INTERNAL_ERROR', 'Internal server error (request id r-5).'));
+    assert.doesNotMatch(JSON.stringify(result), /a bug/);
+    assert.deepEqual(lines().map((l) => [l.msg, l.code]), [['unexpected error', undefined], ['tool call refused', 'INTERNAL_ERROR']]);
+    assert.deepEqual(heard, [['refused', 'INTERNAL_ERROR', 'mcp']]);
+  });
+
   test('refused() gives a refusal an adapter made itself the same audit line and metric', () => {
     const { gateway, heard, lines } = gatewayWith([Echo]);
     gateway.refused({ caller: { scope: undefined, ip: '198.51.100.7' }, tool: 'Echo', requestId: 'r-9', transport: 'rest' }, new ToolportError('UNAUTHORIZED', 'The API key is not valid.'));
@@ -259,6 +271,10 @@ describe('Gateway: calls that run', () => {
     assert.equal(heard.length, 3, 'reports after the call answered are dropped');
     await gateway.call(request('Reporter', {}));
     assert.equal(contexts[1]?.progress, undefined);
+    const failing = await gateway.call(request('Reporter', {}, { onProgress: () => {
+      throw new Error('the connection closed');
+    } }));
+    assert.deepEqual(failing, { content: [{ type: 'text', text: 'done' }], isError: false }, 'a listener that throws does not reach the tool');
   });
 });
 
