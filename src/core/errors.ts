@@ -13,29 +13,33 @@ export const JSON_RPC = {
 /**
  * Every error a client can cause, with a fixed code, and how each transport answers it: the HTTP
  * status, and the JSON-RPC error code (for MCP). The codes JSON-RPC defines map as their meaning
- * says; the rest take server-defined codes from -32010 to -32022 (JSON-RPC reserves -32000 to
- * -32099 for servers; -32000 to -32002 and -32042 are left alone because MCP and its SDKs give
- * them meanings of their own). One handler per transport turns them into responses; the body is
- * itself a ToolResult so an agent loop can hand it to the model unchanged.
+ * says; the rest take application codes from -31001 to -31010, outside JSON-RPC's reserved range
+ * (-32768 to -32000). MCP 2026-07-28 ("Error Codes" in basic/index) splits JSON-RPC's server
+ * range: -32000 to -32019 is legacy, which new implementations should not use, and -32020 to
+ * -32099 is the spec's own (-32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
+ * UnsupportedProtocolVersion, on which a client retries with another version); codes for other
+ * purposes should be allocated outside the reserved range. One handler per transport turns them
+ * into responses; the body is itself a ToolResult so an agent loop can hand it to the model
+ * unchanged.
  */
 export const ErrorCatalog = {
   INVALID_JSON: { status: 400, jsonRpc: JSON_RPC.PARSE_ERROR },
   INVALID_INPUT: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS },
   INVALID_QUERY: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS },
   BAD_REQUEST: { status: 400, jsonRpc: JSON_RPC.INVALID_REQUEST },
-  UNAUTHORIZED: { status: 401, jsonRpc: -32010 },
-  FORBIDDEN: { status: 403, jsonRpc: -32011 },
+  UNAUTHORIZED: { status: 401, jsonRpc: -31001 },
+  FORBIDDEN: { status: 403, jsonRpc: -31002 },
   TOOL_NOT_FOUND: { status: 404, jsonRpc: JSON_RPC.INVALID_PARAMS },
   ROUTE_NOT_FOUND: { status: 404, jsonRpc: JSON_RPC.METHOD_NOT_FOUND },
-  REQUEST_TIMEOUT: { status: 408, jsonRpc: -32012 },
-  PAYLOAD_TOO_LARGE: { status: 413, jsonRpc: -32013 },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, jsonRpc: -32014 },
-  RATE_LIMITED: { status: 429, jsonRpc: -32015 },
-  HEADERS_TOO_LARGE: { status: 431, jsonRpc: -32016 },
+  REQUEST_TIMEOUT: { status: 408, jsonRpc: -31003 },
+  PAYLOAD_TOO_LARGE: { status: 413, jsonRpc: -31004 },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, jsonRpc: -31005 },
+  RATE_LIMITED: { status: 429, jsonRpc: -31006 },
+  HEADERS_TOO_LARGE: { status: 431, jsonRpc: -31007 },
   INTERNAL_ERROR: { status: 500, jsonRpc: JSON_RPC.INTERNAL_ERROR },
-  SHUTTING_DOWN: { status: 503, jsonRpc: -32020 },
-  QUEUE_FULL: { status: 503, jsonRpc: -32021 },
-  OVERLOADED: { status: 503, jsonRpc: -32022 },
+  SHUTTING_DOWN: { status: 503, jsonRpc: -31008 },
+  QUEUE_FULL: { status: 503, jsonRpc: -31009 },
+  OVERLOADED: { status: 503, jsonRpc: -31010 },
 } as const satisfies Record<string, { status: number; jsonRpc: number }>;
 
 export type ErrorCode = keyof typeof ErrorCatalog;

@@ -10,7 +10,7 @@ import { errorResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
  * per revision). What the service refuses for its own reasons (rate limit, full queue, overload,
  * shutdown) is a server error: -32603, with the catalog code in `data` so clients and tests can
  * tell them apart. Codes in -32000..-32099 are avoided: 2026-07-28 reserves -32020 and up for the
- * spec and tells new implementations not to use the older implementation-defined range.
+ * spec and tells new implementations not to use the legacy range below it.
  */
 const DEFAULT_RPC_CODES: Readonly<Record<string, number>> = {
   TOOL_NOT_FOUND: RpcCodes.INVALID_PARAMS,
@@ -28,12 +28,14 @@ export function defaultRpcCode(code: string): number {
 /**
  * The code a refused call may be answered with. 2026-07-28 reserves -32020 to -32099 for codes
  * the spec defines, and they mean things no refusal means (-32022: "use another protocol
- * version", on which a client retries with another revision); such a code, or one that is not an
- * integer, becomes -32603 here, whatever the catalog says.
+ * version", on which a client retries with another revision); -32000 to -32019 is the legacy
+ * range, which new implementations should not use and receivers must not read meaning into.
+ * Such a code, or one that is not an integer, becomes -32603 here, whatever the catalog says
+ * (the gateway's catalog uses codes outside both).
  */
 export function refusalRpcCode(mapped: number | undefined, code: string): number {
   const rpcCode = mapped ?? defaultRpcCode(code);
-  if (!Number.isInteger(rpcCode) || (rpcCode <= -32020 && rpcCode >= -32099)) return RpcCodes.INTERNAL_ERROR;
+  if (!Number.isInteger(rpcCode) || (rpcCode <= -32000 && rpcCode >= -32099)) return RpcCodes.INTERNAL_ERROR;
   return rpcCode;
 }
 

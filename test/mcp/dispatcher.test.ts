@@ -494,17 +494,23 @@ describe('tools/call', () => {
     });
   });
 
-  test('the backend\'s catalog picks the code, but never one 2026-07-28 reserves for its own meanings', async () => {
-    const rpcCodeOf = (code: string) => ({ RATE_LIMITED: -31015, OVERLOADED: -32022 })[code];
+  test('the backend\'s catalog picks the code, but never one of the server range 2026-07-28 reserves or calls legacy', async () => {
+    const rpcCodeOf = (code: string) => ({ RATE_LIMITED: -31006, OVERLOADED: -32022, QUEUE_FULL: -32015 })[code];
     const backend = fakeBackend(
-      { Echo: async () => errorBody('RATE_LIMITED', 'Slow down.'), Pixel: async () => errorBody('OVERLOADED', 'Overloaded.') },
+      {
+        Echo: async () => errorBody('RATE_LIMITED', 'Slow down.'),
+        Pixel: async () => errorBody('OVERLOADED', 'Overloaded.'),
+        Busy: async () => errorBody('QUEUE_FULL', 'Busy.'),
+      },
       { rpcCodeOf },
     );
     const dispatcher = new McpDispatcher(backend);
     const limited = await dispatcher.handle(call('Echo', { text: 'x' }), context());
     const overloaded = await dispatcher.handle(call('Pixel', {}), context());
-    assert.deepEqual((limited.reply as { error: unknown }).error, { code: -31015, message: 'Slow down.', data: { code: 'RATE_LIMITED' } });
+    const busy = await dispatcher.handle(call('Busy', {}), context());
+    assert.deepEqual((limited.reply as { error: unknown }).error, { code: -31006, message: 'Slow down.', data: { code: 'RATE_LIMITED' } });
     assert.deepEqual((overloaded.reply as { error: unknown }).error, { code: -32603, message: 'Overloaded.', data: { code: 'OVERLOADED' } });
+    assert.deepEqual((busy.reply as { error: unknown }).error, { code: -32603, message: 'Busy.', data: { code: 'QUEUE_FULL' } });
   });
 
   test('a backend that throws is answered with an internal error, not a crash', async () => {
