@@ -15,6 +15,7 @@ import { installProtection, type PressureOptions } from './protection.js';
 import { installJsonBody } from './json-body.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
+import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
 export interface AppOptions {
@@ -132,7 +133,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   }) as unknown as FastifyInstance;
 
-  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT]);
+  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT, MCP_TRANSPORT]);
   const keyring = new Keyring(options.apiKeys ?? []);
   const gateway = new Gateway({
     registry: options.registry,
@@ -191,5 +192,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   healthRoutes(app, () => gateway.draining);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway });
+  // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
+  mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   return app;
 }

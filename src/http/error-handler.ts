@@ -11,12 +11,7 @@ import { UnauthorizedError } from './auth.js';
  * becomes a 500 that leaks nothing and is logged with the request id.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const known = toToolportError(err, request);
-    if (known) return sendError(reply, known);
-    request.log.error({ err }, 'unexpected error');
-    return sendError(reply, internalError(request));
-  });
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, knownOrLogged(err, request)));
 
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new ToolportError('ROUTE_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found.`)),
@@ -31,9 +26,14 @@ const INVALID_JSON_MESSAGE =
  * from `retryAfterSeconds`, `WWW-Authenticate` for a 401), and the error body.
  */
 export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
+  return setErrorHeaders(reply, err).code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+}
+
+/** The headers HTTP adds to a refusal: `Retry-After` from `retryAfterSeconds`, `WWW-Authenticate` for a 401. */
+export function setErrorHeaders(reply: FastifyReply, err: ToolportError): FastifyReply {
   if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
   if (err instanceof UnauthorizedError) reply.header('www-authenticate', err.challenge);
-  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+  return reply;
 }
 
 /**
@@ -42,6 +42,14 @@ export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply
  */
 export function asToolportError(err: FastifyError, request: FastifyRequest): ToolportError {
   return toToolportError(err, request) ?? internalError(request);
+}
+
+/** As `asToolportError`, and an unexpected error is logged with the request id (the app's error handler does the same). */
+export function knownOrLogged(err: FastifyError, request: FastifyRequest): ToolportError {
+  const known = toToolportError(err, request);
+  if (known) return known;
+  request.log.error({ err }, 'unexpected error');
+  return internalError(request);
 }
 
 function internalError(request: FastifyRequest): ToolportError {

@@ -1,10 +1,8 @@
-import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { VERSION } from '../version.js';
 import { ErrorBodySchema, ToolResultSchema } from './schemas.js';
-
-const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 const CONTRACT = `
 Every error body is itself a ToolResult (\`isError: true\`, one text block) with a machine-readable
@@ -36,7 +34,7 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
       openapi: '3.1.0',
       info: {
         title: 'toolport',
-        version: pkg.version,
+        version: VERSION,
         description: `Agent tools behind one registry, served over REST.\n${CONTRACT}`,
         license: { name: 'MIT', identifier: 'MIT' },
       },

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
+import { RequestCaller } from '../caller.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
 
@@ -135,31 +136,6 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     onError: refusedBeforeGateway,
     schema: { hide: true, params: ToolNameParams, response: CALL_RESPONSES },
   }, call);
-}
-
-/**
- * The caller of a request, as the gateway sees it. The fields are read only when needed: the
- * client address (which, behind a trusted proxy, is parsed from X-Forwarded-For) only for the
- * audit line of a refusal.
- */
-class RequestCaller implements Caller {
-  readonly #request: FastifyRequest;
-
-  constructor(request: FastifyRequest) {
-    this.#request = request;
-  }
-
-  get label(): string | undefined {
-    return this.#request.apiKey?.label;
-  }
-
-  get scope(): ReadonlySet<string> | undefined {
-    return this.#request.apiKey?.tools;
-  }
-
-  get ip(): string {
-    return this.#request.ip;
-  }
 }
 
 /** A call through a REST route: the request for the gateway, and its caller, in one object. */

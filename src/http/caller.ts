@@ -1,0 +1,28 @@
+import type { FastifyRequest } from 'fastify';
+import type { Caller } from '../core/gateway.js';
+
+/**
+ * The caller of a request, as the gateway sees it: the key the request authenticated with (its
+ * label and scope). The fields are read only when needed: the client address (which, behind a
+ * trusted proxy, is parsed from X-Forwarded-For) only for the audit line of a refusal. Shared by
+ * the REST routes and `/mcp`, so both name the same caller the same way.
+ */
+export class RequestCaller implements Caller {
+  readonly #request: FastifyRequest;
+
+  constructor(request: FastifyRequest) {
+    this.#request = request;
+  }
+
+  get label(): string | undefined {
+    return this.#request.apiKey?.label;
+  }
+
+  get scope(): ReadonlySet<string> | undefined {
+    return this.#request.apiKey?.tools;
+  }
+
+  get ip(): string {
+    return this.#request.ip;
+  }
+}

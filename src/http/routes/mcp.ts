@@ -1,0 +1,174 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller, Gateway } from '../../core/gateway.js';
+import { McpDispatcher } from '../../mcp/dispatcher.js';
+import { gatewayBackend } from '../../mcp/gateway-backend.js';
+import { checkStandardHeaders } from '../../mcp/http-headers.js';
+import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { VERSION } from '../../version.js';
+import { RequestCaller } from '../caller.js';
+import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
+
+/** The transport label of calls that come through `POST /mcp`. */
+export const MCP_TRANSPORT = 'mcp';
+
+export interface McpRoutesOptions {
+  gateway: Gateway;
+  /** The connections' idle timeout: an SSE response sends a comment at least twice per period, so a silent call keeps its connection. */
+  idleTimeoutMs: number;
+}
+
+const JSON_TYPE = 'application/json';
+// Made once: an Error captures a stack trace, which is not free on every disconnect.
+const CLIENT_GONE = new Error('the client disconnected');
+
+/**
+ * MCP's Streamable HTTP transport at `/mcp`, statelessly: every POST carries one JSON-RPC message
+ * (or a 2025-03-26 batch), answered by the dispatcher over the gateway, so calls get the same
+ * scope, limits, audit line and metrics as REST. The app's hooks run first, as for every route:
+ * the Host and Origin guard, the key (401 before any MCP processing), the rate limit, load
+ * shedding, shutdown, the body limit and the JSON-only body parser. Their refusals are answered
+ * as JSON-RPC errors without an id (the HTTP status and headers as for REST) and audited through
+ * `gateway.refused`. A response is JSON, except a `tools/call` that asked for progress from a
+ * client that accepts `text/event-stream`: once the first progress report comes, the answer turns
+ * into an SSE stream of the notifications and then the response. A closed connection aborts the
+ * call. There is no stream to open and no session to end, so GET and DELETE answer 405.
+ */
+export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpRoutesOptions): void {
+  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
+  const keepAliveMs = Math.max(1000, Math.floor(idleTimeoutMs / 2));
+
+  // Runs only for errors raised before the handler (the dispatcher answers everything it sees).
+  const refusedBeforeDispatch = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
+    gateway.refused({ caller: new RequestCaller(request), requestId: request.id, transport: MCP_TRANSPORT }, knownOrLogged(error, request));
+    done();
+  };
+  const answerRefusal = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const refusal = knownOrLogged(error, request);
+    const data = refusal.details === undefined ? { code: refusal.code } : { code: refusal.code, details: refusal.details };
+    const body = { jsonrpc: '2.0', error: { code: refusal.jsonRpcCode, message: refusal.message, data } };
+    return setErrorHeaders(reply, refusal).code(refusal.statusCode).type(JSON_TYPE).send(JSON.stringify(body));
+  };
+
+  app.post('/mcp', { schema: { hide: true }, onError: refusedBeforeDispatch, errorHandler: answerRefusal }, async (request, reply) => {
+    const message = request.body;
+    const headers = request.headers;
+    const protocolVersion = headerOf(headers['mcp-protocol-version']);
+    const mismatch = checkStandardHeaders(message, { protocolVersion, method: headerOf(headers['mcp-method']), name: headerOf(headers['mcp-name']) });
+    if (mismatch) return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
+
+    const caller: Caller = new RequestCaller(request);
+    if (!isToolsCall(message)) {
+      const outcome = await dispatcher.handle(message, { caller, requestId: request.id, ...(protocolVersion ? { protocolVersion } : {}) });
+      return send(reply, outcome.status, outcome.reply);
+    }
+
+    // A tool call: aborted when the client goes away (and by shutdown, through the gateway).
+    const controller = new AbortController();
+    const onClose = (): void => {
+      if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
+    };
+    reply.raw.once('close', onClose);
+    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
+    try {
+      const outcome = await dispatcher.handle(message, {
+        caller,
+        requestId: request.id,
+        signal: controller.signal,
+        ...(protocolVersion ? { protocolVersion } : {}),
+        ...(stream ? { notify: stream.notify } : {}),
+      });
+      if (stream?.started) return stream.end(outcome.reply);
+      return send(reply, outcome.status, outcome.reply);
+    } finally {
+      stream?.stopKeepAlive();
+      reply.raw.off('close', onClose);
+    }
+  });
+
+  const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => reply.code(405).header('allow', 'POST').send();
+  app.get('/mcp', { schema: { hide: true } }, notAllowed);
+  app.delete('/mcp', { schema: { hide: true } }, notAllowed);
+}
+
+/** The response as JSON, or 202 with no body when there is nothing to send (notifications). */
+function send(reply: FastifyReply, status: number, message: JsonRpcResponse | JsonRpcResponse[] | undefined): FastifyReply {
+  if (message === undefined) return reply.code(202).send();
+  const text = Array.isArray(message) ? `[${message.map(encode).join(',')}]` : encode(message);
+  return reply.code(status).type(JSON_TYPE).send(text);
+}
+
+/**
+ * An SSE answer, started by the first notification: a call that reports no progress is answered
+ * with plain JSON. The stream goes through `reply.send`, so the app's onSend hooks still run.
+ */
+class ProgressStream {
+  readonly #reply: FastifyReply;
+  readonly #keepAliveMs: number;
+  #body: PassThrough | undefined;
+  #keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(reply: FastifyReply, keepAliveMs: number) {
+    this.#reply = reply;
+    this.#keepAliveMs = keepAliveMs;
+  }
+
+  get started(): boolean {
+    return this.#body !== undefined;
+  }
+
+  readonly notify = (notification: JsonRpcNotification): void => {
+    if (this.#body === undefined) this.#start();
+    this.#event(notification);
+  };
+
+  end(message: JsonRpcResponse | JsonRpcResponse[] | undefined): FastifyReply {
+    this.stopKeepAlive();
+    // A cancelled call has no response; the stream just ends.
+    if (message !== undefined && !Array.isArray(message)) this.#event(message);
+    this.#body?.end();
+    return this.#reply;
+  }
+
+  stopKeepAlive(): void {
+    if (this.#keepAlive) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+
+  #start(): void {
+    const body = new PassThrough();
+    this.#body = body;
+    void this.#reply
+      .code(200)
+      .header('content-type', 'text/event-stream')
+      .header('cache-control', 'no-cache')
+      .header('x-accel-buffering', 'no')
+      .send(body);
+    // A comment line keeps the idle timeout from closing a call that is silent for a while.
+    this.#keepAlive = setInterval(() => {
+      if (!body.destroyed && !body.writableEnded) body.write(':\n\n');
+    }, this.#keepAliveMs);
+  }
+
+  #event(message: JsonRpcNotification | JsonRpcResponse): void {
+    const body = this.#body;
+    // The client may have gone: then the stream is destroyed and there is no one to tell.
+    if (body && !body.destroyed && !body.writableEnded) body.write(`event: message\ndata: ${encode(message)}\n\n`);
+  }
+}
+
+function isToolsCall(message: unknown): boolean {
+  return isPlainObject(message) && message['method'] === 'tools/call';
+}
+
+/** A progress token, and a client that takes SSE: the spec lets the server answer either way. */
+function wantsProgressStream(message: unknown, accept: string | undefined): boolean {
+  if (accept === undefined || !accept.includes('text/event-stream') || !isPlainObject(message)) return false;
+  const params = message['params'];
+  const meta = isPlainObject(params) ? params['_meta'] : undefined;
+  return isPlainObject(meta) && meta['progressToken'] !== undefined;
+}
+
+function headerOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}

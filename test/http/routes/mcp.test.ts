@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { ToolRegistry } from '../../../src/core/registry.js';
+import { textResult } from '../../../src/core/result.js';
+import type { ToolDef } from '../../../src/core/types.js';
+import { buildApp, type AppOptions } from '../../../src/http/app.js';
+import type { ApiKey } from '../../../src/http/auth.js';
+import { createLogger } from '../../../src/logger.js';
+import { Echo } from '../../../src/tools/echo.js';
+import { scrapeMetrics } from '../../fixtures/metrics-text.js';
+import { controllableTool, NoArgs } from '../../fixtures/tools.js';
+
+const FULL_KEY = 'full-access-secret-0123456789';
+const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
+const KEYS: ApiKey[] = [
+  { label: 'key-1', key: FULL_KEY },
+  { label: 'ci-bot', key: SCOPED_KEY, tools: ['NoArgs'] },
+];
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+const LEGACY = { 'mcp-protocol-version': '2025-11-25' };
+
+/** Reports three steps of progress, then answers. */
+const Steps: ToolDef = {
+  name: 'Steps',
+  description: 'Reports progress three times.',
+  inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  execute: async (_input, { progress }) => {
+    for (let i = 1; i <= 3; i++) progress?.({ progress: i, total: 3, message: `step ${i}` });
+    return textResult('done');
+  },
+};
+
+async function appWith(tools: ToolDef[] = [Echo, NoArgs, Steps], options: Partial<AppOptions> = {}) {
+  const lines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const registry = new ToolRegistry();
+  for (const tool of tools) registry.register(tool);
+  const app = await buildApp({ registry, logger: createLogger('info', { destination, pretty: false }), ...options });
+  return { app, lines };
+}
+
+function rpc(method: string, params?: Record<string, unknown>, id: number | string = 1) {
+  return { jsonrpc: '2.0', id, method, ...(params ? { params } : {}) };
+}
+
+const post = (app: FastifyInstance, payload: unknown, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', ...LEGACY, ...headers }, payload: JSON.stringify(payload) });
+
+test('POST /mcp answers initialize and tools/list as JSON, with the tools\' annotations and titles', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const init = await post(app, rpc('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }), {});
+  assert.equal(init.statusCode, 200);
+  assert.match(String(init.headers['content-type']), /^application\/json/);
+  assert.equal(init.json().result.protocolVersion, '2025-11-25');
+  assert.deepEqual(init.json().result.serverInfo.name, 'toolport');
+  const list = await post(app, rpc('tools/list', {}, 2));
+  assert.equal(list.statusCode, 200);
+  const tools = list.json().result.tools as Array<{ name: string; annotations?: unknown }>;
+  assert.deepEqual(tools.map((tool) => tool.name), ['Echo', 'NoArgs', 'Steps']);
+  assert.deepEqual(tools[0]!.annotations, Echo.annotations);
+});
+
+test('POST /mcp tools/call runs the tool through the gateway, with an audit line and a metric labelled mcp', async (t) => {
+  const { app, lines } = await appWith();
+  t.after(() => app.close());
+  const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }), { 'x-request-id': 'mcp-1' });
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json(), { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'hi' }], isError: false } });
+  const audit = lines.find((l) => l.msg === 'tool call');
+  assert.equal(audit?.reqId, 'mcp-1');
+  assert.equal(audit?.transport, 'mcp');
+  assert.equal(audit?.tool, 'Echo');
+  const m = await scrapeMetrics(app);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="mcp"}'), 1);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="NoArgs",transport="mcp"}'), 0, 'the mcp series start at zero');
+});
+
+test('a notification is answered 202 with no body', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const res = await post(app, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  assert.equal(res.statusCode, 202);
+  assert.equal(res.body, '');
+});
+
+test('GET and DELETE /mcp answer 405 with Allow: POST (no stream to open, no session to end)', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  for (const method of ['GET', 'DELETE'] as const) {
+    const res = await app.inject({ method, url: '/mcp' });
+    assert.equal(res.statusCode, 405, method);
+    assert.equal(res.headers.allow, 'POST', method);
+    assert.equal(res.body, '', method);
+  }
+});
+
+test('a stateless-revision request whose headers disagree with the body is a 400 HeaderMismatch', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: meta }), {
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    'mcp-name': 'NoArgs',
+  });
+  assert.equal(res.statusCode, 400);
+  assert.equal(res.json().error.code, -32020);
+  const ok = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: meta }), {
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    'mcp-name': 'Echo',
+  });
+  assert.equal(ok.statusCode, 200);
+  assert.equal(ok.json().result.content[0].text, 'x');
+  assert.equal(ok.json().result.resultType, 'complete');
+});
+
+test('/mcp is not in the OpenAPI document', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
+  assert.equal(Object.hasOwn(doc.paths, '/mcp'), false);
+});
+
+test('with keys, POST /mcp without a key is a 401 with WWW-Authenticate before any MCP processing, audited and counted as mcp', async (t) => {
+  const { app, lines } = await appWith(undefined, { apiKeys: KEYS });
+  t.after(() => app.close());
+  const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }));
+  assert.equal(res.statusCode, 401);
+  assert.equal(res.headers['www-authenticate'], 'Bearer realm="toolport"');
+  assert.deepEqual(res.json(), {
+    jsonrpc: '2.0',
+    error: { code: -31001, message: 'Authentication required: send an API key in the header "Authorization: Bearer <key>".', data: { code: 'UNAUTHORIZED' } },
+  });
+  assert.equal(lines.filter((l) => l.msg === 'tool call').length, 0, 'nothing ran');
+  const refused = lines.find((l) => l.msg === 'tool call refused');
+  assert.deepEqual([refused?.transport, refused?.status, refused?.code], ['mcp', 401, 'UNAUTHORIZED']);
+  const m = await scrapeMetrics(app, bearer(FULL_KEY));
+  assert.equal(m.get('toolport_rejected_calls_total{reason="unauthorized",transport="mcp"}'), 1);
+  const bad = await post(app, rpc('tools/list'), bearer('wrong-secret-0123456789'));
+  assert.equal(bad.statusCode, 401);
+  assert.equal(bad.headers['www-authenticate'], 'Bearer realm="toolport", error="invalid_token"');
+});
+
+test('a scoped key lists only its tools over MCP, and a call outside its scope is refused with FORBIDDEN', async (t) => {
+  const { app, lines } = await appWith(undefined, { apiKeys: KEYS });
+  t.after(() => app.close());
+  const list = await post(app, rpc('tools/list'), bearer(SCOPED_KEY));
+  assert.deepEqual((list.json().result.tools as Array<{ name: string }>).map((tool) => tool.name), ['NoArgs']);
+  const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }), bearer(SCOPED_KEY));
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json().error, {
+    code: -31002,
+    message: 'API key "ci-bot" may not use tool "Echo"; it may use NoArgs.',
+    data: { code: 'FORBIDDEN', details: { tool: 'Echo', available: ['NoArgs'] } },
+  });
+  const refused = lines.find((l) => l.msg === 'tool call refused');
+  assert.deepEqual([refused?.transport, refused?.key, refused?.tool, refused?.code], ['mcp', 'ci-bot', 'Echo', 'FORBIDDEN']);
+});
+
+test('refusals before the dispatcher (403 Origin, 413, 415, 429, 503) answer as JSON-RPC errors and are counted as mcp', async (t) => {
+  const { app } = await appWith(undefined, { localOnly: true, rateLimit: 4, bodyLimit: 256 });
+  t.after(() => app.close());
+  const origin = await post(app, rpc('tools/list'), { host: 'localhost', origin: 'http://evil.example' });
+  assert.equal(origin.statusCode, 403);
+  assert.equal(origin.json().error.data.code, 'FORBIDDEN');
+  const host = { host: 'localhost' };
+  const large = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x'.repeat(300) } }), host);
+  assert.equal(large.statusCode, 413);
+  assert.equal(large.json().error.code, -31004);
+  const type = await app.inject({ method: 'POST', url: '/mcp', headers: { ...host, 'content-type': 'text/plain' }, payload: '{}' });
+  assert.equal(type.statusCode, 415);
+  assert.equal(type.json().error.code, -31005);
+  const parse = await app.inject({ method: 'POST', url: '/mcp', headers: { ...host, 'content-type': 'application/json' }, payload: '{"jsonrpc":' });
+  assert.equal(parse.statusCode, 400);
+  assert.equal(parse.json().error.code, -32700);
+  assert.equal((await post(app, rpc('tools/list'), host)).statusCode, 200, 'the fourth request of the minute');
+  const limited = await post(app, rpc('tools/list'), host);
+  assert.equal(limited.statusCode, 429);
+  assert.equal(limited.json().error.code, -31006);
+  assert.ok(Number(limited.headers['retry-after']) > 0);
+  const m = await scrapeMetrics(app, host);
+  for (const reason of ['forbidden', 'payload_too_large', 'unsupported_media_type', 'invalid_json', 'rate_limited']) {
+    assert.equal(m.get(`toolport_rejected_calls_total{reason="${reason}",transport="mcp"}`), 1, reason);
+  }
+});
+
+test('while shutting down, POST /mcp is a 503 SHUTTING_DOWN, audited as mcp', async (t) => {
+  const { app, lines } = await appWith();
+  t.after(() => app.close());
+  app.toolport.gateway.drain();
+  const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' } }));
+  assert.equal(res.statusCode, 503);
+  assert.deepEqual(res.json().error, { code: -31008, message: res.json().error.message, data: { code: 'SHUTTING_DOWN' } });
+  const refused = lines.find((l) => l.msg === 'tool call refused');
+  assert.deepEqual([refused?.transport, refused?.status, refused?.code], ['mcp', 503, 'SHUTTING_DOWN']);
+});
+
+test('a tools/call with a progress token from a client that takes SSE is answered as an event stream: progress, then the response', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: 'p1' } }), {
+    accept: 'application/json, text/event-stream',
+  });
+  assert.equal(res.statusCode, 200);
+  assert.equal(res.headers['content-type'], 'text/event-stream');
+  assert.equal(res.headers['x-accel-buffering'], 'no');
+  const events = res.body
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: message'))
+    .map((block) => JSON.parse(block.split('\n')[1]!.slice('data: '.length)) as Record<string, unknown>);
+  const progress = events.filter((e) => e.method === 'notifications/progress');
+  assert.ok(progress.length >= 1, 'at least one progress notification');
+  assert.deepEqual(progress.at(-1), { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p1', progress: 3, total: 3, message: 'step 3' } });
+  assert.deepEqual(events.at(-1), { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'done' }], isError: false } });
+});
+
+test('without text/event-stream in Accept, a call with a progress token is answered as plain JSON', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: 'p1' } }), { accept: 'application/json' });
+  assert.match(String(res.headers['content-type']), /^application\/json/);
+  assert.equal(res.json().result.content[0].text, 'done');
+});
+
+test('a client that closes its connection aborts the call\'s signal', async (t) => {
+  const slow = controllableTool('Slow');
+  const { app, lines } = await appWith([slow.tool]);
+  t.after(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const req = httpRequest({ port, method: 'POST', path: '/mcp', headers: { 'content-type': 'application/json' } });
+  req.on('error', () => {});
+  req.end(JSON.stringify(rpc('tools/call', { name: 'Slow', arguments: {} })));
+  await slow.started;
+  req.destroy();
+  const reason = await slow.aborted;
+  assert.match(String((reason as Error).message), /disconnected/);
+  slow.release('late');
+  const deadline = Date.now() + 5000;
+  while (!lines.some((l) => l.msg === 'tool call' && l.outcome === 'aborted')) {
+    assert.ok(Date.now() < deadline, 'the aborted call is logged');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+});
