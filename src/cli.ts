@@ -9,12 +9,14 @@ import { API_FORMATS, isAPIFormat } from './core/formats.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import { serve } from './serve.js';
+import { serveMcpStdio } from './serve-stdio.js';
 import { createToolset } from './toolset.js';
 
 const USAGE = `Usage: toolport <command>
 
 Commands:
   serve                     Serve the tools over HTTP (configured by the environment)
+  mcp                       Serve the tools over MCP on stdin/stdout (for Claude Desktop and other local clients)
   list [--format F]         Print the tool definitions (F: ${API_FORMATS.join(', ')}; default anthropic)
   call <name> [json]        Run a tool in-process and print its ToolResult; exit 1 when isError
   openapi [--out FILE]      Print (or write) the OpenAPI document
@@ -42,6 +44,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
     return command === undefined && !values.help ? 2 : 0;
   }
   if (command === 'serve') return (await serve(env)) ? 0 : 1;
+  if (command === 'mcp') return serveMcpStdio(env);
 
   const config = loadConfig(env);
   const registry = await createToolset(config);
