@@ -73,6 +73,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
+      const progress = context.progress ? outputProgress(context.progress) : undefined;
       const { file, args, killGraceMs, signalOnServerExit } = isolation.command(command);
       const outcome = await runProcess(file, args, {
         cwd: root,
@@ -82,12 +83,41 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
         signal: context.signal,
         killGraceMs,
         signalOnServerExit,
-        onStdout: (chunk) => stdout.write(chunk),
-        onStderr: (chunk) => stderr.write(chunk),
+        onStdout: progress
+          ? (chunk) => {
+              stdout.write(chunk);
+              progress(chunk.length);
+            }
+          : (chunk) => stdout.write(chunk),
+        onStderr: progress
+          ? (chunk) => {
+              stderr.write(chunk);
+              progress(chunk.length);
+            }
+          : (chunk) => stderr.write(chunk),
       });
       return formatResult(outcome, stdout, stderr, timeoutMs);
     },
   });
+}
+
+/** Shortest gap between two progress reports of one command: output can arrive in thousands of chunks a second. */
+const PROGRESS_INTERVAL_MS = 250;
+
+/**
+ * A progress report as output arrives, at most one per `PROGRESS_INTERVAL_MS`: how many bytes the
+ * command has written so far (stdout and stderr). The output itself stays for the result.
+ */
+function outputProgress(report: (update: { progress: number; message: string }) => void): (bytes: number) => void {
+  let total = 0;
+  let lastAt = -Infinity;
+  return (bytes) => {
+    total += bytes;
+    const now = performance.now();
+    if (now - lastAt < PROGRESS_INTERVAL_MS) return;
+    lastAt = now;
+    report({ progress: total, message: `${total} bytes of output so far` });
+  };
 }
 
 /** stdout, then stderr under a `[stderr]` line, then notes on how the command ended. */

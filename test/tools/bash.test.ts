@@ -293,3 +293,23 @@ test('Bash runs through the pipeline, which rejects a zero timeout and unknown p
   await assert.rejects(executor.call('Bash', { command: 'true', timeout: 0 }), { code: 'INVALID_INPUT' });
   await assert.rejects(executor.call('Bash', { command: 'true', cwd: '/' }), { code: 'INVALID_INPUT' });
 });
+
+test('Bash reports progress as output arrives, at a bounded rate, when its caller listens', async (t) => {
+  const { bash } = await setup(t);
+  const reports: Array<{ progress: number; message?: string }> = [];
+  const progress = (update: unknown): void => void reports.push(update as { progress: number; message?: string });
+  // Chunks 300 ms apart (over the 250 ms interval), then a burst of 200 lines.
+  const command = 'echo one; sleep 0.3; echo two; sleep 0.3; echo three; for i in $(seq 200); do echo $i; done';
+  const result = await bash.execute({ command }, { ...context(), progress });
+  assert.equal(result.isError, false);
+  assert.ok(reports.length >= 2, `chunks 600 ms apart are reported apart: ${JSON.stringify(reports)}`);
+  assert.ok(reports.length <= 6, `the burst is not reported chunk by chunk: ${reports.length} reports`);
+  assert.deepEqual(reports[0], { progress: 4, message: '4 bytes of output so far' });
+  for (let i = 1; i < reports.length; i++) assert.ok(reports[i]!.progress > reports[i - 1]!.progress, 'progress grows');
+});
+
+test('Bash makes no progress reports when no one listens', async (t) => {
+  const { bash } = await setup(t);
+  const result = await run(bash, { command: 'echo quiet' });
+  assert.deepEqual(result, { text: 'quiet', isError: false });
+});
