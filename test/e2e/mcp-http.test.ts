@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { CLIENT_KINDS, httpClient } from '../fixtures/mcp-clients.js';
+import { toolCases } from '../fixtures/mcp-tool-cases.js';
+import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+
+// One real server for the file: the SDKs' clients (v1, and v2 in both eras) over Streamable HTTP.
+const FULL_KEY = 'mcp-e2e-full-secret-0123456789';
+const SCOPED_KEY = 'mcp-e2e-scoped-secret-0123456789';
+let server: ServerProcess;
+let keysDir: string;
+
+before(async () => {
+  keysDir = await mkdtemp(path.join(tmpdir(), 'toolport-mcp-keys-'));
+  const keysFile = path.join(keysDir, 'keys.json');
+  await writeFile(keysFile, JSON.stringify([{ label: 'full', key: FULL_KEY }, { label: 'reader', key: SCOPED_KEY, tools: ['Read', 'LS'] }]));
+  server = await startServer({ TOOLPORT_API_KEYS_FILE: keysFile, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
+});
+after(async () => {
+  kill(server);
+  await server.exited;
+  await rm(keysDir, { recursive: true, force: true });
+});
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+
+for (const kind of CLIENT_KINDS) {
+  describe(`MCP over HTTP, ${kind}`, () => {
+    toolCases(`${kind} over HTTP`, {
+      connect: () => httpClient(kind, server.url, auth(FULL_KEY)),
+      workspace: () => server.workspace,
+      cancel: kind === 'v2-modern' ? 'signal' : 'close',
+    });
+
+    test(`${kind} over HTTP: a scoped key lists only its tools, and a call of another tool is refused with FORBIDDEN`, async (t) => {
+      const client = await httpClient(kind, server.url, auth(SCOPED_KEY));
+      t.after(() => client.close());
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((tool) => tool.name), ['Read', 'LS']);
+      await assert.rejects(client.callTool('Bash', { command: 'echo no' }), (err: { code?: number; message: string }) => {
+        assert.equal(err.code, -31002);
+        assert.match(err.message, /may not use tool "Bash"/);
+        return true;
+      });
+      const refused = await server.logLine((l) => l.msg === 'tool call refused' && l.key === 'reader' && l.tool === 'Bash');
+      assert.equal(refused.transport, 'mcp');
+    });
+
+    test(`${kind} over HTTP: without a key the connection is refused with 401`, async () => {
+      await assert.rejects(httpClient(kind, server.url), /UNAUTHORIZED|HTTP 401/);
+    });
+  });
+}
+
+test('POST /mcp without a key is a 401 with WWW-Authenticate, before any MCP processing', async () => {
+  const res = await fetch(new URL('/mcp', server.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
+  assert.equal(res.status, 401);
+  assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="toolport"');
+  const body = (await res.json()) as { error: { code: number; data: { code: string } } };
+  assert.deepEqual([body.error.code, body.error.data.code], [-31001, 'UNAUTHORIZED']);
+});
