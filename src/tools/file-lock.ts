@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
-import { constants, readFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { link, lstat, open, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { lockFileName, tempFileName } from './own-files.js';
 import { heldPath } from './workspace.js';
@@ -99,19 +99,27 @@ async function acquireLockFile(dir: FileHandle, lockName: string, key: string, s
 /** Removes the lock file only while it is still the one this process created (not taken over meanwhile). */
 async function releaseLockFile(dir: FileHandle, lockName: string, lock: FileHandle): Promise<void> {
   try {
-    const [held, named] = await Promise.all([lock.stat(), lstat(heldPath(dir, lockName)).catch(() => undefined)]);
-    if (named !== undefined && named.dev === held.dev && named.ino === held.ino) await unlink(heldPath(dir, lockName)).catch(() => undefined);
+    const named = await lstat(heldPath(dir, lockName), { bigint: true }).catch(() => undefined);
+    if (named?.isFile() && (await readHolder(dir, lockName))?.nonce === ME.nonce) await unlink(heldPath(dir, lockName)).catch(() => undefined);
   } finally {
     await lock.close();
   }
 }
 
+/** What a lock was when it was judged stale: enough to tell it from a fresh lock that reused its inode. */
+interface StaleLock {
+  ino: bigint;
+  mtimeNs: bigint;
+  nonce: string | undefined;
+}
+
 /**
  * Moves a stale lock out of the way by renaming it, which only one process can do, then checks
- * that what moved is the lock judged stale (inode `ino`): if another process took it over and
- * made a fresh one in between, that one is put back. True when the way is clear to try again.
+ * that what moved is the lock judged stale (its holder's nonce, or for a lock without one its
+ * inode and modification time, which a rename keeps): if another process took it over and made a
+ * fresh one in between, that one is put back. True when the way is clear to try again.
  */
-async function takeOver(dir: FileHandle, lockName: string, key: string, ino: bigint): Promise<boolean> {
+async function takeOver(dir: FileHandle, lockName: string, key: string, stale: StaleLock): Promise<boolean> {
   const aside = tempFileName(key);
   try {
     await rename(heldPath(dir, lockName), heldPath(dir, aside));
@@ -119,45 +127,68 @@ async function takeOver(dir: FileHandle, lockName: string, key: string, ino: big
     return (err as NodeJS.ErrnoException).code === 'ENOENT';
   }
   const moved = await lstat(heldPath(dir, aside), { bigint: true }).catch(() => undefined);
-  if (moved !== undefined && moved.ino !== ino) {
+  const nonce = moved?.isFile() ? (await readHolder(dir, aside))?.nonce : undefined;
+  const same = moved !== undefined && moved.ino === stale.ino && moved.mtimeNs === stale.mtimeNs && nonce === stale.nonce;
+  if (moved !== undefined && !same) {
     // A live lock: restore it unless yet another lock has appeared.
     await link(heldPath(dir, aside), heldPath(dir, lockName)).catch(() => undefined);
   }
-  await unlink(heldPath(dir, aside)).catch(() => undefined);
-  return moved?.ino === ino;
+  // A file or link goes; an empty directory too; a directory with something in it stays aside, hidden.
+  await unlink(heldPath(dir, aside)).catch(() => rmdir(heldPath(dir, aside)).catch(() => undefined));
+  return same;
 }
 
-// Who holds a lock: a process of this host, by pid and start time (in clock ticks since boot, from
-// /proc), so a restarted server can tell its dead predecessor's locks from a live neighbour's, even
-// when the pid was reused (a container's server is always pid 1).
-const ME = { host: hostname(), pid: process.pid, start: processStart(process.pid) };
+// Who holds a lock. A holder in this boot of this machine and this PID namespace is judged by
+// whether its process still lives (pid and start time in clock ticks since boot, so a reused pid
+// is a different process, as after a container restart where the server is always pid 1); any
+// other by the lock's age. The nonce tells one lock from another that reused its inode.
+const ME = {
+  host: hostname(),
+  boot: readOr('/proc/sys/kernel/random/boot_id', (text) => text.trim()),
+  pidns: linkOr('/proc/self/ns/pid'),
+  pid: process.pid,
+  start: processStart(process.pid),
+  nonce: randomBytes(8).toString('hex'),
+};
 const HOLDER = JSON.stringify(ME);
 
-function processStart(pid: number): string | undefined {
+function readOr(file: string, parse: (text: string) => string | undefined): string | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return parse(readFileSync(file, 'utf8'));
   } catch {
     return undefined;
   }
 }
 
+function linkOr(file: string): string | undefined {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function processStart(pid: number): string | undefined {
+  return readOr(`/proc/${pid}/stat`, (stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+}
+
 /**
- * The inode of a lock file no live process holds, or undefined while it may be held: stale when
- * older than `STALE_LOCK_MS`, or written by a process of this host that is gone (no process with
- * its pid started when it did). Only a regular file's first bytes are read, without following a
- * link or waiting on a FIFO: anything else in its place is judged by its age alone.
+ * What a lock no live process holds was, or undefined while it may be held. A lock written by a
+ * process of this boot and PID namespace is stale exactly when that process is gone (no process
+ * with its pid started when it did), however old; any other lock when it is older than
+ * `STALE_LOCK_MS`. Only a regular file's first bytes are read, without following a link or waiting
+ * on a FIFO: anything else in its place is judged by its age alone.
  */
-export async function staleLock(dir: FileHandle, lockName: string): Promise<bigint | undefined> {
+export async function staleLock(dir: FileHandle, lockName: string): Promise<StaleLock | undefined> {
   const stats = await lstat(heldPath(dir, lockName), { bigint: true }).catch(() => undefined);
   if (stats === undefined) return undefined;
-  if (Date.now() - Number(stats.mtimeMs) > STALE_LOCK_MS) return stats.ino;
-  if (!stats.isFile()) return undefined;
-  const holder = await readHolder(dir, lockName, stats.ino);
-  if (holder?.host !== ME.host || typeof holder.pid !== 'number' || !Number.isSafeInteger(holder.pid) || holder.pid <= 0) return undefined;
+  const holder = stats.isFile() ? await readHolder(dir, lockName) : undefined;
+  const found: StaleLock = { ino: stats.ino, mtimeNs: stats.mtimeNs, nonce: holder?.nonce };
+  const local = holder !== undefined && ME.boot !== undefined && holder.boot === ME.boot && ME.pidns !== undefined && holder.pidns === ME.pidns;
+  if (!local) return Date.now() - Number(stats.mtimeMs) > STALE_LOCK_MS ? found : undefined;
   const start = processStart(holder.pid);
-  if (start === undefined && !pidExists(holder.pid)) return stats.ino;
-  return start !== undefined && typeof holder.start === 'string' && start !== holder.start ? stats.ino : undefined;
+  if (start === undefined) return pidExists(holder.pid) ? undefined : found;
+  return start !== holder.start ? found : undefined;
 }
 
 function pidExists(pid: number): boolean {
@@ -169,15 +200,27 @@ function pidExists(pid: number): boolean {
   }
 }
 
-async function readHolder(dir: FileHandle, lockName: string, ino: bigint): Promise<{ host?: unknown; pid?: unknown; start?: unknown } | undefined> {
+interface Holder {
+  boot: string;
+  pidns: string;
+  pid: number;
+  start: string | undefined;
+  nonce: string;
+}
+
+/** The holder record of a lock that is a regular file, read through O_NOFOLLOW|O_NONBLOCK, at most 256 bytes; undefined for anything else. */
+async function readHolder(dir: FileHandle, lockName: string): Promise<Holder | undefined> {
   const handle = await open(heldPath(dir, lockName), READ_LOCK).catch(() => undefined);
   if (handle === undefined) return undefined;
   try {
-    const stats = await handle.stat({ bigint: true });
-    if (!stats.isFile() || stats.ino !== ino) return undefined;
+    if (!(await handle.stat()).isFile()) return undefined;
     const buffer = Buffer.alloc(MAX_HOLDER_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, MAX_HOLDER_BYTES, 0);
-    return JSON.parse(buffer.subarray(0, bytesRead).toString('utf8')) as { host?: unknown; pid?: unknown; start?: unknown };
+    const record = JSON.parse(buffer.subarray(0, bytesRead).toString('utf8')) as Record<string, unknown>;
+    const { boot, pidns, pid, start, nonce } = record;
+    if (typeof boot !== 'string' || typeof pidns !== 'string' || typeof nonce !== 'string') return undefined;
+    if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
+    return { boot, pidns, pid, start: typeof start === 'string' ? start : undefined, nonce };
   } catch {
     // Empty (its holder is between creating and writing it) or not ours: the age decides.
     return undefined;

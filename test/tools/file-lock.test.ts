@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, watch, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +42,18 @@ before(async () => {
 });
 
 after(() => rm(base, { recursive: true, force: true }));
+
+/** A holder record for a process of this machine and PID namespace, as the server writes it. */
+function holder(pid: number): Record<string, unknown> {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return {
+    boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
+    pidns: readlinkSync('/proc/self/ns/pid'),
+    pid,
+    start: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19],
+    nonce: '0123456789abcdef',
+  };
+}
 
 /** The path of the lock file of `name` in the workspace root. */
 async function lockOf(name: string): Promise<string> {
@@ -156,8 +168,7 @@ test('the start-up sweep keeps a live writer\'s lock and temporary file, and rem
   const live = 'a'.repeat(64);
   const dead = 'b'.repeat(64);
   // A lock held by this very process counts as live; one older than the stale limit as dead.
-  const start = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[19];
-  await writeFile(path.join(dir, lockFileName(live)), JSON.stringify({ host: os.hostname(), pid: process.pid, start }));
+  await writeFile(path.join(dir, lockFileName(live)), JSON.stringify(holder(process.pid)));
   const liveTemp = tempFileName(live);
   await writeFile(path.join(dir, liveTemp), 'in progress');
   await writeFile(path.join(dir, lockFileName(dead)), '');
@@ -209,3 +220,30 @@ test('a full disk fails the Edit cleanly: no lock file left, no descriptor left 
     execFileSync('umount', ['-l', small]);
   }
 });
+
+test('a young lock whose holder on this machine died is taken over at once; an old one of a live holder is not', async () => {
+  await writeFile(path.join(root, 'dead.txt'), 'one\n');
+  const lock = await lockOf('dead.txt');
+  // A process that has exited: its pid is free (or reused, with another start time).
+  const child = execFileSync('bash', ['-c', 'echo $$']).toString().trim();
+  await writeFile(lock, JSON.stringify({ ...holder(process.pid), pid: Number(child), start: '1' }));
+  assert.equal((await Edit.execute({ file_path: 'dead.txt', old_string: 'one', new_string: 'two' }, context())).isError, false);
+
+  // This very process holds it (as another server in this PID namespace would), however old.
+  await writeFile(lock, JSON.stringify(holder(process.pid)));
+  await utimes(lock, old, old);
+  const controller = new AbortController();
+  const waiting = Promise.resolve(Edit.execute({ file_path: 'dead.txt', old_string: 'two', new_string: 'three' }, context(controller.signal)));
+  await waitForLockWait(lock);
+  controller.abort(new Error('enough'));
+  await assert.rejects(waiting, /enough/);
+  assert.equal(await readFile(path.join(root, 'dead.txt'), 'utf8'), 'two\n');
+  await rm(lock);
+});
+
+/** Resolves once the lock at `path` has been looked at by a waiting Edit (its access time moved). */
+async function waitForLockWait(lock: string): Promise<void> {
+  const before = (await stat(lock)).atimeMs;
+  const deadline = Date.now() + 5_000;
+  while ((await stat(lock)).atimeMs === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+}
