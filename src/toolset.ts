@@ -15,12 +15,13 @@ export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins'
 
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
- * to the ones `TOOLPORT_TOOLS` names (in its order), or all of them. With `log`, Bash says there
- * which mode it runs in (the sandbox or not) and why.
+ * to the ones `TOOLPORT_TOOLS` names (in its order), or all of them. With `log` (a server's), Bash
+ * says there which mode it runs in (the sandbox or not) and why, and the workspace is swept of
+ * what a crashed server left in it.
  */
 export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), log?: Logger): Promise<ToolRegistry> {
   const all = new ToolRegistry();
-  const builtins = await builtinTools({ workspace: config.workspace, bashSandbox: config.bashSandbox, secretFiles: secretFiles(config, cwd), log });
+  const builtins = await builtinTools({ workspace: config.workspace, bashSandbox: config.bashSandbox, secretFiles: secretFiles(config, cwd), log, sweepLeftovers: log !== undefined });
   for (const tool of builtins) all.register(tool);
   await loadPlugins(config.plugins, all, cwd);
   if (config.tools === undefined) return all;

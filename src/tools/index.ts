@@ -23,13 +23,23 @@ export interface BuiltinToolOptions {
   secretFiles?: readonly string[];
   /** Where Bash says, once, which mode runs and why. */
   log?: Logger;
+  /**
+   * Remove, in the background, what a server that died mid-write left in the workspace (see
+   * `removeLeftovers`), and log what was removed to `log`. For servers, not for one-off commands.
+   */
+  sweepLeftovers?: boolean;
 }
 
 /** The tools toolport serves out of the box, in the order they are listed. */
 export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef[]> {
   const ws = await Workspace.open(options.workspace);
-  // In the background: a big workspace must not hold up start-up, and a sweep that fails changes nothing.
-  void removeLeftovers(ws).catch(() => undefined);
+  if (options.sweepLeftovers === true) {
+    // In the background: a big workspace must not hold up start-up.
+    removeLeftovers(ws).then(
+      (report) => options.log?.info(report, 'removed what a crash left in the workspace'),
+      (err: unknown) => options.log?.warn({ err }, 'could not sweep the workspace for what a crash left'),
+    );
+  }
   return [
     Echo,
     await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? 'auto', secretFiles: options.secretFiles, log: options.log }),

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
  * 16 hex digits naming the target). Listings and searches leave them out, Write and Edit refuse
  * the names, and start-up removes what a crash left behind, never a client's file.
  */
-const OWN_NAME = /^\.toolport-[0-9a-f]{16}(\.[0-9a-f]{8})?\.(tmp|lock)$/;
+const OWN_NAME = /^\.toolport-[0-9a-f]{16}(\.lock|\.[0-9a-f]{8}\.tmp)$/;
 const TEMP_NAME = /^\.toolport-([0-9a-f]{16})\.[0-9a-f]{8}\.tmp$/;
 
 /** Globs (for rg and picomatch) that match the server's own files. */

@@ -107,7 +107,7 @@ test('a symlink planted as a lock file is not followed', async () => {
 });
 
 test('Write and Edit refuse names of the form the server gives its own files', async () => {
-  for (const name of ['.toolport-0123456789abcdef.lock', '.toolport-0123456789abcdef.tmp', 'sub/.toolport-0123456789abcdef.01234567.tmp']) {
+  for (const name of ['.toolport-0123456789abcdef.lock', '.toolport-0123456789abcdef.01234567.tmp', 'sub/.toolport-fedcba9876543210.76543210.tmp']) {
     const refusal = {
       content: [
         {
@@ -119,8 +119,8 @@ test('Write and Edit refuse names of the form the server gives its own files', a
     };
     assert.deepEqual(await Write.execute({ file_path: name, content: 'x' }, context()), refusal);
   }
-  await writeFile(path.join(root, '.toolport-0123456789abcdef.tmp'), 'planted\n');
-  assert.equal((await Edit.execute({ file_path: '.toolport-0123456789abcdef.tmp', old_string: 'planted', new_string: 'x' }, context())).isError, true);
+  await writeFile(path.join(root, '.toolport-0123456789abcdef.01234567.tmp'), 'planted\n');
+  assert.equal((await Edit.execute({ file_path: '.toolport-0123456789abcdef.01234567.tmp', old_string: 'planted', new_string: 'x' }, context())).isError, true);
 });
 
 test('a Write with expected_version refuses when the file changes while it writes, and keeps that change', async () => {

@@ -253,7 +253,7 @@ test('Glob states the pattern limits in its description', () => {
 });
 
 test("Glob leaves out the server's own temporary and lock files, even when the pattern names them", async () => {
-  for (const name of ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) await file(`own/${name}`, 9_600_000);
+  for (const name of ['.toolport-0123456789abcdef.01234567.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) await file(`own/${name}`, 9_600_000);
   assert.deepEqual(await glob({ pattern: '**', path: 'own' }), result('own/kept.txt'));
   assert.deepEqual(await glob({ pattern: 'own/.toolport-*' }), result('No files found'));
 });

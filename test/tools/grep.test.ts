@@ -264,7 +264,7 @@ test('Grep reports a missing path, and a path through a file, in the words of th
 
 test("Grep leaves out the server's own temporary and lock files, even when a glob names them", async () => {
   await mkdir(path.join(root, 'own'));
-  for (const name of ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) {
+  for (const name of ['.toolport-0123456789abcdef.01234567.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt']) {
     await writeFile(path.join(root, 'own', name), 'hello own\n');
   }
   assert.deepEqual(await search({ pattern: 'hello own', path: 'own', glob: '.toolport-*' }), { text: 'No matches found', isError: false });

@@ -184,7 +184,7 @@ test('LS takes path and an optional list of ignore patterns and no other propert
 });
 
 test("LS leaves out the server's own temporary and lock files, and nothing else", async () => {
-  const ls = await lsWith('own', ['.toolport-0123456789abcdef.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt', '.toolport-notours.tmp']);
+  const ls = await lsWith('own', ['.toolport-0123456789abcdef.01234567.tmp', '.toolport-0123456789abcdef.lock', 'kept.txt', '.toolport-notours.tmp']);
   assert.deepEqual(await ls({ path: '.' }), result('Directory ".", 2 entries:\n.toolport-notours.tmp\nkept.txt'));
 });
 
