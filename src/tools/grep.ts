@@ -169,7 +169,14 @@ async function openRegularFile(location: Location, given: string): Promise<Opene
     if ((err as NodeJS.ErrnoException).code === 'ELOOP') return changed;
     throw err;
   }
-  if ((await handle.stat()).isFile()) return { handle };
+  let isFile: boolean;
+  try {
+    isFile = (await handle.stat()).isFile();
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  if (isFile) return { handle };
   await handle.close();
   return special;
 }

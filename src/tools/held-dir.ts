@@ -1,10 +1,8 @@
-import { constants, type Dirent } from 'node:fs';
+import type { Dirent } from 'node:fs';
 import { open, readdir, type FileHandle } from 'node:fs/promises';
 import { isOwnFileName } from './own-files.js';
-import { heldPath } from './workspace.js';
+import { heldPath, OPEN_DIRECTORY } from './workspace.js';
 
-// A directory is opened without following a symlink in its place: a link there fails (ENOTDIR or ELOOP).
-const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 // What a step that meets something other than a directory fails with.
 const NOT_A_DIRECTORY = new Set(['ENOENT', 'ENOTDIR', 'ELOOP']);
 

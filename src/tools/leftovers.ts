@@ -1,15 +1,14 @@
-import { constants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import type { Dir } from 'node:fs';
+import { lstat, open, opendir, unlink, type FileHandle } from 'node:fs/promises';
 import { staleLock } from './file-lock.js';
 import { isOwnFileName, lockOfTempFile } from './own-files.js';
-import { heldPath, type Workspace } from './workspace.js';
+import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
 
 /** Most directory entries one sweep looks at; a workspace bigger than that is swept in part. */
 export const MAX_SWEPT_ENTRIES = 200_000;
 // Each level holds one descriptor open; deeper trees are swept down to here.
 const MAX_DEPTH = 64;
 
-const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 export interface SweepReport {
   /** Temporary and lock files removed. */
@@ -30,13 +29,14 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
   const report: SweepReport = { removed: 0, partial: false };
   let seen = 0;
   const visit = async (dir: FileHandle, depth: number): Promise<void> => {
-    let entries: Dirent[];
+    let entries: Dir;
     try {
-      entries = await readdir(heldPath(dir), { withFileTypes: true });
+      // A stream: a directory of millions of entries costs what a few do.
+      entries = await opendir(heldPath(dir), { bufferSize: 64 });
     } catch {
       return;
     }
-    for (const entry of entries) {
+    for await (const entry of entries) {
       if (++seen > MAX_SWEPT_ENTRIES) {
         report.partial = true;
         return;

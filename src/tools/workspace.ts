@@ -11,8 +11,8 @@ const MAX_RETRIES = 100;
 // Components one walk may take, symlink targets included: links whose targets repeat `d/..`
 // could otherwise make one path cost a hundred thousand opens.
 const MAX_STEPS = 4096;
-// A directory is opened without following a symlink in its place: a link there fails (ENOTDIR or ELOOP).
-const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** How every directory a client names is opened: without following a symlink in its place (a link there fails with ENOTDIR or ELOOP). */
+export const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** A path a file tool may not use; the message names the path as given and the reason, nothing more. */
 export class WorkspaceError extends Error {

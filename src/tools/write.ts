@@ -1,4 +1,4 @@
-import { constants, type BigIntStats } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
 import { lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
@@ -11,9 +11,8 @@ import { countLines } from './numbered-lines.js';
 import { isOwnFileName } from './own-files.js';
 import { assertUnchanged, contentVersion, loadRegularFile } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
-import { heldPath, type Workspace } from './workspace.js';
+import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
 
-const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** Write: creates or replaces a whole file inside the workspace, atomically. */
 export function createWriteTool(ws: Workspace): ToolDef {
@@ -121,9 +120,14 @@ async function makeParents(dir: FileHandle, names: readonly string[]): Promise<F
         if (code === 'ENOTDIR' || code === 'ELOOP') return undefined;
         throw err;
       });
-      if (current !== dir) await current.close();
-      if (next === undefined) return undefined;
+      // Hold the next one before letting go of this one, so an error in the close leaks nothing.
+      const previous = current;
+      if (next === undefined) {
+        if (previous !== dir) await previous.close();
+        return undefined;
+      }
       current = next;
+      if (previous !== dir) await previous.close();
     }
     return current;
   } catch (err) {
