@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -114,7 +114,9 @@ test('Read, Write and Edit never act outside while a sandboxed Bash call does th
   const bash = await createBashTool({ workspace: await Workspace.open(root), sandbox: true });
   // The sandbox binds the workspace writable, so the swap runs there while the file tools run outside it.
   let finished = false;
-  const swapping = Promise.resolve(bash.execute({ command: `python3 ${SWAPPER} d .swap ${ROUNDS_MS / 1000}` }, context())).finally(() => {
+  // Inside the workspace: the sandbox hides /tmp and /run, where the checkout may be.
+  await copyFile(SWAPPER, path.join(root, 'swapper.py'));
+  const swapping = Promise.resolve(bash.execute({ command: `python3 swapper.py d .swap ${ROUNDS_MS / 1000}` }, context())).finally(() => {
     finished = true;
   });
   const seen = await clients(() => finished);

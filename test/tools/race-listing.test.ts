@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -125,8 +125,10 @@ test('LS, Glob and Grep stay inside while a sandboxed Bash call swaps the direct
     return;
   }
   const bash = await createBashTool({ workspace: ws, sandbox: true });
+  // Inside the workspace: the sandbox hides /tmp and /run, where the checkout may be.
+  await copyFile(SWAPPER, path.join(root, 'swapper.py'));
   // The swapper stops when its stdin closes: when sleep ends, so it leaves the pair as it found it.
-  const command = `sleep ${ROUNDS_MS / 1000} | python3 ${SWAPPER} d .swap`;
+  const command = `sleep ${ROUNDS_MS / 1000} | python3 swapper.py d .swap`;
   let finished = false;
   const swapping = Promise.resolve(bash.execute({ command }, context())).finally(() => {
     finished = true;
