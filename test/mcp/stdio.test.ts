@@ -162,7 +162,8 @@ test('past maxInFlight, the next request waits for a slot', async () => {
   send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Slow' } });
   send({ jsonrpc: '2.0', id: 2, method: 'ping' });
   await running;
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // Give the second request every chance to be answered early: several turns of the event loop.
+  for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(lines, []);
   release();
   assert.deepEqual(

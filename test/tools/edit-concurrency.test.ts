@@ -203,10 +203,12 @@ test('an Edit waits for a lock file another process holds, and takes over one a 
   // A live process holds the lock: the Edit waits, the file stays as it is, until the lock goes.
   await writeFile(lock, '');
   const pending = call(Edit, { file_path: 'locked.txt', old_string: 'before', new_string: 'after' });
-  const deadline = Date.now() + 300;
-  while (Date.now() < deadline) {
+  // Until the waiting Edit has looked at the lock a few times (its access time moves).
+  for (let looks = 0; looks < 3; looks += 1) {
+    const seen = (await stat(lock, { bigint: true })).atimeNs;
+    const deadline = Date.now() + 5_000;
+    while ((await stat(lock, { bigint: true })).atimeNs === seen && Date.now() < deadline) await delay(5);
     assert.equal(await readFile(file, 'utf8'), 'before\n');
-    await delay(20);
   }
   await unlink(lock);
   assert.equal((await pending).isError, false);

@@ -59,16 +59,15 @@ test('reaperUnavailableReason says how to install perl when it is missing', asyn
   assert.equal(await reaperUnavailableReason(), 'perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)');
 });
 
-test('the reaper kills processes that called setsid or were double-forked when the command exits, and exits with its code', async (t) => {
+test('the reaper kills processes that called setsid or were double-forked when the command exits, and exits with its code', { timeout: 60_000 }, async (t) => {
   if (!(await reaperWorks(t))) return;
   const marker = trackMarker(t);
-  const started = Date.now();
-  const run = reaped(`${escapees(marker)}; echo started; exit 3`, 2_000);
+  // A grace period longer than the test may take: processes that die on SIGTERM are not waited for.
+  const run = reaped(`${escapees(marker)}; echo started; exit 3`, 600_000);
   const outcome = await run;
   assert.deepEqual(outcome, { exitCode: 3, exitSignal: null, timedOut: false });
   assert.equal(run.opts.out(), 'started\n');
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
-  assert.ok(Date.now() - started < 2_000, 'processes that die on SIGTERM are not waited for');
 });
 
 test('the reaper dies of the signal that killed the command', async (t) => {
