@@ -88,9 +88,13 @@ export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly s
   for (const file of secretFiles) {
     const real = await canonical(file);
     if (real === undefined || alreadyPrivate(real)) continue;
-    const dir = path.dirname(real);
-    if (ownDirectory(dir) && !isWithin(workspaceRoot, dir)) directories.add(dir);
-    else files.add(real);
+    // Where the file is named, and where it really is: a mounted secret is a symlink into a
+    // directory that the next rotation replaces, so the named directory is hidden too.
+    for (const dir of new Set([path.dirname(real), await canonical(path.dirname(path.resolve(file)))])) {
+      if (dir === undefined || alreadyPrivate(dir)) continue;
+      if (ownDirectory(dir) && !isWithin(workspaceRoot, dir)) directories.add(dir);
+    }
+    if (!directories.has(path.dirname(real))) files.add(real);
   }
   const coveredByDirectory = (p: string): boolean => [...directories].some((dir) => dir !== p && isWithin(p, dir));
   return {

@@ -89,6 +89,17 @@ test('hiddenPaths hides a secret file with its directory when the directory is i
   assert.deepEqual(await hiddenPaths(ws.root, [path.join(ws.root, '..', `${path.basename(ws.root)}-link.json`)]), { directories: [dir], files: [] });
 });
 
+test('hiddenPaths hides the directory a mounted secret is named in, which its rotations replace', async (t) => {
+  const ws = await workspace(t);
+  const dir = await secretsDirectory(t);
+  // A Kubernetes secret volume: keys.json -> ..data/keys.json, ..data -> ..<timestamp>/.
+  await mkdir(path.join(dir, '..2026_11_30_1'));
+  await writeFile(path.join(dir, '..2026_11_30_1', 'keys.json'), '[]');
+  await symlink('..2026_11_30_1', path.join(dir, '..data'));
+  await symlink('..data/keys.json', path.join(dir, 'keys.json'));
+  assert.deepEqual(await hiddenPaths(ws.root, [path.join(dir, 'keys.json')]), { directories: [dir], files: [] });
+});
+
 test('hiddenPaths hides a secret file by itself in a shared directory, or in one that holds the workspace', async (t) => {
   const ws = await workspace(t);
   const shared = `/var/tmp/toolport-keys-${randomBytes(6).toString('hex')}.json`;
