@@ -107,7 +107,7 @@ async function releaseLockFile(dir: FileHandle, lockName: string, lock: FileHand
 }
 
 /** What a lock was when it was judged stale: enough to tell it from a fresh lock that reused its inode. */
-interface StaleLock {
+export interface StaleLock {
   ino: bigint;
   mtimeNs: bigint;
   nonce: string | undefined;
@@ -119,7 +119,7 @@ interface StaleLock {
  * inode and modification time, which a rename keeps): if another process took it over and made a
  * fresh one in between, that one is put back. True when the way is clear to try again.
  */
-async function takeOver(dir: FileHandle, lockName: string, key: string, stale: StaleLock): Promise<boolean> {
+export async function takeOver(dir: FileHandle, lockName: string, key: string, stale: StaleLock): Promise<boolean> {
   const aside = tempFileName(key);
   try {
     await rename(heldPath(dir, lockName), heldPath(dir, aside));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readlinkSync, watch, writeFileSync } from 'node:fs';
+import { constants, existsSync, readFileSync, readlinkSync, watch, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { runInNewContext } from 'node:vm';
 import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
-import { lockKey, STALE_LOCK_MS } from '../../src/tools/file-lock.js';
+import { lockKey, STALE_LOCK_MS, staleLock, takeOver } from '../../src/tools/file-lock.js';
 import { removeLeftovers } from '../../src/tools/leftovers.js';
 import { lockFileName, tempFileName } from '../../src/tools/own-files.js';
 import { createReadTool } from '../../src/tools/read.js';
@@ -247,3 +247,27 @@ async function waitForLockWait(lock: string): Promise<void> {
   const deadline = Date.now() + 5_000;
   while ((await stat(lock)).atimeMs === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
 }
+
+test('a takeover that finds a fresh lock where it judged a stale one puts the fresh one back', async () => {
+  await writeFile(path.join(root, 'taken.txt'), 'x\n');
+  const lock = await lockOf('taken.txt');
+  const { dev, ino } = await stat(root, { bigint: true });
+  const key = lockKey(dev, ino, 'taken.txt');
+  const dir = await open(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    // A dead holder's lock, judged stale...
+    const child = execFileSync('bash', ['-c', 'echo $$']).toString().trim();
+    await writeFile(lock, JSON.stringify({ ...holder(process.pid), pid: Number(child), start: '1', nonce: 'aaaaaaaaaaaaaaaa' }));
+    const stale = await staleLock(dir, path.basename(lock));
+    assert.ok(stale !== undefined);
+    // ...is replaced by another server's fresh lock before this one moves it aside.
+    await rm(lock);
+    await writeFile(lock, JSON.stringify({ ...holder(process.pid), nonce: 'bbbbbbbbbbbbbbbb' }));
+    assert.equal(await takeOver(dir, path.basename(lock), key, stale), false);
+    assert.equal(JSON.parse(await readFile(lock, 'utf8')).nonce, 'bbbbbbbbbbbbbbbb');
+    assert.deepEqual((await readdir(root)).filter((n) => n.startsWith(`.toolport-${key.slice(0, 16)}.`) && n.endsWith('.tmp')), []);
+  } finally {
+    await dir.close();
+    await rm(lock, { force: true });
+  }
+});
