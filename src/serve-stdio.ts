@@ -57,6 +57,8 @@ export async function serveMcpStdio(
   } finally {
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
+    // After a signal the input is still open, and an open stdin keeps the process alive.
+    input.destroy();
   }
   logger.info('stopped');
   return 0;
