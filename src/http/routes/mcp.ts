@@ -58,12 +58,12 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     if (mismatch) return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
 
     const caller: Caller = new RequestCaller(request);
-    if (!isToolsCall(message)) {
+    if (!carriesToolsCall(message)) {
       const outcome = await dispatcher.handle(message, { caller, requestId: request.id, ...(protocolVersion ? { protocolVersion } : {}) });
       return send(reply, outcome.status, outcome.reply);
     }
 
-    // A tool call: aborted when the client goes away (and by shutdown, through the gateway).
+    // Tool calls: aborted when the client goes away (and by shutdown, through the gateway).
     const controller = new AbortController();
     const onClose = (): void => {
       if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
@@ -157,8 +157,10 @@ class ProgressStream {
   }
 }
 
-function isToolsCall(message: unknown): boolean {
-  return isPlainObject(message) && message['method'] === 'tools/call';
+/** A tools/call, alone or in a batch (2025-03-26): its calls must end when the client goes away. */
+function carriesToolsCall(message: unknown): boolean {
+  const isCall = (m: unknown): boolean => isPlainObject(m) && m['method'] === 'tools/call';
+  return isCall(message) || (Array.isArray(message) && message.some(isCall));
 }
 
 /** A progress token, and a client that takes SSE: the spec lets the server answer either way. */

@@ -253,3 +253,19 @@ test('a client that closes its connection aborts the call\'s signal', async (t) 
     await new Promise((resolve) => setImmediate(resolve));
   }
 });
+
+test('a client that closes its connection aborts the tool calls of a batch too (2025-03-26)', { timeout: 20_000 }, async (t) => {
+  const slow = controllableTool('Slow');
+  const { app } = await appWith([slow.tool]);
+  t.after(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const req = httpRequest({ port, method: 'POST', path: '/mcp', headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-03-26' } });
+  req.on('error', () => {});
+  req.end(JSON.stringify([rpc('tools/call', { name: 'Slow', arguments: {} }, 1), rpc('ping', undefined, 2)]));
+  await slow.started;
+  req.destroy();
+  const reason = await slow.aborted;
+  assert.match(String((reason as Error).message), /disconnected/);
+  slow.release('late');
+});
