@@ -131,9 +131,24 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
     if (partBytes > 0 || oversized) endLine();
     ended = true;
     input.off('data', onData);
-    if (endGraceMs <= 0) calls.abortAll(new Error('the input ended'));
-    else graceTimer = setTimeout(() => calls.abortAll(new Error('the input ended')), endGraceMs);
+    if (endGraceMs <= 0) stopAll(new Error('the input ended'));
+    else graceTimer = setTimeout(() => stopAll(new Error('the input ended')), endGraceMs);
     pump();
+  };
+
+  // Every call: those the client can name by id and those it cannot (a repeated id), through the
+  // signal each of them is given.
+  const stopAll = (reason: Error): void => {
+    shutdown.abort(reason);
+    calls.abortAll(reason);
+  };
+
+  // The client closed its end (EPIPE comes as an event, not a throw): nothing more can be said,
+  // so stop as when the input ends, at once.
+  const onOutputError = (): void => {
+    lines.length = 0;
+    onEnd();
+    stopAll(new Error('the output closed'));
   };
 
   const onAbort = (): void => {
@@ -155,6 +170,8 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   input.on('data', onData);
   input.once('end', onEnd);
   input.once('error', onEnd);
+  // Left on after the end: a late error of a closed pipe must not be an uncaught one.
+  output.on('error', onOutputError);
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
   return done;

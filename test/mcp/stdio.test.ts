@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { McpBackend } from '../../src/mcp/backend.js';
 import { McpDispatcher } from '../../src/mcp/dispatcher.js';
@@ -202,4 +202,17 @@ test('the shutdown signal aborts running calls and stops reading', async () => {
   await done;
   assert.equal(backend.calls[0]!.options.signal.aborted, true);
   assert.equal(lines.at(-1)!.id, 1);
+});
+
+test('a closed output (EPIPE) ends the session like the end of input, with nothing thrown', async () => {
+  const input = new PassThrough();
+  const output = new Writable({
+    write(_chunk, _encoding, callback) {
+      callback(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    },
+  });
+  const done = serveStdio(new McpDispatcher(fakeBackend(), { progressIntervalMs: 0 }), input, output, { caller: ANYONE, endGraceMs: 0 });
+  input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+  await done;
+  input.destroy();
 });
