@@ -6,29 +6,13 @@ import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
+import { parseMetrics } from '../fixtures/metrics-text.js';
 import { Fails, Throws } from '../fixtures/tools.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();
   for (const tool of tools) registry.register(tool);
   return buildApp({ registry, ...options });
-}
-
-/**
- * Parses the Prometheus text format into `name{label="value",...}` -> value, with the labels
- * sorted by name so a test need not know the order they are written in.
- */
-function parseMetrics(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    assert.ok(match, `not a sample line: ${line}`);
-    const [, name, labels = '', value] = match;
-    const pairs = [...labels.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => `${k}="${v}"`).sort();
-    samples.set(pairs.length ? `${name}{${pairs.join(',')}}` : name!, Number(value));
-  }
-  return samples;
 }
 
 async function scrape(app: FastifyInstance): Promise<Map<string, number>> {
