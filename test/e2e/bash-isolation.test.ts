@@ -8,19 +8,13 @@ import { test, type TestContext } from 'node:test';
 import { reaperUnavailableReason } from '../../src/tools/reaper.js';
 import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
 import { escapees } from '../fixtures/escapees.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
 
 async function server(t: TestContext, env: Record<string, string>): Promise<ServerProcess> {
   const started = await startServer(env);
   t.after(() => kill(started));
   return started;
-}
-
-function marker(t: TestContext): string {
-  const value = uniqueMarker();
-  t.after(() => killAll(processesWith(value)));
-  return value;
 }
 
 async function bash(srv: ServerProcess, key: string, command: string): Promise<{ text: string; isError: boolean }> {
@@ -39,7 +33,7 @@ async function bash(srv: ServerProcess, key: string, command: string): Promise<{
  * the server with SIGTERM while the call runs, and checks that nothing the call started is left.
  */
 async function shutdownLeavesNothing(t: TestContext, srv: ServerProcess, key: string): Promise<void> {
-  const mark = marker(t);
+  const mark = trackedMarker(t);
   const call = bash(srv, key, `${escapees(mark)}; touch ready; wait`);
   await waitFor(() => existsSync(path.join(srv.workspace, 'ready')), 'the escapees to be in place', 10_000);
   srv.child.kill('SIGTERM');
@@ -88,7 +82,7 @@ test('with TOOLPORT_BASH_SANDBOX=false the server warns at start-up, and nothing
   assert.equal(line.reaping, 'subreaper');
   assert.equal(line.reason, 'TOOLPORT_BASH_SANDBOX=false');
 
-  const mark = marker(t);
+  const mark = trackedMarker(t);
   assert.deepEqual(await bash(srv, apiKey, `${escapees(mark)}; echo left behind`), { text: 'left behind', isError: false });
   assert.equal(processesWith(mark).length, 0, 'nothing is left when the call returns');
 

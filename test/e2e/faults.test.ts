@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { kill, startServer, type LogLine, type ServerProcess } from '../fixtures/server-process.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
@@ -15,13 +15,6 @@ async function server(t: TestContext, env: Record<string, string> = {}): Promise
   const started = await startServer({ TOOLPORT_PLUGINS: PLUGIN, ...env });
   t.after(() => kill(started));
   return started;
-}
-
-/** A marker for a command line, with cleanup of its processes in case an assertion fails first. */
-function marker(t: TestContext): string {
-  const value = uniqueMarker();
-  t.after(() => killAll(processesWith(value)));
-  return value;
 }
 
 function call(server: ServerProcess, tool: string, input: unknown, requestId: string): Promise<Response> {
@@ -71,7 +64,7 @@ test('a plug-in tool that hangs past its deadline answers 200 isError "timed out
 
 test('a client that disconnects mid-call to Bash gets the command, its child and its grandchild killed', async (t) => {
   const srv = await server(t);
-  const mark = marker(t);
+  const mark = trackedMarker(t);
   const req = request(`${srv.url}/tools/Bash`, {
     method: 'POST',
     agent: false,
@@ -89,7 +82,7 @@ test('a client that disconnects mid-call to Bash gets the command, its child and
 
 test('SIGTERM lets a short call finish, aborts a long one after the grace period, refuses new calls with 503, and exits 0', async (t) => {
   const srv = await server(t, { TOOLPORT_SHUTDOWN_GRACE_MS: '300' });
-  const mark = marker(t);
+  const mark = trackedMarker(t);
   const gate = `release-${randomBytes(6).toString('hex')}`;
   const long = call(srv, 'Bash', { command: `sleep ${mark} & (sleep ${mark} &); wait` }, 'long-1');
   // Runs until the test creates the gate file, so it is certainly in flight when SIGTERM comes.
@@ -119,7 +112,7 @@ test('SIGTERM lets a short call finish, aborts a long one after the grace period
 
 test('SIGTERM kills a command that ignores SIGTERM before the process exits, so nothing outlives the server', async (t) => {
   const srv = await server(t, { TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
-  const mark = marker(t);
+  const mark = trackedMarker(t);
   // An ignored signal is inherited: neither bash nor its sleeps die of the SIGTERM the abort sends.
   const stubborn = call(srv, 'Bash', { command: `trap "" TERM; sleep ${mark} & sleep ${mark}; wait` }, 'stubborn-1');
   await waitFor(() => processesWith(mark).length >= 3, 'the command to start', 10_000);

@@ -14,7 +14,7 @@ import { reaperUnavailableReason } from '../../src/tools/reaper.js';
 import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
 import { Workspace } from '../../src/tools/workspace.js';
 import { escapees } from '../fixtures/escapees.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
 
 /**
@@ -39,13 +39,6 @@ async function run(bash: ToolDef, input: Record<string, unknown>, signal?: Abort
   const block = result.content[0]!;
   assert.equal(block.type, 'text');
   return { text: block.type === 'text' ? block.text : '', isError: result.isError === true };
-}
-
-/** Registers cleanup of processes carrying `marker` in case an assertion fails first. */
-function trackMarker(t: { after(fn: () => void): void }): string {
-  const marker = uniqueMarker();
-  t.after(() => killAll(processesWith(marker)));
-  return marker;
 }
 
 const REPLACEMENT_OR_LONE_SURROGATE = /\uFFFD|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -87,7 +80,7 @@ test('Bash gives commands an empty stdin, so programs reading it finish at once'
 
 test('Bash kills the command and its grandchildren when the timeout passes', async (t) => {
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const started = Date.now();
   const result = await run(bash, { command: `sleep ${marker} & (sleep ${marker} &); echo started; wait`, timeout: 300 });
   assert.equal(result.isError, true);
@@ -98,7 +91,7 @@ test('Bash kills the command and its grandchildren when the timeout passes', asy
 
 test('Bash kills background jobs that are still running when the command ends', async (t) => {
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const result = await run(bash, { command: `sleep ${marker} > /dev/null & echo left running`, timeout: 5_000 });
   assert.deepEqual(result, { text: 'left running', isError: false });
   await waitFor(() => processesWith(marker).length === 0, 'the background job to be gone');
@@ -107,7 +100,7 @@ test('Bash kills background jobs that are still running when the command ends', 
 test('Bash without the sandbox kills processes that called setsid or were double-forked when the command ends, as its description says', async (t) => {
   if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   assert.deepEqual(await run(bash, { command: `${escapees(marker)}; echo escaped`, timeout: 5_000 }), { text: 'escaped', isError: false });
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the call returns');
   assert.match(bash.description, /every process it started is killed, including ones that call setsid or daemonise/);
@@ -117,7 +110,7 @@ test('Bash without the sandbox kills processes that called setsid or were double
 test('Bash without the sandbox kills processes that called setsid or were double-forked when the call is aborted', async (t) => {
   if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
   const { bash, ws } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const controller = new AbortController();
   const pending = run(bash, { command: `${escapees(marker)}; touch ready; wait`, timeout: 60_000 }, controller.signal);
   await waitFor(() => existsSync(path.join(ws.root, 'ready')), 'the escapees to be in place');
@@ -130,7 +123,7 @@ test('Bash without the sandbox or the subreaper does not kill a process that lef
   // perl taken away: the subreaper cannot run, and only the process group is left.
   await pathWithOnly(t, ['bash', 'setsid', 'sleep', 'cut']);
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   // Wait inside the command until the child has its own session (field 6 of /proc/PID/stat is the
   // session id), so the command cannot end before the child leaves the group.
   const command = `setsid sleep ${marker} > /dev/null 2>&1 & until [ "$(cut -d' ' -f6 /proc/$!/stat)" = "$!" ]; do :; done; echo escaped`;
@@ -142,7 +135,7 @@ test('Bash without the sandbox or the subreaper does not kill a process that lef
 
 test('Bash returns when a background job keeps the output pipe open', async (t) => {
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const started = Date.now();
   const result = await run(bash, { command: `sleep ${marker} & echo done`, timeout: 5_000 });
   assert.deepEqual(result, { text: 'done', isError: false });
@@ -152,7 +145,7 @@ test('Bash returns when a background job keeps the output pipe open', async (t) 
 
 test('Bash kills a hanging command and its children when the call is aborted', async (t) => {
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const controller = new AbortController();
   const pending = run(bash, { command: `sleep ${marker} & (sleep ${marker} &); wait`, timeout: 60_000 }, controller.signal);
   // bash itself, the backgrounded sleep and the sleep of the subshell.
@@ -174,7 +167,7 @@ test('Bash does not start a command when the call is already aborted', async (t)
 
 test('Bash caps megabytes of output quickly, keeping head and tail and saying what was left out', async (t) => {
   const { bash } = await setup(t);
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const started = Date.now();
   const result = await run(bash, {
     command: `echo FIRST; yes ${marker} | head -c 30000000; echo; echo LAST`,

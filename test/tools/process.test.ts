@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { commandEnv, processGroupRunning, runProcess, type RunOptions } from '../../src/tools/process.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 
 function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string } {
   const chunks: Buffer[] = [];
@@ -20,12 +20,6 @@ function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () =>
     out: () => Buffer.concat(chunks).toString('utf8'),
     ...overrides,
   };
-}
-
-function trackMarker(t: { after(fn: () => void): void }): string {
-  const marker = uniqueMarker();
-  t.after(() => killAll(processesWith(marker)));
-  return marker;
 }
 
 test('commandEnv passes only the allowlisted variables, with TERM=dumb and SHELL=/bin/bash', (t) => {
@@ -58,7 +52,7 @@ test('runProcess reports an argument with a NUL byte as a spawn error instead of
 });
 
 test('runProcess sends SIGKILL after the grace period to a group that ignores SIGTERM', async (t) => {
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const started = Date.now();
   const opts = options({ timeoutMs: 100, killGraceMs: 200 });
   // Ignored signals stay ignored across exec, so the sleep ignores SIGTERM too.
@@ -75,7 +69,7 @@ test('runProcess sends SIGKILL after the grace period to a group that ignores SI
 });
 
 test('runProcess returns when a process that left the group holds the pipes open', async (t) => {
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const started = Date.now();
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -114,7 +108,7 @@ async function serverExitsDuringRun(dir: string, command: string, signalOnServer
 }
 
 test("the server's exit kills a run's group with SIGKILL, or SIGTERM when the run asks for it", async (t) => {
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   // The marker is in bash's command line, where processesWith finds it. Its stderr goes nowhere

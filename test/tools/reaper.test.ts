@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { commandEnv, runProcess, type RunOptions } from '../../src/tools/process.js';
 import { reapedCommand, reaperUnavailableReason } from '../../src/tools/reaper.js';
 import { escapees } from '../fixtures/escapees.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
 
 /** Skips the test, saying why, when the reaper cannot run on this machine. */
@@ -16,12 +16,6 @@ async function reaperWorks(t: TestContext): Promise<boolean> {
   const reason = await reaperUnavailableReason();
   if (reason !== undefined) t.skip(`the reaper cannot run here: ${reason}`);
   return reason === undefined;
-}
-
-function trackMarker(t: TestContext): string {
-  const marker = uniqueMarker();
-  t.after(() => killAll(processesWith(marker)));
-  return marker;
 }
 
 function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string; err: () => string } {
@@ -61,7 +55,7 @@ test('reaperUnavailableReason says how to install perl when it is missing', asyn
 
 test('the reaper kills processes that called setsid or were double-forked when the command exits, and exits with its code', { timeout: 60_000 }, async (t) => {
   if (!(await reaperWorks(t))) return;
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   // A grace period longer than the test may take: processes that die on SIGTERM are not waited for.
   const run = reaped(`${escapees(marker)}; echo started; exit 3`, 600_000);
   const outcome = await run;
@@ -87,7 +81,7 @@ test('the reaper exits 127 and says so when the command cannot be run', async (t
 
 test('on timeout the reaper kills everything it started, with SIGKILL after the grace period for what ignores SIGTERM', async (t) => {
   if (!(await reaperWorks(t))) return;
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   // An ignored signal is inherited: neither bash nor its sleeps die of SIGTERM.
   const run = reaped(`trap '' TERM; ${escapees(marker)}; echo ready; wait`, 300, { timeoutMs: 500, killGraceMs: 1_300 });
   await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
@@ -101,7 +95,7 @@ test('on timeout the reaper kills everything it started, with SIGKILL after the 
 
 test('when the server dies the reaper kills everything it started', async (t) => {
   if (!(await reaperWorks(t))) return;
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   // A stand-in for the server: it starts the reaper, naming itself as the server, and is then
   // killed with SIGKILL, which leaves it no time to do anything.
   const { file, args } = reapedCommand('bash', ['-c', `${escapees(marker)}; echo ready; wait`], 300);
@@ -138,7 +132,7 @@ $SIG{__DIE__} = sub {
 
 test('the reaper kills everything it started when a second signal comes while it handles the first', async (t) => {
   if (!(await reaperWorks(t))) return;
-  const marker = trackMarker(t);
+  const marker = trackedMarker(t);
   // A dying server can send several: its group kill, then PR_SET_PDEATHSIG once per thread its
   // children are handed to as it exits. Perl blocks a signal while its handler runs, so one that
   // comes then is handled after the handler has died; the hook holds the reaper there meanwhile.
