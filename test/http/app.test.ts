@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { controllableTool, Fails, Garbage, Nested, NoArgs, Throws } from '../fixtures/tools.js';
+import { capturedLog } from '../fixtures/log-capture.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();
@@ -15,18 +14,6 @@ async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-
-/** A logger whose JSON lines land in `lines`. */
-function capturedLog() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'info' }, stream) };
-}
 
 function errorBody(code: string, message: string, details?: unknown) {
   return {

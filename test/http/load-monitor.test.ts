@@ -1,19 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
-import { Writable } from 'node:stream';
 import { LoadMonitor, type LoadThresholds } from '../../src/http/load-monitor.js';
-
-function capturedLog() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'info' }, stream) };
-}
+import { capturedLog } from '../fixtures/log-capture.js';
 
 const OFF: LoadThresholds = { maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssBytes: 0, healthCheckIntervalMs: 1000, sampleIntervalMs: 5 };
 
