@@ -25,7 +25,7 @@ export interface ConnectionLimits {
 export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS };
 
 // Repeated failures (a flood of refused connections) get one log line per interval, with a count.
-const LOG_INTERVAL_MS = 10_000;
+export const LOG_INTERVAL_MS = 10_000;
 
 /** The limits, with the defaults for those not given (no connection cap). */
 export function connectionLimits(given: Partial<ConnectionLimits> = {}): ConnectionLimits {
@@ -104,7 +104,7 @@ export function installConnectionGuards(app: FastifyInstance, limits: Connection
 }
 
 /** A logging function that writes at most one line per interval; `repeats` counts the calls it held back since the last line. */
-function throttled(log: Pick<BaseLogger, 'warn' | 'error'>, level: 'warn' | 'error', msg: string): (fields: Record<string, unknown>) => void {
+export function throttled(log: Pick<BaseLogger, 'warn' | 'error'>, level: 'warn' | 'error', msg: string): (fields: Record<string, unknown>) => void {
   let last = -Infinity;
   let held = 0;
   return (fields) => {

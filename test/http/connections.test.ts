@@ -9,7 +9,7 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { textResult } from '../../src/core/result.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
-import type { ConnectionLimits } from '../../src/http/connections.js';
+import { LOG_INTERVAL_MS, throttled, type ConnectionLimits } from '../../src/http/connections.js';
 import { Echo } from '../../src/tools/echo.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
 
@@ -165,4 +165,18 @@ test('a server error after listening (a failed accept) is logged and the server 
   assert.equal(logged[0]!.code, 'EMFILE');
   const { head } = splitResponse(await rawConnection(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n').closed);
   assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+});
+
+test('a throttled warning is written at most once per interval, and the next one counts what was held back', (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 });
+  const written: [Record<string, unknown>, string][] = [];
+  const log = { warn: (fields: Record<string, unknown>, msg: string) => void written.push([fields, msg]), error: () => undefined };
+  const refused = throttled(log as never, 'warn', 'connections refused');
+  for (let i = 0; i < 5; i += 1) refused({ maxConnections: 2 });
+  t.mock.timers.tick(LOG_INTERVAL_MS);
+  refused({ maxConnections: 2 });
+  assert.deepEqual(written, [
+    [{ maxConnections: 2 }, 'connections refused'],
+    [{ maxConnections: 2, repeats: 4 }, 'connections refused'],
+  ]);
 });
