@@ -103,7 +103,7 @@ describe('toolport CLI', { concurrency: 4 }, () => {
     const run = await cli(['list', '--format', 'bad']);
     assert.equal(run.code, 2);
     assert.equal(run.stdout, '');
-    assert.ok(run.stderr.startsWith('toolport: unknown format "bad"; valid formats: anthropic, openai, mcp\n'), run.stderr);
+    assert.ok(run.stderr.startsWith('toolport: unknown format "bad"; valid formats: anthropic, openai, openai-responses, mcp\n'), run.stderr);
     assert.match(run.stderr, /Usage: toolport <command>/);
   });
 

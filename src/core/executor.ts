@@ -5,7 +5,7 @@ import { violationLines, type InputViolation } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import { progressReporter } from './progress.js';
-import type { Progress, ToolContext, ToolDef, ToolResult } from './types.js';
+import type { Progress, ToolContext, ToolDef, ToolInput, ToolResult } from './types.js';
 
 /** Outcome of one call, as logged and counted. */
 export type CallOutcome = 'ok' | 'tool_error' | 'threw' | 'malformed' | 'timeout' | 'aborted';
@@ -54,6 +54,11 @@ export interface CallOptions {
   transport?: string;
   /** Hears the tool's progress reports; without it, the tool's context has no `progress`. */
   onProgress?: (progress: Progress) => void;
+  /**
+   * Where to take the tool from instead of the executor's registry: the same tools bound to
+   * another workspace. Concurrency limits are per tool name, shared by every registry.
+   */
+  registry?: ToolRegistry;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -104,26 +109,30 @@ export class ToolExecutor {
   }
 
   /** The tool with this name; throws a `TOOL_NOT_FOUND` error that lists the available ones. */
-  lookup(name: string): ToolDef {
-    const tool = this.registry.get(name);
+  lookup(name: string, registry: ToolRegistry = this.registry): ToolDef {
+    const tool = registry.get(name);
     if (tool) return tool;
-    const available = this.registry.list().map((t) => t.name);
+    const available = registry.list().map((t) => t.name);
     throw new ToolportError('TOOL_NOT_FOUND', `Tool "${name}" not found. Available tools: ${available.join(', ') || '(none)'}.`, {
       tool: name,
       available,
     });
   }
 
-  /** Checks that the tool exists and the input satisfies its schema; throws `ToolportError` if not. */
-  check(name: string, input: unknown): void {
-    this.lookup(name);
-    const validate = this.registry.validator(name)!;
+  /**
+   * Checks that the tool exists and the input satisfies its schema, and returns the input the
+   * tool gets (nulls for optional properties left out); throws `ToolportError` if not.
+   */
+  check(name: string, input: unknown, registry: ToolRegistry = this.registry): ToolInput {
+    this.lookup(name, registry);
+    const validate = registry.validator(name)!;
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       const got = input === null ? 'null' : Array.isArray(input) ? 'an array' : input === undefined ? 'nothing' : `a ${typeof input}`;
       throw new ToolportError('INVALID_INPUT', `Input for tool "${name}" must be a JSON object, got ${got}.`, {
         violations: [{ path: '$', message: 'must be object' }],
       });
     }
+    input = validate.dropNulls(input as ToolInput);
     if (!validate(input)) {
       // Bounded whatever the input: a 1 MiB body can hold half a million violations.
       const report = validate.explain(input);
@@ -132,6 +141,7 @@ export class ToolExecutor {
       if (!report.complete) details.complete = false;
       throw new ToolportError('INVALID_INPUT', `Invalid input for tool "${name}":\n${violationLines(report)}`, details);
     }
+    return input;
   }
 
   /** How many calls of a tool run and wait right now. */
@@ -145,8 +155,8 @@ export class ToolExecutor {
    * `QUEUE_FULL` when every slot of the tool is taken and its queue is full.
    */
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<ToolResult & { isError: boolean }> {
-    this.check(name, input);
-    const tool = this.lookup(name);
+    const prepared = this.check(name, input, options.registry);
+    const tool = this.lookup(name, options.registry);
     const limiter = this.#limiterFor(tool);
     // Synchronous up to here: a call is queued (or refused) in the order call() was called.
     const admitted = limiter.acquire(options.signal);
@@ -166,7 +176,7 @@ export class ToolExecutor {
       }
     }
     try {
-      const { outcome, result, err, seconds } = await this.#runUnderDeadline(tool, input as Record<string, unknown>, options, log, requestId);
+      const { outcome, result, err, seconds } = await this.#runUnderDeadline(tool, prepared, options, log, requestId);
       // One line per call; failures of the tool itself carry the error (with its stack) at warn.
       const fields = { ms: roundMs(seconds * 1000), waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport };
       if (err === undefined) log.info(fields, 'tool call');

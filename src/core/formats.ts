@@ -1,30 +1,51 @@
 import type { ObjectSchema, ToolAnnotations, ToolDef } from './types.js';
 
 /** The formats `ToolRegistry.toAPI` can produce. */
-export const API_FORMATS = ['anthropic', 'openai', 'mcp'] as const;
+export const API_FORMATS = ['anthropic', 'openai', 'openai-responses', 'mcp'] as const;
 export type APIFormat = (typeof API_FORMATS)[number];
+
+/** The formats with a strict-mode variant: OpenAI's function tools (Chat Completions and Responses). */
+export const STRICT_FORMATS = ['openai', 'openai-responses'] as const satisfies readonly APIFormat[];
+
+/** How a list is published: a format, and for OpenAI's, whether its schemas follow strict mode. */
+export interface ListOptions {
+  strict?: boolean;
+}
+
+type PublishedSchema = ObjectSchema & { properties: Record<string, unknown> };
 
 export interface AnthropicTool {
   name: string;
   description: string;
-  input_schema: ObjectSchema & { properties: Record<string, unknown> };
+  input_schema: PublishedSchema;
 }
 
 export interface OpenAITool {
   type: 'function';
-  function: { name: string; description: string; parameters: ObjectSchema & { properties: Record<string, unknown> } };
+  function: { name: string; description: string; parameters: PublishedSchema; strict?: boolean };
+}
+
+/** A function tool of OpenAI's Responses API: flat, and `strict` said outright (the API's default is true). */
+export interface OpenAIResponsesTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: PublishedSchema;
+  strict: boolean;
 }
 
 export interface MCPTool {
   name: string;
+  title?: string;
   description: string;
-  inputSchema: ObjectSchema & { properties: Record<string, unknown> };
+  inputSchema: PublishedSchema;
   annotations?: ToolAnnotations;
 }
 
 export interface APIShapes {
   anthropic: AnthropicTool[];
   openai: OpenAITool[];
+  'openai-responses': OpenAIResponsesTool[];
   mcp: { tools: MCPTool[] };
 }
 
@@ -32,29 +53,129 @@ export function isAPIFormat(value: unknown): value is APIFormat {
   return typeof value === 'string' && (API_FORMATS as readonly string[]).includes(value);
 }
 
-/** OpenAI rejects an object schema without `properties`, so every published schema carries one. */
-function publishedSchema(schema: ObjectSchema): ObjectSchema & { properties: Record<string, unknown> } {
-  return { ...schema, properties: schema.properties ?? {} };
+export function hasStrictMode(format: APIFormat): format is (typeof STRICT_FORMATS)[number] {
+  return (STRICT_FORMATS as readonly string[]).includes(format);
 }
 
-export function formatTools<F extends APIFormat>(tools: readonly ToolDef[], format: F): APIShapes[F];
-export function formatTools(tools: readonly ToolDef[], format: APIFormat): APIShapes[APIFormat] {
+export function formatTools<F extends APIFormat>(tools: readonly ToolDef[], format: F, options?: ListOptions): APIShapes[F];
+export function formatTools(tools: readonly ToolDef[], format: APIFormat, { strict = false }: ListOptions = {}): APIShapes[APIFormat] {
+  if (strict && !hasStrictMode(format)) throw new RangeError(`strict mode applies to ${STRICT_FORMATS.join(' and ')}, not ${format}`);
+  const schema = (t: ToolDef): PublishedSchema => (strict ? strictSchema(t.inputSchema) : publishedSchema(t.inputSchema));
   switch (format) {
     case 'anthropic':
-      return tools.map((t) => ({ name: t.name, description: t.description, input_schema: publishedSchema(t.inputSchema) }));
+      return tools.map((t) => ({ name: t.name, description: t.description, input_schema: schema(t) }));
     case 'openai':
       return tools.map((t) => ({
         type: 'function' as const,
-        function: { name: t.name, description: t.description, parameters: publishedSchema(t.inputSchema) },
+        function: { name: t.name, description: t.description, parameters: schema(t), ...(strict ? { strict: true } : {}) },
       }));
+    case 'openai-responses':
+      return tools.map((t) => ({ type: 'function' as const, name: t.name, description: t.description, parameters: schema(t), strict }));
     case 'mcp':
       return {
         tools: tools.map((t) => ({
           name: t.name,
+          ...(t.annotations?.title !== undefined ? { title: t.annotations.title } : {}),
           description: t.description,
-          inputSchema: publishedSchema(t.inputSchema),
+          inputSchema: schema(t),
           ...(t.annotations ? { annotations: t.annotations } : {}),
         })),
       };
   }
+}
+
+/**
+ * A tool's schema as published: OpenAI rejects an object schema without `properties`, so every
+ * one carries them; and every `enum` carries its `type`, which some consumers (OpenAPI tool
+ * servers, older converters) need to keep the values.
+ */
+export function publishedSchema(schema: ObjectSchema): PublishedSchema {
+  const published = withEnumTypes(schema) as ObjectSchema;
+  return { ...published, properties: published.properties ?? {} };
+}
+
+/** A copy of `node` in which every schema with an `enum` and no `type` has the type of its values. */
+function withEnumTypes(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withEnumTypes);
+  if (typeof node !== 'object' || node === null) return node;
+  const copy: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(node)) {
+    copy[keyword] = keyword === 'enum' || keyword === 'const' || keyword === 'default' || keyword === 'examples' ? value : withEnumTypes(value);
+  }
+  if (Array.isArray(copy.enum) && copy.type === undefined) {
+    const types = [...new Set(copy.enum.map(jsonType))];
+    copy.type = types.length === 1 ? types[0] : types;
+  }
+  return copy;
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+// The keywords OpenAI's strict mode documents as supported; every other one is removed. The
+// server still validates calls against the tool's own schema, so removing a keyword loosens only
+// what the model is held to, never what a call must satisfy.
+const STRICT_KEYWORDS = new Set([
+  'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'description', 'title', '$ref', '$defs', 'definitions',
+  'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems',
+]);
+const STRICT_FORMAT_NAMES = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
+
+/**
+ * A schema OpenAI accepts with `strict: true`: every object lists all its properties in
+ * `required` and forbids others, an optional property becomes nullable (a `null` sent for it is
+ * taken as absent, see `dropNullOptionals`), and keywords strict mode refuses are removed.
+ */
+export function strictSchema(schema: ObjectSchema): PublishedSchema {
+  return strictNode(withEnumTypes(schema), false) as PublishedSchema;
+}
+
+function strictNode(node: unknown, nullable: boolean): unknown {
+  if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+  const source = node as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(source)) {
+    if (!STRICT_KEYWORDS.has(keyword)) continue;
+    if (keyword === 'format' && !STRICT_FORMAT_NAMES.has(value as string)) continue;
+    out[keyword] = value;
+  }
+  if (typeof out.items === 'object') out.items = strictNode(out.items, false);
+  if (Array.isArray(out.anyOf)) out.anyOf = out.anyOf.map((member) => strictNode(member, false));
+  for (const defs of ['$defs', 'definitions'] as const) {
+    if (isRecord(out[defs])) out[defs] = Object.fromEntries(Object.entries(out[defs]).map(([k, v]) => [k, strictNode(v, false)]));
+  }
+  if (out.type === 'object' || isRecord(out.properties)) {
+    const properties = isRecord(out.properties) ? out.properties : {};
+    const required = new Set(Array.isArray(source.required) ? (source.required as string[]) : []);
+    out.properties = Object.fromEntries(Object.entries(properties).map(([name, sub]) => [name, strictNode(sub, !required.has(name))]));
+    out.required = Object.keys(properties);
+    out.additionalProperties = false;
+  }
+  return nullable ? orNull(out) : out;
+}
+
+/** `schema`, also accepting null. */
+function orNull(schema: Record<string, unknown>): Record<string, unknown> {
+  if (typeof schema.type === 'string') {
+    const nullable: Record<string, unknown> = { ...schema, type: [schema.type, 'null'] };
+    if (Array.isArray(schema.enum) && !schema.enum.includes(null)) nullable.enum = [...schema.enum, null];
+    return nullable;
+  }
+  if (Array.isArray(schema.type)) {
+    if (schema.type.includes('null')) return schema;
+    const nullable: Record<string, unknown> = { ...schema, type: [...(schema.type as unknown[]), 'null'] };
+    if (Array.isArray(schema.enum) && !schema.enum.includes(null)) nullable.enum = [...schema.enum, null];
+    return nullable;
+  }
+  // No type to widen ($ref, anyOf, const): offer null beside it.
+  const { description, ...rest } = schema;
+  return { ...(description !== undefined ? { description } : {}), anyOf: [rest, { type: 'null' }] };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,5 +1,5 @@
 import { ToolRegistrationError } from './errors.js';
-import { formatTools, type APIFormat, type APIShapes } from './formats.js';
+import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
 import { compileInputSchema, createAjv, type InputValidator } from './validator.js';
 import type { ToolDef } from './types.js';
@@ -84,16 +84,16 @@ export class ToolRegistry {
    * The tools in a model provider's format: all of them, or those in `scope` (in registration
    * order). Computed once per (scope, format) until the next `register`.
    */
-  toAPI<F extends APIFormat = 'anthropic'>(format?: F, scope?: ToolScope): APIShapes[F] {
-    return this.#publication(format ?? 'anthropic', scope).shaped as APIShapes[F];
+  toAPI<F extends APIFormat = 'anthropic'>(format?: F, scope?: ToolScope, options?: ListOptions): APIShapes[F] {
+    return this.#publication(format ?? 'anthropic', scope, options?.strict === true).shaped as APIShapes[F];
   }
 
   /**
    * `toAPI` as the JSON text to send: serialised once per (scope, format) until the next
    * `register`, so answering a list costs no serialisation.
    */
-  listJSON(format: APIFormat = 'anthropic', scope?: ToolScope): string {
-    const publication = this.#publication(format, scope);
+  listJSON(format: APIFormat = 'anthropic', scope?: ToolScope, options?: ListOptions): string {
+    const publication = this.#publication(format, scope, options?.strict === true);
     return (publication.text ??= JSON.stringify(publication.shaped));
   }
 
@@ -105,12 +105,13 @@ export class ToolRegistry {
     return this.#publishedFor(scope).tools;
   }
 
-  #publication(format: APIFormat, scope: ToolScope | undefined): Publication {
+  #publication(format: APIFormat, scope: ToolScope | undefined, strict: boolean): Publication {
     const published = this.#publishedFor(scope);
-    let publication = published.formats.get(format);
+    const key = strict ? `${format}+strict` : format;
+    let publication = published.formats.get(key);
     if (publication === undefined) {
-      publication = { shaped: formatTools(published.tools, format), text: undefined };
-      published.formats.set(format, publication);
+      publication = { shaped: formatTools(published.tools, format, { strict }), text: undefined };
+      published.formats.set(key, publication);
     }
     return publication;
   }
@@ -130,7 +131,8 @@ export class ToolRegistry {
 /** The tools of one scope, and their lists by format. */
 interface Published {
   tools: readonly ToolDef[];
-  formats: Map<APIFormat, Publication>;
+  /** Keyed by format, and `<format>+strict` for strict mode. */
+  formats: Map<string, Publication>;
 }
 
 /** A tool list in one format, and its JSON text once asked for. */

@@ -64,6 +64,12 @@ export interface ViolationReport {
 export interface InputValidator {
   (input: unknown): input is ToolInput;
   explain(input: unknown): ViolationReport;
+  /**
+   * The input with every `null` given for an optional property that does not accept null left
+   * out: models habitually send null for "not given", and OpenAI's strict mode makes optional
+   * properties nullable. The same object when there is none; never changes the input.
+   */
+  dropNulls(input: ToolInput): ToolInput;
 }
 
 /** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
@@ -71,7 +77,74 @@ export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv())
   const collectAll = ajv.compile<ToolInput>(schema);
   const firstOnly = firstErrorTwin(ajv).compile<ToolInput>(schema);
   const check = (input: unknown): input is ToolInput => firstOnly(input);
-  return Object.assign(check, { explain: (input: unknown) => explain(input, firstOnly, collectAll) });
+  const plan = nullPlan(schema);
+  return Object.assign(check, {
+    explain: (input: unknown) => explain(input, firstOnly, collectAll),
+    dropNulls: (input: ToolInput) => (plan === undefined ? input : (applyNullPlan(input, plan) as ToolInput)),
+  });
+}
+
+/** Where in an input a null means "not given": optional properties that do not accept null, at any depth of `properties` and `items`. */
+interface NullPlan {
+  drop: ReadonlySet<string>;
+  properties: ReadonlyMap<string, NullPlan>;
+  items?: NullPlan | undefined;
+}
+
+function nullPlan(schema: unknown): NullPlan | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as { properties?: unknown; required?: unknown; items?: unknown };
+  const drop = new Set<string>();
+  const properties = new Map<string, NullPlan>();
+  if (typeof s.properties === 'object' && s.properties !== null && !Array.isArray(s.properties)) {
+    const required = new Set(Array.isArray(s.required) ? s.required : []);
+    for (const [name, sub] of Object.entries(s.properties)) {
+      if (!required.has(name) && !acceptsNull(sub)) drop.add(name);
+      const nested = nullPlan(sub);
+      if (nested !== undefined) properties.set(name, nested);
+    }
+  }
+  const items = Array.isArray(s.items) ? undefined : nullPlan(s.items);
+  return drop.size === 0 && properties.size === 0 && items === undefined ? undefined : { drop, properties, items };
+}
+
+/** Whether a schema may accept null; unsure (a $ref, no type at all) counts as yes, so the null is left for validation. */
+function acceptsNull(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return schema !== false;
+  const s = schema as { type?: unknown; enum?: unknown; const?: unknown; anyOf?: unknown; oneOf?: unknown; $ref?: unknown };
+  if ('const' in s) return s.const === null;
+  if (Array.isArray(s.enum)) return s.enum.includes(null);
+  for (const members of [s.anyOf, s.oneOf]) if (Array.isArray(members)) return members.some(acceptsNull);
+  if (typeof s.type === 'string') return s.type === 'null';
+  if (Array.isArray(s.type)) return s.type.includes('null');
+  return true;
+}
+
+function applyNullPlan(value: unknown, plan: NullPlan): unknown {
+  if (Array.isArray(value)) {
+    if (plan.items === undefined) return value;
+    let copy: unknown[] | undefined;
+    for (const [i, item] of value.entries()) {
+      const prepared = applyNullPlan(item, plan.items);
+      if (prepared !== item) (copy ??= [...value])[i] = prepared;
+    }
+    return copy ?? value;
+  }
+  if (typeof value !== 'object' || value === null) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === null && plan.drop.has(key)) {
+      copy ??= { ...value };
+      delete copy[key];
+      continue;
+    }
+    const nested = plan.properties.get(key);
+    if (nested === undefined) continue;
+    const prepared = applyNullPlan(item, nested);
+    if (prepared !== item) (copy ??= { ...value })[key] = prepared;
+  }
+  return copy ?? value;
 }
 
 function explain(input: unknown, firstOnly: ValidateFunction, collectAll: ValidateFunction): ViolationReport {

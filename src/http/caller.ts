@@ -1,9 +1,11 @@
 import type { FastifyRequest } from 'fastify';
+import type { ToolportError } from '../core/errors.js';
 import type { Caller } from '../core/gateway.js';
+import { countAnotherCall } from './protection.js';
 
 /**
  * The caller of a request, as the gateway sees it: the key the request authenticated with (its
- * label and scope). The fields are read only when needed: the client address (which, behind a
+ * label, scope and workspace). The fields are read only when needed: the client address (which, behind a
  * trusted proxy, is parsed from X-Forwarded-For) only for the audit line of a refusal. Shared by
  * the REST routes and `/mcp`, so both name the same caller the same way.
  */
@@ -22,7 +24,21 @@ export class RequestCaller implements Caller {
     return this.#request.apiKey?.tools;
   }
 
+  get workspace(): string | undefined {
+    return this.#request.apiKey?.workspace;
+  }
+
   get ip(): string {
     return this.#request.ip;
+  }
+
+  // One at a time: the in-memory store hands every count of a key the same object, so counts
+  // awaited together would all read the last one.
+  #counted: Promise<unknown> = Promise.resolve();
+
+  countAnotherCall(): Promise<ToolportError | undefined> {
+    const counted = this.#counted.then(() => countAnotherCall(this.#request));
+    this.#counted = counted.catch(() => undefined);
+    return counted;
   }
 }

@@ -47,6 +47,7 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
       security: [{}, { bearerAuth: [] }],
       tags: [
         { name: 'tools', description: 'One operation per tool: POST the tool input, get a ToolResult.' },
+        { name: 'calls', description: 'An assistant\'s turn in, in its provider\'s shape; the results out, as the next turn.' },
         { name: 'service', description: 'Tool listing and health.' },
       ],
     },

@@ -54,6 +54,8 @@ export interface McpCallOptions {
   signal: AbortSignal;
   /** Present when the client asked for progress (`_meta.progressToken`); the MCP layer bounds the rate. */
   onProgress?: (update: ProgressUpdate) => void;
+  /** A call after the first of a batch, which the transport's per-request rate limit did not count. */
+  extra?: boolean;
 }
 
 /** One progress report; `progress` should grow with each report (smaller ones are dropped). */

@@ -44,6 +44,8 @@ export interface DispatchContext<Caller> {
   notify?: (notification: JsonRpcNotification) => void;
   /** The calls `notifications/cancelled` may abort (one set per stdio process or per client). */
   calls?: InFlightCalls;
+  /** A `tools/call` after the first of a batch: the transport counted the request once, so the backend counts this call again. */
+  extra?: boolean;
 }
 
 /** The answer to one message (or batch). */
@@ -138,10 +140,14 @@ export class McpDispatcher<Caller> {
     }
     if (messages.length === 0) return invalidBatch('the batch is empty');
     if (messages.length > this.#maxBatch) return invalidBatch(`the batch holds ${messages.length} messages; at most ${this.#maxBatch} are taken`);
+    let calls = 0;
     const outcomes = await Promise.all(
       messages.map((message) => {
         const refusal = batchRefusal(message);
-        return refusal ? { reply: refusal, status: 400 } : this.#one(message, context);
+        if (refusal) return { reply: refusal, status: 400 };
+        // Every call of a batch counts against the rate limit, as if it came alone.
+        const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
+        return this.#one(message, extra ? { ...context, extra } : context);
       }),
     );
     const replies: JsonRpcResponse[] = [];

@@ -22,8 +22,8 @@ export function gatewayBackend(gateway: Gateway, options: GatewayBackendOptions)
     serverInfo: options.serverInfo,
     ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
     tools: (caller) => gateway.tools(caller),
-    call: (caller, name, args, { requestId, signal, onProgress }) =>
-      gateway.callSafe({ caller, tool: name, input: args, requestId, transport, signal, ...(onProgress ? { onProgress } : {}) }),
+    call: (caller, name, args, { requestId, signal, onProgress, extra }) =>
+      gateway.callSafe({ caller, tool: name, input: args, requestId, transport, signal, ...(onProgress ? { onProgress } : {}), ...(extra ? { extra } : {}) }),
     rpcCodeOf: jsonRpcCodeOf,
   };
 }

@@ -58,6 +58,7 @@ export async function toolsCall<Caller>(
       requestId: context.requestId ?? String(request.id),
       signal,
       ...(progress ? { onProgress: progress.report } : {}),
+      ...(context.extra ? { extra: true } : {}),
     });
   } catch {
     outcome = undefined;

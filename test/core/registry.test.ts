@@ -290,13 +290,14 @@ describe('ToolRegistry.toAPI', () => {
     ]);
   });
 
-  test('mcp: { tools: [{ name, description, inputSchema, annotations }] } with annotations only when the tool has them', () => {
+  test('mcp: { tools: [{ name, title, description, inputSchema, annotations }] } with title and annotations only when the tool has them', () => {
     const registry = new ToolRegistry().register(annotated).register(bare);
     const mcp = registry.toAPI('mcp');
     assert.deepEqual(mcp, {
       tools: [
         {
           name: 'Annotated',
+          title: 'Annotated',
           description: 'Has annotations.',
           inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
           annotations: { title: 'Annotated', readOnlyHint: true },

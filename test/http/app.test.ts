@@ -257,7 +257,7 @@ test('GET /tools?format= picks the openai or mcp format', async (t) => {
   ]);
   const mcp = await app.inject({ url: '/tools?format=mcp' });
   assert.deepEqual(mcp.json(), {
-    tools: [{ name: 'Echo', description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations }],
+    tools: [{ name: 'Echo', title: Echo.annotations!.title, description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations }],
   });
   const anthropic = await app.inject({ url: '/tools?format=anthropic' });
   assert.equal(anthropic.json()[0].name, 'Echo');
@@ -268,10 +268,10 @@ test('GET /tools with an unknown format is a 400 that lists the valid ones', asy
   t.after(() => app.close());
   const res = await app.inject({ url: '/tools?format=gemini' });
   assert.equal(res.statusCode, 400);
-  const message = 'Invalid querystring:\n- $.format: must be one of "anthropic", "openai", "mcp"';
+  const message = 'Invalid querystring:\n- $.format: must be one of "anthropic", "openai", "openai-responses", "mcp"';
   assert.deepEqual(
     res.json(),
-    errorBody('INVALID_QUERY', message, { violations: [{ path: '$.format', message: 'must be one of "anthropic", "openai", "mcp"' }] }),
+    errorBody('INVALID_QUERY', message, { violations: [{ path: '$.format', message: 'must be one of "anthropic", "openai", "openai-responses", "mcp"' }] }),
   );
 });
 
@@ -337,7 +337,7 @@ test('GET /tools/:name returns one definition, in the requested format', async (
     input_schema: { type: 'object', properties: {}, additionalProperties: false },
   });
   const mcp = await app.inject({ url: '/tools/Echo?format=mcp' });
-  assert.deepEqual(mcp.json(), { name: 'Echo', description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations });
+  assert.deepEqual(mcp.json(), { name: 'Echo', title: Echo.annotations!.title, description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations });
 });
 
 test('GET /tools/:name for an unknown tool is a 404 that lists the available tools', async (t) => {

@@ -5,7 +5,10 @@ import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { asToolportError, sendError } from '../error-handler.js';
-import { ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
+import { CallQuery, ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
+import { hasStrictMode, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
+import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
+import type { ToolResult } from '../../core/types.js';
 
 export interface ToolRoutesOptions {
   /** Every rule of a call (scope, validation, admission, audit, metrics, calls in flight) is the gateway's. */
@@ -73,7 +76,10 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
         response: { 200: { description: 'The tool definitions.', type: 'object', additionalProperties: true }, 400: ErrorRef },
       },
     },
-    async (request, reply) => reply.type(JSON_TYPE).serializer(String).send(gateway.list(new RequestCaller(request), request.query.format)),
+    async (request, reply) => {
+      const { format, strict } = listQuery(request.query);
+      return reply.type(JSON_TYPE).serializer(String).send(gateway.list(new RequestCaller(request), format, { strict }));
+    },
   );
 
   app.get(
@@ -89,10 +95,14 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       },
       onRequest: checkScope,
     },
-    async (request) => gateway.describe(new RequestCaller(request), request.params.name, request.query.format),
+    async (request) => {
+      const { format, strict } = listQuery(request.query);
+      return gateway.describe(new RequestCaller(request), request.params.name, format, { strict });
+    },
   );
 
   const call = async (request: FastifyRequest, reply: FastifyReply) => {
+    const shape = shapeQuery(request.query as CallShape);
     const call = new RestCall(request);
     // The call is aborted when the client goes away (and by shutdown, through the gateway).
     const onClose = (): void => {
@@ -100,6 +110,8 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     };
     reply.raw.once('close', onClose);
     try {
+      // In a provider's shape, a refusal is an error result for the model like any other failure.
+      if (shape !== undefined) return await reply.type(JSON_TYPE).send(shape(await gateway.callSafe(call)));
       const result = await gateway.call(call);
       return await reply.type(JSON_TYPE).send(result);
     } catch (err) {
@@ -121,6 +133,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       onError: refusedBeforeGateway,
       config: { tool: tool.name, swaggerTransform: withBody(tool) },
       schema: {
+        querystring: CallQuery,
         operationId: tool.name,
         summary: tool.annotations?.title ?? tool.name,
         description: tool.description,
@@ -134,8 +147,46 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     serializerCompiler: stringify,
     onRequest: checkScope,
     onError: refusedBeforeGateway,
-    schema: { hide: true, params: ToolNameParams, response: CALL_RESPONSES },
+    schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: CALL_RESPONSES },
   }, call);
+}
+
+/** `?format=&strict=` of a list, checked: strict mode is OpenAI's. */
+function listQuery(query: { format?: APIFormat; strict?: boolean }): { format: APIFormat; strict: boolean } {
+  const format = query.format ?? 'anthropic';
+  const strict = query.strict === true;
+  if (strict && !hasStrictMode(format)) {
+    const message = `Invalid querystring:\n- $.strict: applies to format ${STRICT_FORMATS.join(' and ')}, not ${format}`;
+    throw new ToolportError('INVALID_QUERY', message, { violations: [{ path: '$.strict', message: `applies to format ${STRICT_FORMATS.join(' and ')}, not ${format}` }] });
+  }
+  return { format, strict };
+}
+
+interface CallShape {
+  format?: APIFormat;
+  id?: string;
+}
+
+/** How a single call answers when `?format=` asks for a provider's shape; undefined for a plain ToolResult. */
+function shapeQuery({ format, id }: CallShape): ((result: ToolResult) => unknown) | undefined {
+  if (format === undefined) {
+    if (id !== undefined) throw invalidQuery('$.id', 'is taken only with format');
+    return undefined;
+  }
+  if (format === 'mcp') return toMCPCallToolResult;
+  if (id === undefined) throw invalidQuery('$.id', `is required with format ${format}: the provider's id of the call, which the answer must carry`);
+  switch (format) {
+    case 'anthropic':
+      return (result) => toAnthropicToolResult(id, result);
+    case 'openai':
+      return (result) => toOpenAIToolMessages([{ id, result }]);
+    case 'openai-responses':
+      return (result) => toOpenAIFunctionCallOutput(id, result);
+  }
+}
+
+function invalidQuery(path: string, message: string): ToolportError {
+  return new ToolportError('INVALID_QUERY', `Invalid querystring:\n- ${path}: ${message}`, { violations: [{ path, message }] });
 }
 
 /** A call through a REST route: the request for the gateway, and its caller, in one object. */

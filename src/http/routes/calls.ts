@@ -1,0 +1,122 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ToolportError } from '../../core/errors.js';
+import type { CallRequest, Gateway } from '../../core/gateway.js';
+import type { ToolResult } from '../../core/types.js';
+import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
+import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
+import { RequestCaller } from '../caller.js';
+import { asToolportError } from '../error-handler.js';
+import { ErrorRef } from '../schemas.js';
+import { REST_TRANSPORT } from './tools.js';
+
+/** Most tool calls one turn may carry; a turn with more is refused whole. */
+export const MAX_CALLS_PER_TURN = 64;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const CLIENT_GONE = new Error('the client disconnected');
+
+const CallsQuery = Type.Object(
+  {
+    format: Type.Optional(
+      Type.Enum([...DIALECTS], { description: 'The provider whose turn the body is; detected from its shape when absent.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * `POST /calls`: an assistant's turn in, exactly as the provider returned it, and what goes back
+ * to the model out, so an agent loop is one request per turn. Every call goes through the gateway
+ * as a single call would (scope, validation, admission, audit line, metric; each call after the
+ * first counts against the rate limit too), all at once, answered in the order of the calls; a
+ * call that is refused or fails is an error result for that call only.
+ */
+export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const refusedBeforeGateway = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
+    gateway.refused({ caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT }, asToolportError(error, request));
+    done();
+  };
+
+  app.post(
+    '/calls',
+    {
+      onError: refusedBeforeGateway,
+      schema: {
+        operationId: 'callTools',
+        summary: 'Run the tool calls of an assistant\'s turn; answer the next turn',
+        description:
+          'The body is an assistant turn as the provider returned it: an Anthropic message or its content array, an OpenAI Chat Completions assistant message or its tool_calls, or an OpenAI Responses output list. The answer is what goes back to the model: an Anthropic user message of tool_result blocks, the Chat Completions tool messages (and one user message with their images), or Responses function_call_output items.',
+        tags: ['calls'],
+        querystring: CallsQuery,
+        response: {
+          200: { description: 'The results, in the provider\'s shape and the order of the calls; a call that failed or was refused is an error result.', type: ['object', 'array'] },
+          400: { ...ErrorRef, description: 'The body is not a turn of any provider (or not of the one `format` names), is ambiguous, or holds more than 64 calls (BAD_REQUEST); or it is not valid JSON (INVALID_JSON).' },
+          401: { ...ErrorRef, description: 'No valid API key (UNAUTHORIZED).' },
+          403: { ...ErrorRef, description: 'The Host and Origin guard refused the request (FORBIDDEN).' },
+          413: { ...ErrorRef, description: 'The body is over the size limit.' },
+          415: { ...ErrorRef, description: 'The Content-Type is not application/json.' },
+          429: { ...ErrorRef, description: 'Over the rate limit (RATE_LIMITED); a later call of a turn over the limit is an error result instead.' },
+          500: { ...ErrorRef, description: 'An unexpected failure of the service itself.' },
+          503: { ...ErrorRef, description: 'Shutting down or overloaded; Retry-After says when to retry.' },
+        },
+      },
+    },
+    async (request, reply) => {
+      let turn: Turn;
+      try {
+        turn = readTurn(request.body, request.query.format);
+      } catch (err) {
+        if (err instanceof TurnShapeError) throw new ToolportError('BAD_REQUEST', err.message);
+        throw err;
+      }
+      if (turn.calls.length > MAX_CALLS_PER_TURN) {
+        throw new ToolportError('BAD_REQUEST', `The turn holds ${turn.calls.length} tool calls; at most ${MAX_CALLS_PER_TURN} are taken in one request.`, {
+          calls: turn.calls.length,
+          limit: MAX_CALLS_PER_TURN,
+        });
+      }
+
+      const caller = new RequestCaller(request);
+      const controller = new AbortController();
+      const onClose = (): void => {
+        if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
+      };
+      reply.raw.once('close', onClose);
+      try {
+        const answered = await Promise.all(
+          turn.calls.map(async (call, i): Promise<AnsweredCall> => {
+            const identity = { caller, tool: call.name, requestId: request.id, transport: REST_TRANSPORT };
+            if (call.problem !== undefined) {
+              const refusal = new ToolportError('INVALID_JSON', call.problem);
+              gateway.refused(identity, refusal);
+              return { id: call.id, result: refusalResult(refusal) };
+            }
+            const callRequest: CallRequest = { ...identity, input: call.input, signal: controller.signal, extra: i > 0 };
+            return { id: call.id, result: await gateway.callSafe(callRequest) };
+          }),
+        );
+        return await reply.type(JSON_TYPE).send(JSON.stringify(render(turn.dialect, answered)));
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    },
+  );
+}
+
+function render(dialect: Dialect, answered: AnsweredCall[]): unknown {
+  switch (dialect) {
+    case 'anthropic':
+      return toAnthropicToolResultMessage(answered);
+    case 'openai':
+      return toOpenAIToolMessages(answered);
+    case 'openai-responses':
+      return toOpenAIFunctionCallOutputs(answered);
+  }
+}
+
+function refusalResult(error: ToolportError): ToolResult {
+  return { content: [{ type: 'text', text: error.message }], isError: true };
+}

@@ -1,0 +1,129 @@
+import type { ContentBlock, ToolResult } from '../core/types.js';
+
+// A ToolResult in each model provider's own shape, for what goes back to the model. The types are
+// the providers' wire shapes, declared structurally here so the package needs none of their SDKs;
+// test/providers/sdk-types.test.ts checks them against the SDKs' own types at compile time.
+
+/** An Anthropic Messages API `tool_result` block: exactly the keys the API takes. */
+export interface AnthropicToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: ContentBlock[];
+  is_error: boolean;
+}
+
+/** The user message that answers an Anthropic assistant turn's `tool_use` blocks. */
+export interface AnthropicToolResultMessage {
+  role: 'user';
+  content: AnthropicToolResultBlock[];
+}
+
+/** A Chat Completions `role: "tool"` message: text only, as the API takes for tool messages. */
+export interface OpenAIToolMessage {
+  role: 'tool';
+  tool_call_id: string;
+  content: string;
+}
+
+/** A Chat Completions user message carrying the images tool results held (tool messages cannot). */
+export interface OpenAIImageMessage {
+  role: 'user';
+  content: Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }>;
+}
+
+export type OpenAIChatMessage = OpenAIToolMessage | OpenAIImageMessage;
+
+/** A Responses API `function_call_output` input item: a string, or text and image parts when there are images. */
+export interface OpenAIFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string | Array<{ type: 'input_text'; text: string } | { type: 'input_image'; image_url: string }>;
+}
+
+/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. */
+export interface MCPCallToolResult {
+  content: Array<{ type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string }>;
+  isError: boolean;
+}
+
+/** A result and the id the provider gave its call. */
+export interface AnsweredCall {
+  id: string;
+  result: ToolResult;
+}
+
+/** `result` as an Anthropic `tool_result` block for the call `toolUseId`. */
+export function toAnthropicToolResult(toolUseId: string, result: ToolResult): AnthropicToolResultBlock {
+  return { type: 'tool_result', tool_use_id: toolUseId, content: result.content.map(copyBlock), is_error: result.isError === true };
+}
+
+/** The next user message of an Anthropic conversation: one `tool_result` per call, in order. */
+export function toAnthropicToolResultMessage(calls: readonly AnsweredCall[]): AnthropicToolResultMessage {
+  return { role: 'user', content: calls.map((c) => toAnthropicToolResult(c.id, c.result)) };
+}
+
+/**
+ * The Chat Completions messages that answer an assistant's `tool_calls`: one `role: "tool"`
+ * message per call, in order, then, when any result holds images, one user message carrying
+ * them (tool messages take text only); each tool message names the images it left there.
+ */
+export function toOpenAIToolMessages(calls: readonly AnsweredCall[]): OpenAIChatMessage[] {
+  const messages: OpenAIChatMessage[] = [];
+  const images: OpenAIImageMessage['content'] = [];
+  for (const { id, result } of calls) {
+    const texts: string[] = [];
+    let count = 0;
+    for (const block of result.content) {
+      if (block.type === 'text') texts.push(block.text);
+      else {
+        if (count++ === 0) images.push({ type: 'text', text: `Images returned by tool call ${id}:` });
+        images.push({ type: 'image_url', image_url: { url: dataUrl(block) } });
+      }
+    }
+    if (count > 0) texts.push(`[${count === 1 ? 'an image' : `${count} images`}: in the next user message]`);
+    messages.push({ role: 'tool', tool_call_id: id, content: errorPrefix(result) + texts.join('\n') });
+  }
+  if (images.length > 0) messages.push({ role: 'user', content: images });
+  return messages;
+}
+
+/** The Responses API items that answer `function_call` items: one `function_call_output` each, in order. */
+export function toOpenAIFunctionCallOutputs(calls: readonly AnsweredCall[]): OpenAIFunctionCallOutput[] {
+  return calls.map(({ id, result }) => toOpenAIFunctionCallOutput(id, result));
+}
+
+/** One `function_call_output` item: a string for text, a list of input parts when the result holds images. */
+export function toOpenAIFunctionCallOutput(callId: string, result: ToolResult): OpenAIFunctionCallOutput {
+  const prefix = errorPrefix(result);
+  if (result.content.every((b) => b.type === 'text')) {
+    return { type: 'function_call_output', call_id: callId, output: prefix + result.content.map((b) => (b as { text: string }).text).join('\n') };
+  }
+  const parts: Exclude<OpenAIFunctionCallOutput['output'], string> = prefix ? [{ type: 'input_text', text: prefix.trimEnd() }] : [];
+  for (const block of result.content) {
+    parts.push(block.type === 'text' ? { type: 'input_text', text: block.text } : { type: 'input_image', image_url: dataUrl(block) });
+  }
+  return { type: 'function_call_output', call_id: callId, output: parts };
+}
+
+/** `result` as an MCP `CallToolResult`. */
+export function toMCPCallToolResult(result: ToolResult): MCPCallToolResult {
+  return {
+    content: result.content.map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type })),
+    isError: result.isError === true,
+  };
+}
+
+// OpenAI's tool messages have no error flag: the text says it, as a model would read it.
+function errorPrefix(result: ToolResult): string {
+  return result.isError === true ? 'Error: ' : '';
+}
+
+function dataUrl(block: Extract<ContentBlock, { type: 'image' }>): string {
+  return `data:${block.source.media_type};base64,${block.source.data}`;
+}
+
+// A copy with only the keys the provider takes, whatever else a block object carries.
+function copyBlock(block: ContentBlock): ContentBlock {
+  if (block.type === 'text') return { type: 'text', text: block.text };
+  return { type: 'image', source: { type: 'base64', media_type: block.source.media_type, data: block.source.data } };
+}
