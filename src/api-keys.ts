@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { ErrorObject } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { Config } from './config.js';
@@ -10,6 +11,8 @@ export interface ApiKey {
   label: string;
   key: string;
   tools?: string[];
+  /** The directory this key's file tools and Bash work in, an absolute path; undefined: the server's workspace. */
+  workspace?: string;
 }
 
 /** Raised at start-up for a bad key or keys file. The message names the source and the entry, never a key. */
@@ -27,6 +30,7 @@ const KeyEntry = Type.Object(
     label: Type.String({ minLength: 1, maxLength: 64 }),
     key: Type.String({ minLength: 1 }),
     tools: Type.Optional(Type.Array(Type.String(), { minItems: 1, uniqueItems: true })),
+    workspace: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
@@ -64,7 +68,7 @@ export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'
     ];
   });
   if (clashes.length > 0) throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: ${clashes.join('; ')}.`);
-  return [...keys, ...entries.map(({ label, key, tools }) => (tools ? { label, key, tools } : { label, key }))];
+  return [...keys, ...entries.map(({ label, key, tools, workspace }) => ({ label, key, ...(tools && { tools }), ...(workspace !== undefined && { workspace }) }))];
 }
 
 async function readKeysFile(file: string, servedTools: readonly string[]): Promise<KeyEntry[]> {
@@ -101,12 +105,20 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
       ...(unserved.length > 0
         ? [`${where}: "tools" names ${unserved.map((t) => JSON.stringify(t)).join(', ')}, which ${unserved.length === 1 ? 'is' : 'are'} not served (served tools: ${servedTools.join(', ') || 'none'})`]
         : []),
+      ...(entry.workspace !== undefined && !isAbsolutePath(entry.workspace)
+        ? [`${where}: "workspace" must be an absolute path (relative paths would depend on the directory the server starts in)`]
+        : []),
       ...sameLabelAs(entries, i),
       ...(twin < i ? [`${where} has the same key as ${describeEntry(entries, twin)}`] : []),
     ];
   });
   if (problems.length > 0) fail(problems.join('; '));
   return entries;
+}
+
+/** An absolute path without NUL bytes; whether it is a directory is checked when the workspaces open. */
+function isAbsolutePath(p: string): boolean {
+  return path.isAbsolute(p) && !p.includes('\0');
 }
 
 /** What is wrong with a key's value, said without showing it. */
@@ -134,14 +146,14 @@ function describeEntry(entries: readonly unknown[], i: number): string {
 /** Ajv's messages never include the data, but ours read better and name the entry. */
 function describeSchemaError(e: ErrorObject, data: unknown): string {
   const [index, property] = e.instancePath.split('/').slice(1);
-  if (index === undefined) return 'it must be a JSON array of {"label", "key", "tools"?} objects';
+  if (index === undefined) return 'it must be a JSON array of {"label", "key", "tools"?, "workspace"?} objects';
   const where = describeEntry(data as unknown[], Number(index));
   if (property === undefined) {
     if (e.keyword === 'required') return `${where}: "${(e.params as { missingProperty: string }).missingProperty}" is required`;
     if (e.keyword === 'additionalProperties') {
-      return `${where}: unknown property ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)} (allowed: label, key, tools)`;
+      return `${where}: unknown property ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)} (allowed: label, key, tools, workspace)`;
     }
-    return `${where} must be an object with "label", "key" and optionally "tools"`;
+    return `${where} must be an object with "label", "key" and optionally "tools" and "workspace"`;
   }
   const field = `"${property}"`;
   if (property === 'tools') {

@@ -41,6 +41,8 @@ export interface Config {
   allowUnauthenticated: boolean;
   /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
   rateLimit: number;
+  /** A Redis server (`redis://` or `rediss://` URL) that keeps the rate-limit counts, shared by every replica; undefined: each process counts alone. */
+  redisUrl: string | undefined;
   /** Most calls of any one tool that run at once. */
   maxConcurrency: number;
   /** Most calls of any one tool that may wait for a slot; past it, 503. */
@@ -96,6 +98,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     publicDocs: boolean(env, 'TOOLPORT_PUBLIC_DOCS', false),
     allowUnauthenticated: boolean(env, 'TOOLPORT_ALLOW_UNAUTHENTICATED', false),
     rateLimit: integer(env, 'TOOLPORT_RATE_LIMIT', 600, 0, 1_000_000),
+    redisUrl: redisUrl(env, 'TOOLPORT_REDIS_URL'),
     maxConcurrency: integer(env, 'TOOLPORT_MAX_CONCURRENCY', 16, 1, 10_000),
     queueSize: integer(env, 'TOOLPORT_QUEUE_SIZE', 64, 0, 100_000),
     headersTimeoutMs: headersTimeout(env, 'TOOLPORT_HEADERS_TIMEOUT_MS', requestTimeoutMs),
@@ -198,6 +201,37 @@ function webOrigin(item: string): string | undefined {
   }
   const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
   return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url.origin : undefined;
+}
+
+/**
+ * A Redis URL as ioredis takes it: `redis://` (or `rediss://`, TLS), a host, an optional port,
+ * user and password, and an optional database number as the path. The password never goes into
+ * an error message.
+ */
+function redisUrl(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  const valid = url !== undefined && (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^\/?(\d+)?$/.test(url.pathname) && url.search === '' && url.hash === '';
+  if (!valid) throw new ConfigError(name, 'a URL such as redis://redis:6379 or rediss://:password@redis.example:6380/2 (a database number as the path)', redactedUrl(value));
+  return value;
+}
+
+/** A URL with its password replaced by `***`, fit for logs and messages (text that is no URL is hidden whole when it may hold one). */
+export function redactedUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.password === '') return value;
+    url.password = '***';
+    return url.href;
+  } catch {
+    return value.includes('@') ? '(hidden)' : value;
+  }
 }
 
 const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);

@@ -6,7 +6,9 @@ import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from './
 import { Workspace } from './tools/workspace.js';
 import { buildApp } from './http/app.js';
 import type { ConnectionLimits } from './http/connections.js';
+import { openKeyWorkspaces } from './key-workspaces.js';
 import { createLogger } from './logger.js';
+import { connectRedis } from './redis.js';
 import { assertSafeExposure, isLoopback } from './safety.js';
 import { createToolset } from './toolset.js';
 
@@ -14,8 +16,9 @@ import { createToolset } from './toolset.js';
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
 
 /**
- * Owns the process: reads the configuration and the API keys, refuses an unsafe exposure (tools
- * that change things, on a non-loopback address, without keys), builds the app, listens, and shuts
+ * Owns the process: reads the configuration and the API keys, opens the workspaces (the server's
+ * and the keys' own), refuses an unsafe exposure (tools that change things, on a non-loopback
+ * address, without keys), connects to Redis when limits are shared, builds the app, listens, and shuts
  * down gracefully on SIGTERM or SIGINT (stop taking calls, let calls in flight finish up to the
  * grace period, abort the rest, exit 0). Start-up errors are printed on one line and exit with status 1.
  */
@@ -23,18 +26,25 @@ export async function serve(env: Record<string, string | undefined> = process.en
   let app: FastifyInstance;
   let config: ReturnType<typeof loadConfig>;
   let keyLabels: string[];
+  let keyWorkspaces: Array<{ key: string; workspace: string }>;
   let unauthenticated: string[];
   let descriptors: DescriptorUsage;
   let connections: ConnectionLimits;
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
-    const registry = await createToolset(config, process.cwd(), logger);
-    const tools = registry.list();
-    const apiKeys = await loadApiKeys(config, tools.map((t) => t.name));
-    await assertKeysOutsideWorkspace(config);
+    const workspace = await Workspace.open(config.workspace);
+    const served = await createToolset(config, process.cwd(), logger, workspace);
+    const tools = served.list();
+    const loadedKeys = await loadApiKeys(config, tools.map((t) => t.name));
+    await assertKeysOutsideWorkspace(config, workspace);
+    const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
+    const apiKeys = workspaces.keys;
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
+    // Only a limit needs counting; without one, Redis has nothing to do.
+    const redis = config.redisUrl !== undefined && config.rateLimit > 0 ? await connectRedis(config.redisUrl, logger) : undefined;
     keyLabels = apiKeys.map((k) => k.label);
+    keyWorkspaces = apiKeys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
     descriptors = descriptorUsage();
     connections = {
       headersTimeoutMs: config.headersTimeoutMs,
@@ -44,7 +54,9 @@ export async function serve(env: Record<string, string | undefined> = process.en
       maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors),
     };
     app = await buildApp({
-      registry,
+      registry: workspaces.registry,
+      toolsets: workspaces.toolsets,
+      redis,
       logger,
       toolTimeoutMs: config.toolTimeoutMs,
       bodyLimit: config.bodyLimit,
@@ -59,6 +71,10 @@ export async function serve(env: Record<string, string | undefined> = process.en
       rateLimit: config.rateLimit,
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
+    });
+    // After the last call: closes every workspace and the Redis connection.
+    app.addHook('onClose', async () => {
+      await Promise.all([workspaces.close(), workspace.close(), redis?.quit()]);
     });
     handleSignals(app, config);
     await app.listen({ port: config.port, host: config.host });
@@ -75,6 +91,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   }
   // Labels only: a key's value never reaches the log.
   app.log.info({ tools: app.toolport.gateway.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
+  if (keyWorkspaces.length > 0) app.log.info({ workspaces: keyWorkspaces }, 'keys with workspaces of their own');
   app.log.info({ ...connections, descriptorLimit: descriptors.limit }, 'connection limits');
   if (descriptors.limit !== undefined && descriptors.open !== undefined && connections.maxConnections > descriptors.limit - descriptors.open) {
     app.log.warn(
@@ -123,9 +140,8 @@ function handleSignals(app: FastifyInstance, config: Config): void {
  * A keys file inside the workspace could be read with the file tools, and a key scoped to Read
  * would then hold every other key: refuse to start.
  */
-async function assertKeysOutsideWorkspace(config: Pick<Config, 'apiKeysFile' | 'workspace'>): Promise<void> {
+async function assertKeysOutsideWorkspace(config: Pick<Config, 'apiKeysFile'>, ws: Workspace): Promise<void> {
   if (config.apiKeysFile === undefined) return;
-  const ws = await Workspace.open(config.workspace);
   if (ws.contains(await realpath(config.apiKeysFile))) {
     throw new Error(
       `Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(config.apiKeysFile)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside`,

@@ -4,6 +4,7 @@ import { ToolRegistry } from './core/registry.js';
 import type { Config } from './config.js';
 import { loadPlugins } from './plugins.js';
 import { builtinTools } from './tools/index.js';
+import type { Workspace } from './tools/workspace.js';
 
 /** Raised when TOOLPORT_TOOLS names a tool that no one registered. */
 export class UnknownToolError extends Error {
@@ -17,11 +18,18 @@ export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins'
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
  * to the ones `TOOLPORT_TOOLS` names (in its order), or all of them. With `log` (a server's), Bash
  * says there which mode it runs in (the sandbox or not) and why, and the workspace is swept of
- * what a crashed server left in it.
+ * what a crashed server left in it. With `workspace` (`config.workspace`, already open), the
+ * caller closes it; without, it is opened here and held for the life of the process.
  */
-export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), log?: Logger): Promise<ToolRegistry> {
+export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), log?: Logger, workspace?: Workspace): Promise<ToolRegistry> {
   const all = new ToolRegistry();
-  const builtins = await builtinTools({ workspace: config.workspace, bashSandbox: config.bashSandbox, secretFiles: secretFiles(config, cwd), log, sweepLeftovers: log !== undefined });
+  const builtins = await builtinTools({
+    workspace: workspace ?? config.workspace,
+    bashSandbox: config.bashSandbox,
+    secretFiles: secretFiles(config, cwd),
+    log,
+    sweepLeftovers: log !== undefined,
+  });
   for (const tool of builtins) all.register(tool);
   await loadPlugins(config.plugins, all, cwd);
   if (config.tools === undefined) return all;

@@ -89,7 +89,7 @@ test('a keys file that is not JSON stops start-up with the place, not the text, 
 });
 
 test('a keys file that is not an array stops start-up', async () => {
-  assert.equal(await fileError('not-array.json'), 'Invalid TOOLPORT_API_KEYS_FILE "FILE": it must be a JSON array of {"label", "key", "tools"?} objects.');
+  assert.equal(await fileError('not-array.json'), 'Invalid TOOLPORT_API_KEYS_FILE "FILE": it must be a JSON array of {"label", "key", "tools"?, "workspace"?} objects.');
 });
 
 test('an empty keys file stops start-up rather than leaving the server open', async () => {
@@ -136,7 +136,7 @@ test('a key shorter than 16 characters in the file stops start-up without showin
 test('an unknown property in an entry stops start-up naming it', async () => {
   assert.equal(
     await fileError('unknown-property.json'),
-    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("ci-bot"): unknown property "scope" (allowed: label, key, tools).',
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("ci-bot"): unknown property "scope" (allowed: label, key, tools, workspace).',
   );
 });
 
@@ -153,5 +153,26 @@ test('tools that are not a list, an empty list or a list with repeats stop start
     'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("ci-bot"): "tools" must be an array of tool names; ' +
       'entry 2 ("no-tools"): "tools" must name at least one tool (leave it out for every tool); ' +
       'entry 3 ("twice"): "tools" names a tool more than once.',
+  );
+});
+
+test('an entry may name a workspace of its own, given as an absolute path', async () => {
+  const keys = await loadApiKeys({ apiKeys: [], apiKeysFile: path.join(KEYS, 'workspace.json') }, SERVED);
+  assert.deepEqual(keys, [
+    { label: 'team-a', key: 'team-a-secret-0123456789abcdef', workspace: '/srv/workspaces/team-a' },
+    { label: 'team-b', key: 'team-b-secret-0123456789abcdef', tools: ['Read'], workspace: '/srv/workspaces/team-b' },
+    { label: 'admin', key: 'admin-secret-0123456789abcdef' },
+  ]);
+});
+
+test('a workspace that is not a string, is empty or is relative stops start-up naming the entry', async () => {
+  assert.equal(
+    await fileError('bad-workspace.json'),
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("number"): "workspace" must be a string; ' +
+      'entry 2 ("empty"): "workspace" must not be empty.',
+  );
+  assert.equal(
+    await fileError('relative-workspace.json'),
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("relative"): "workspace" must be an absolute path (relative paths would depend on the directory the server starts in).',
   );
 });

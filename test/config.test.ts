@@ -21,6 +21,7 @@ const DEFAULTS: Config = {
   publicDocs: false,
   allowUnauthenticated: false,
   rateLimit: 600,
+  redisUrl: undefined,
   maxConcurrency: 16,
   queueSize: 64,
   headersTimeoutMs: 10_000,
@@ -79,6 +80,7 @@ describe('loadConfig', () => {
       TOOLPORT_PUBLIC_DOCS: 'yes',
       TOOLPORT_ALLOW_UNAUTHENTICATED: '1',
       TOOLPORT_RATE_LIMIT: '0',
+      TOOLPORT_REDIS_URL: 'redis://redis.toolport.svc:6379/2',
       TOOLPORT_MAX_CONCURRENCY: '4',
       TOOLPORT_QUEUE_SIZE: '0',
       TOOLPORT_HEADERS_TIMEOUT_MS: '2000',
@@ -107,6 +109,7 @@ describe('loadConfig', () => {
       publicDocs: true,
       allowUnauthenticated: true,
       rateLimit: 0,
+      redisUrl: 'redis://redis.toolport.svc:6379/2',
       maxConcurrency: 4,
       queueSize: 0,
       headersTimeoutMs: 2000,
@@ -118,6 +121,25 @@ describe('loadConfig', () => {
       allowedOrigins: ['https://app.example.com', 'http://localhost:5173'],
       trustProxy: ['10.0.0.0/8', 'loopback', 'fd00::1/64', '192.168.1.1'],
     } satisfies Config);
+  });
+
+  test('TOOLPORT_REDIS_URL takes redis:// and rediss:// URLs with a database number', () => {
+    for (const url of ['redis://localhost', 'redis://:secret@10.0.0.7:6380/0', 'rediss://user:secret@redis.example/15', 'redis://[::1]:6379']) {
+      assert.equal(loadConfig({ TOOLPORT_REDIS_URL: url }, CWD).redisUrl, url);
+    }
+  });
+
+  test('a bad TOOLPORT_REDIS_URL stops start-up without showing its password', () => {
+    const expected = 'a URL such as redis://redis:6379 or rediss://:password@redis.example:6380/2 (a database number as the path)';
+    for (const [value, shown] of [
+      ['localhost:6379', 'localhost:6379'],
+      ['http://redis:6379', 'http://redis:6379'],
+      ['redis://:hunter2-secret@redis:6379/cache', 'redis://:***@redis:6379/cache'],
+      ['redis://:hunter2-secret@redis:6379/?db=1', 'redis://:***@redis:6379/?db=1'],
+      ['not a url :hunter2-secret@', '(hidden)'],
+    ] as const) {
+      assertRejected({ TOOLPORT_REDIS_URL: value }, 'TOOLPORT_REDIS_URL', `Invalid TOOLPORT_REDIS_URL: expected ${expected}, got ${JSON.stringify(shown)}`);
+    }
   });
 
   test('accepts the ends of each integer range', () => {

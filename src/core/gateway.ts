@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './errors.js';
 import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
-import { API_FORMATS, type AnthropicTool, type APIFormat, type MCPTool, type OpenAITool } from './formats.js';
+import { API_FORMATS, hasStrictMode, type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
 import type { ToolScope } from './keyring.js';
 import type { ToolRegistry } from './registry.js';
@@ -15,6 +15,14 @@ export interface Caller {
   readonly scope: ToolScope | undefined;
   /** The client's address, for the audit line of a refused call. */
   readonly ip?: string | undefined;
+  /** The workspace the caller's tools work in, a key of the gateway's `toolsets`; undefined: the server's. */
+  readonly workspace?: string | undefined;
+  /**
+   * Counts one more call against the caller's rate limit, for a call its request's own count did
+   * not cover (`CallRequest.extra`); resolves to the refusal when the limit is spent. Absent: no
+   * rate limit applies.
+   */
+  countAnotherCall?(): Promise<ToolportError | undefined>;
 }
 
 /** A caller with every tool and no key: in-process callers (the CLI), and servers without keys. */
@@ -42,6 +50,11 @@ export interface CallRequest extends CallIdentity {
   inputBytes?: number;
   /** Hears the tool's progress reports; without it, the tool's context has no `progress`. */
   onProgress?: (progress: Progress) => void;
+  /**
+   * A call after the first of its request (a batch): the request was counted once against the
+   * rate limit, so this call is counted again (`Caller.countAnotherCall`) before it may run.
+   */
+  extra?: boolean;
 }
 
 /** What a call that ran answers: a normalised ToolResult, `isError` always set. */
@@ -57,9 +70,15 @@ export interface GatewayOptions extends Omit<ExecutorOptions, 'observer'> {
   observer?: GatewayObserver;
   /** The distinct scopes of the API keys, so their tool lists are made at start-up rather than on first use. */
   scopes?: readonly ToolScope[];
+  /**
+   * The same tools as `registry`, in the same order, bound to other workspaces, by the name a
+   * `Caller.workspace` gives. Lists and definitions come from `registry`; a call runs the tool
+   * of its caller's workspace.
+   */
+  toolsets?: ReadonlyMap<string, ToolRegistry>;
 }
 
-type ToolDefinition = AnthropicTool | OpenAITool | MCPTool;
+type ToolDefinition = AnthropicTool | OpenAITool | OpenAIResponsesTool | MCPTool;
 
 /**
  * The one way into the tools, for every adapter (REST, MCP, the CLI): the caller's scope, the
@@ -73,13 +92,26 @@ export class Gateway {
   readonly #log: Logger;
   readonly #observer: GatewayObserver | undefined;
   readonly #inFlight = new InFlight();
+  readonly #toolsets: ReadonlyMap<string, ToolRegistry>;
 
-  constructor({ scopes = [], observer, ...options }: GatewayOptions) {
+  constructor({ scopes = [], observer, toolsets = new Map(), ...options }: GatewayOptions) {
     this.executor = new ToolExecutor({ ...options, observer });
     this.registry = options.registry;
+    const names = (registry: ToolRegistry): string => registry.list().map((t) => t.name).join(', ');
+    for (const [workspace, toolset] of toolsets) {
+      if (names(toolset) !== names(this.registry)) {
+        throw new Error(`The tools of workspace ${JSON.stringify(workspace)} (${names(toolset)}) are not the server's (${names(this.registry)}).`);
+      }
+    }
+    this.#toolsets = toolsets;
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#observer = observer;
-    for (const scope of [undefined, ...scopes]) for (const format of API_FORMATS) this.registry.listJSON(format, scope);
+    for (const scope of [undefined, ...scopes]) {
+      for (const format of API_FORMATS) {
+        this.registry.listJSON(format, scope);
+        if (hasStrictMode(format)) this.registry.listJSON(format, scope, { strict: true });
+      }
+    }
   }
 
   /**
@@ -88,12 +120,17 @@ export class Gateway {
    * refusal; whatever the tool does becomes the resolved `CallResult`.
    */
   async call(request: CallRequest): Promise<CallResult> {
-    const refusal = this.#inFlight.draining ? shuttingDown() : this.scopeRefusal(request.caller, request.tool);
+    let refusal = this.#inFlight.draining ? shuttingDown() : this.scopeRefusal(request.caller, request.tool);
+    if (refusal === undefined && request.extra === true && request.caller.countAnotherCall !== undefined) {
+      refusal = await request.caller.countAnotherCall();
+      if (refusal === undefined && this.#inFlight.draining) refusal = shuttingDown();
+    }
     if (refusal !== undefined) {
       this.refused(request, refusal);
       throw refusal;
     }
     // Synchronous up to the executor's call, so calls are admitted in the order they came.
+    const registry = this.#toolsetOf(request.caller);
     const controller = new AbortController();
     this.#inFlight.enter(request, controller);
     const unlink = request.signal && follow(request.signal, controller);
@@ -105,6 +142,7 @@ export class Gateway {
         keyLabel: request.caller.label,
         transport: request.transport,
         onProgress: request.onProgress,
+        registry,
       });
     } catch (err) {
       if (err instanceof ToolportError) this.refused(request, err);
@@ -163,18 +201,26 @@ export class Gateway {
   }
 
   /** The tools the caller may see, in a provider's format, as JSON text made once (at start-up for the keys' scopes). */
-  list(caller: Caller, format: APIFormat = 'anthropic'): string {
-    return this.registry.listJSON(format, caller.scope);
+  list(caller: Caller, format: APIFormat = 'anthropic', options?: ListOptions): string {
+    return this.registry.listJSON(format, caller.scope, options);
   }
 
   /** One tool's definition in a provider's format; throws FORBIDDEN outside the caller's scope, TOOL_NOT_FOUND for no such tool. */
-  describe(caller: Caller, name: string, format: APIFormat = 'anthropic'): ToolDefinition {
+  describe(caller: Caller, name: string, format: APIFormat = 'anthropic', options?: ListOptions): ToolDefinition {
     const refusal = this.scopeRefusal(caller, name);
     if (refusal !== undefined) throw refusal;
     this.executor.lookup(name);
     const index = this.registry.tools().findIndex((t) => t.name === name);
-    const shaped = this.registry.toAPI(format);
+    const shaped = this.registry.toAPI(format, undefined, options);
     return (Array.isArray(shaped) ? shaped[index] : shaped.tools[index])!;
+  }
+
+  /** The tools of the caller's workspace; an Error (a wiring mistake, not the client's) for a workspace with none. */
+  #toolsetOf(caller: Caller): ToolRegistry {
+    if (caller.workspace === undefined) return this.registry;
+    const toolset = this.#toolsets.get(caller.workspace);
+    if (toolset === undefined) throw new Error(`No tools are bound to workspace ${JSON.stringify(caller.workspace)}.`);
+    return toolset;
   }
 
   /** Aborts a call in flight (its client went away); nothing when it already answered. */

@@ -3,11 +3,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 /** The tools a scoped key may use, in the key's order. Keys with the same tools share one set. */
 export type ToolScope = ReadonlySet<string>;
 
-/** A key as configured: a label for logs, the secret, and the tools it may use (all when left out). */
+/** A key as configured: a label for logs, the secret, the tools it may use (all when left out), and its workspace. */
 export interface KeySpec {
   label: string;
   key: string;
   tools?: readonly string[];
+  /** Names the set of tools bound to the key's own workspace (see `Caller.workspace`); undefined: the server's. */
+  workspace?: string | undefined;
 }
 
 /** Who a key belongs to: its label and scope, never the secret, so it is safe to log. */
@@ -15,6 +17,8 @@ export interface KeyIdentity {
   readonly label: string;
   /** Undefined: every served tool. */
   readonly tools: ToolScope | undefined;
+  /** The key's own workspace; undefined: the server's. */
+  readonly workspace: string | undefined;
 }
 
 interface StoredKey {
@@ -40,7 +44,7 @@ export class Keyring {
       if (!scopes.has(id)) scopes.set(id, new Set(tools));
       return scopes.get(id);
     };
-    this.#keys = keys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools) }) }));
+    this.#keys = keys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools), workspace: k.workspace }) }));
     this.scopes = [...scopes.values()];
   }
 

@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
@@ -15,6 +16,7 @@ import { installProtection, type PressureOptions } from './protection.js';
 import { installJsonBody } from './json-body.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
+import { callsRoutes } from './routes/calls.js';
 import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
@@ -48,6 +50,16 @@ export interface AppOptions {
   connections?: Partial<ConnectionLimits>;
   /** Calls per minute per key or client address; 0 (the default here) switches the limit off. */
   rateLimit?: number;
+  /**
+   * Keep the rate-limit counts in this Redis, shared by every replica (`connectRedis`); the caller
+   * owns the connection. Without it, each process counts alone.
+   */
+  redis?: Redis;
+  /**
+   * The same tools as `registry` bound to other workspaces, by the `workspace` the keys in
+   * `apiKeys` name (see `openKeyWorkspaces`); a key's calls run its workspace's tools.
+   */
+  toolsets?: ReadonlyMap<string, ToolRegistry>;
   /** Most calls of one tool running at once (default 16). */
   maxConcurrency?: number;
   /** Most calls of one tool waiting for a slot; past it, 503 (default 64). */
@@ -135,6 +147,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT, MCP_TRANSPORT]);
   const keyring = new Keyring(options.apiKeys ?? []);
+  const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
+  for (const key of options.apiKeys ?? []) {
+    if (key.workspace !== undefined && !toolsets.has(key.workspace)) throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
+  }
   const gateway = new Gateway({
     registry: options.registry,
     logger,
@@ -143,6 +159,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     queueSize: options.queueSize,
     observer: metrics.observer,
     scopes: keyring.scopes,
+    toolsets,
   });
 
   app.decorate('toolport', {
@@ -177,7 +194,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
   });
-  await installProtection(app, { rateLimit: options.rateLimit ?? 0, pressure: options.pressure });
+  await installProtection(app, {
+    rateLimit: options.rateLimit ?? 0,
+    pressure: options.pressure,
+    redis: options.redis,
+    onStoreError: () => metrics.rateLimitStoreErrors.inc(),
+  });
   installMetrics(app, metrics);
 
   app.addHook('onRequest', async (request) => {
@@ -192,6 +214,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   healthRoutes(app, () => gateway.draining);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway });
+  // An assistant's turn in, in its provider's shape; the next turn out.
+  callsRoutes(app, { gateway });
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
   mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   return app;

@@ -58,6 +58,12 @@ export class ServiceMetrics {
     labelNames: ['reason', 'transport'] as const,
     registers: [this.registry],
   });
+  /** Requests whose rate-limit count Redis could not keep (down, unreachable, too slow), counted in the process instead. */
+  readonly rateLimitStoreErrors = new Counter({
+    name: 'toolport_rate_limit_store_errors_total',
+    help: 'Requests whose rate-limit count could not be kept in Redis (TOOLPORT_REDIS_URL: down, unreachable or too slow) and was kept by this process alone.',
+    registers: [this.registry],
+  });
   readonly #tools = new Map<string, ToolSeries>();
   // By transport, then code.
   readonly #reasons = new Map<string, Map<string, Counter.Internal>>();

@@ -1,8 +1,10 @@
 import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
+import type { Redis } from 'ioredis';
 import { ToolportError } from '../core/errors.js';
 import { LoadMonitor } from './load-monitor.js';
+import { sharedRateLimitStore } from './rate-limit-store.js';
 
 /** When the process counts as overloaded; a threshold of 0 switches that check off. */
 export interface PressureOptions {
@@ -20,6 +22,13 @@ export interface PressureOptions {
 export interface ProtectionOptions {
   /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
   rateLimit: number;
+  /**
+   * Keep the counts in this Redis, shared by every replica, instead of in the process; when it
+   * cannot answer, a request is counted in the process (see `sharedRateLimitStore`).
+   */
+  redis?: Redis | undefined;
+  /** Called for each request Redis could not count. */
+  onStoreError?: () => void;
   /** Load shedding thresholds; false switches shedding off. */
   pressure?: PressureOptions | false;
 }
@@ -42,10 +51,10 @@ const UNSHED_ROUTES = new Set(['/healthz', '/metrics']);
  */
 export async function installProtection(app: FastifyInstance, options: ProtectionOptions): Promise<void> {
   if (options.pressure !== false) await installLoadShedding(app, options.pressure ?? {});
-  if (options.rateLimit > 0) await installRateLimit(app, options.rateLimit);
+  if (options.rateLimit > 0) await installRateLimit(app, options.rateLimit, options);
 }
 
-async function installRateLimit(app: FastifyInstance, max: number): Promise<void> {
+async function installRateLimit(app: FastifyInstance, max: number, { redis, onStoreError }: Pick<ProtectionOptions, 'redis' | 'onStoreError'>): Promise<void> {
   // Runs before the plugin's own onRoute hook (hooks run in the order they were added).
   app.addHook('onRoute', (route) => {
     if (UNLIMITED_ROUTES.has(route.url)) route.config = { ...route.config, rateLimit: false };
@@ -54,21 +63,41 @@ async function installRateLimit(app: FastifyInstance, max: number): Promise<void
     max,
     timeWindow: RATE_WINDOW_MS,
     hook: 'onRequest',
+    ...(redis && { store: sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError }) }),
     // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
     keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`),
     // The plugin throws what this returns, with its x-ratelimit-* and retry-after headers already
     // set; the error handler answers it in the error-body shape (and sets Retry-After from it too).
-    errorResponseBuilder: (request, context) => {
-      const retryAfter = Math.ceil(context.ttl / 1000);
-      const who = request.apiKey ? `key "${request.apiKey.label}"` : 'this client address';
-      return new ToolportError(
-        'RATE_LIMITED',
-        `Rate limit exceeded: ${who} may make ${context.max} ${context.max === 1 ? 'request' : 'requests'} per minute; retry in ${retryAfter} s.`,
-        { limit: context.max, windowSeconds: RATE_WINDOW_MS / 1000, retryAfterSeconds: retryAfter },
-        { retryAfterSeconds: retryAfter },
-      );
-    },
+    errorResponseBuilder: (request, context) => rateLimited(request, context.max, context.ttl),
   });
+}
+
+/**
+ * Counts one more call against the request's rate limit, for the calls of a batch beyond the
+ * first (the request itself counted one): the same store, key and window as every request.
+ * Resolves to the RATE_LIMITED refusal when the limit is spent, else undefined; always undefined
+ * on a server without a rate limit.
+ */
+export async function countAnotherCall(request: FastifyRequest): Promise<ToolportError | undefined> {
+  const server = request.server;
+  if (!server.hasDecorator('createRateLimit')) return undefined;
+  let check = limiters.get(server);
+  if (check === undefined) limiters.set(server, (check = server.createRateLimit()));
+  const verdict = await check(request);
+  return !verdict.isAllowed && verdict.isExceeded ? rateLimited(request, verdict.max, verdict.ttl) : undefined;
+}
+
+const limiters = new WeakMap<FastifyInstance, ReturnType<FastifyInstance['createRateLimit']>>();
+
+function rateLimited(request: FastifyRequest, max: number, ttlMs: number): ToolportError {
+  const retryAfter = Math.ceil(ttlMs / 1000);
+  const who = request.apiKey ? `key "${request.apiKey.label}"` : 'this client address';
+  return new ToolportError(
+    'RATE_LIMITED',
+    `Rate limit exceeded: ${who} may make ${max} ${max === 1 ? 'request' : 'requests'} per minute; retry in ${retryAfter} s.`,
+    { limit: max, windowSeconds: RATE_WINDOW_MS / 1000, retryAfterSeconds: retryAfter },
+    { retryAfterSeconds: retryAfter },
+  );
 }
 
 async function installLoadShedding(app: FastifyInstance, pressure: PressureOptions): Promise<void> {

@@ -33,6 +33,8 @@ export interface BashIsolationOptions {
   setting: BashSandboxSetting;
   /** Files the server reads secrets or configuration from; the sandbox hides them (see `hiddenPaths`). */
   secretFiles?: readonly string[];
+  /** Directories the sandbox hides whole: the other keys' workspaces. */
+  hiddenDirectories?: readonly string[];
 }
 
 /**
@@ -44,7 +46,7 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
   const { workspaceRoot: root, setting } = options;
   let why = 'TOOLPORT_BASH_SANDBOX=false';
   if (setting !== false) {
-    const hidden = await hiddenPaths(root, options.secretFiles ?? []);
+    const hidden = await hiddenPaths(root, options.secretFiles ?? [], options.hiddenDirectories);
     const unavailable = await sandboxUnavailableReason(root, BWRAP, hidden);
     if (unavailable === undefined) {
       return {

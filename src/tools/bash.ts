@@ -20,8 +20,18 @@ export interface BashToolOptions {
   sandbox?: BashSandboxSetting;
   /** Files the server reads secrets or configuration from (the API keys file); the sandbox hides them. */
   secretFiles?: readonly string[];
+  /** Directories the sandbox hides whole: the other keys' workspaces. */
+  hiddenDirectories?: readonly string[];
   /** Where to say, once, which mode runs and why. */
   log?: Logger;
+}
+
+// How each Bash tool made here runs, for start-up checks that need to know (see `bashIsolationOf`).
+const ISOLATIONS = new WeakMap<ToolDef, BashIsolation>();
+
+/** How a Bash tool made by `createBashTool` runs commands; undefined for any other tool. */
+export function bashIsolationOf(tool: ToolDef): BashIsolation | undefined {
+  return ISOLATIONS.get(tool);
 }
 
 const inputSchema = Type.Object(
@@ -56,11 +66,16 @@ export function effectiveTimeout(requested: number | undefined): number {
  */
 export async function createBashTool(options: BashToolOptions): Promise<ToolDef> {
   const root = options.workspace.root;
-  const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: options.sandbox ?? 'auto', secretFiles: options.secretFiles });
+  const isolation = await chooseBashIsolation({
+    workspaceRoot: root,
+    setting: options.sandbox ?? 'auto',
+    secretFiles: options.secretFiles,
+    hiddenDirectories: options.hiddenDirectories,
+  });
   if (options.log) logBashIsolation(options.log, isolation);
   const sandbox = isolation.mode === 'sandbox';
 
-  return defineTool({
+  const tool = defineTool({
     name: 'Bash',
     description: describe(isolation),
     inputSchema,
@@ -99,6 +114,8 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       return formatResult(outcome, stdout, stderr, timeoutMs);
     },
   });
+  ISOLATIONS.set(tool, isolation);
+  return tool;
 }
 
 /** Shortest gap between two progress reports of one command: output can arrive in thousands of chunks a second. */

@@ -15,12 +15,14 @@ import type { ToolDef } from '../core/types.js';
 export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, createGrepTool, createLsTool, createReadTool, createWriteTool };
 
 export interface BuiltinToolOptions {
-  /** The only directory the file tools may touch; canonicalised once, here. */
-  workspace: string;
+  /** The only directory the file tools may touch: a path, canonicalised and opened once, here, or a workspace already open (the caller closes it). */
+  workspace: string | Workspace;
   /** Run Bash inside the bubblewrap sandbox: `auto` (the default) when it works here, `true` always (or fail), `false` never. */
   bashSandbox?: BashSandboxSetting;
   /** Files the server reads secrets or configuration from (the API keys file); the Bash sandbox hides them. */
   secretFiles?: readonly string[];
+  /** Directories the Bash sandbox hides whole: the other keys' workspaces. */
+  hiddenDirectories?: readonly string[];
   /** Where Bash says, once, which mode runs and why. */
   log?: Logger;
   /**
@@ -32,17 +34,23 @@ export interface BuiltinToolOptions {
 
 /** The tools toolport serves out of the box, in the order they are listed. */
 export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef[]> {
-  const ws = await Workspace.open(options.workspace);
+  const ws = typeof options.workspace === 'string' ? await Workspace.open(options.workspace) : options.workspace;
   if (options.sweepLeftovers === true) {
     // In the background: a big workspace must not hold up start-up.
     removeLeftovers(ws).then(
-      (report) => options.log?.info(report, 'removed what a crash left in the workspace'),
-      (err: unknown) => options.log?.warn({ err }, 'could not sweep the workspace for what a crash left'),
+      (report) => options.log?.info({ ...report, workspace: ws.root }, 'removed what a crash left in the workspace'),
+      (err: unknown) => options.log?.warn({ err, workspace: ws.root }, 'could not sweep the workspace for what a crash left'),
     );
   }
   return [
     Echo,
-    await createBashTool({ workspace: ws, sandbox: options.bashSandbox ?? 'auto', secretFiles: options.secretFiles, log: options.log }),
+    await createBashTool({
+      workspace: ws,
+      sandbox: options.bashSandbox ?? 'auto',
+      secretFiles: options.secretFiles,
+      hiddenDirectories: options.hiddenDirectories,
+      log: options.log,
+    }),
     createReadTool(ws),
     createWriteTool(ws),
     createEditTool(ws),

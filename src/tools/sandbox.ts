@@ -73,11 +73,12 @@ export function sandboxedBash(workspaceRoot: string, command: string, hidden: Hi
  * What the sandbox should hide, given the files the server reads its secrets and configuration
  * from (the API keys file, plug-in files): each file, or its whole directory when that is the
  * file's own (at least two levels below /, and not a shared system directory such as /etc or
- * anything under /usr), plus /var/run/secrets when it is not under /run. Paths are made canonical;
- * missing ones are skipped (bwrap cannot cover what does not exist), and so are paths already
- * private in the sandbox (/tmp, /run) or inside the workspace, which the file tools can read anyway.
+ * anything under /usr), plus /var/run/secrets when it is not under /run, plus `directories` (the
+ * other keys' workspaces) whole. Paths are made canonical; missing ones are skipped (bwrap cannot
+ * cover what does not exist), and so are paths already private in the sandbox (/tmp, /run) or
+ * inside the workspace, which the file tools can read anyway, and directories that hold the workspace.
  */
-export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly string[]): Promise<HiddenPaths> {
+export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly string[], hiddenDirectories: readonly string[] = []): Promise<HiddenPaths> {
   const directories = new Set<string>();
   const files = new Set<string>();
   const alreadyPrivate = (p: string): boolean => ['/tmp', '/run', workspaceRoot].some((dir) => isWithin(p, dir));
@@ -95,6 +96,10 @@ export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly s
       if (ownDirectory(dir) && !isWithin(workspaceRoot, dir)) directories.add(dir);
     }
     if (!directories.has(path.dirname(real))) files.add(real);
+  }
+  for (const dir of hiddenDirectories) {
+    const real = await canonical(dir);
+    if (real !== undefined && !alreadyPrivate(real) && !isWithin(workspaceRoot, real)) directories.add(real);
   }
   const coveredByDirectory = (p: string): boolean => [...directories].some((dir) => dir !== p && isWithin(p, dir));
   return {

@@ -307,3 +307,54 @@ describe('Gateway: lists', () => {
     assert.throws(() => gateway.describe(FULL, 'Nope'), { code: 'TOOL_NOT_FOUND' });
   });
 });
+
+describe('Gateway: a workspace per caller', () => {
+  const where = (text: string): ToolDef => ({ ...Echo, name: 'Where', execute: () => textResult(text) });
+  const withToolsets = (tools: ToolDef[], toolsets: Record<string, ToolDef[]>, options: { queueSize?: number } = {}) => {
+    const registry = (list: ToolDef[]) => list.reduce((r, tool) => r.register(tool), new ToolRegistry());
+    const heard: Heard[] = [];
+    const observer: GatewayObserver = {
+      loadChanged: () => {},
+      callFinished: (tool, outcome, _seconds, transport) => heard.push(['finished', tool, outcome, transport]),
+      callRefused: (code, transport) => heard.push(['refused', code, transport]),
+    };
+    const map = new Map(Object.entries(toolsets).map(([name, list]) => [name, registry(list)]));
+    return { gateway: new Gateway({ registry: registry(tools), toolsets: map, observer, ...options }), heard };
+  };
+
+  test('a caller with a workspace runs the tools bound to it, and is counted like any other', async () => {
+    const { gateway, heard } = withToolsets([where('server')], { '/srv/ws/a': [where('a')] });
+    assert.deepEqual(await gateway.call(request('Where', { text: '?' })), { ...textResult('server'), isError: false });
+    assert.deepEqual(await gateway.call(request('Where', { text: '?' }, { caller: { ...FULL, workspace: '/srv/ws/a' } })), { ...textResult('a'), isError: false });
+    assert.deepEqual(heard, [
+      ['finished', 'Where', 'ok', 'mcp'],
+      ['finished', 'Where', 'ok', 'mcp'],
+    ]);
+  });
+
+  test('the slots and queue of a tool are shared by every workspace', async () => {
+    const inA = gatedTool('Busy', { maxConcurrency: 1 });
+    const onServer = gatedTool('Busy', { maxConcurrency: 1 });
+    const { gateway } = withToolsets([onServer.tool], { '/srv/ws/a': [inA.tool] }, { queueSize: 0 });
+    const first = gateway.call(request('Busy', {}, { caller: { ...FULL, workspace: '/srv/ws/a' } }));
+    await inA.started(1);
+    await assert.rejects(gateway.call(request('Busy', {})), { code: 'QUEUE_FULL' });
+    inA.runs[0]!.release();
+    assert.equal((await first).isError, false);
+    assert.equal(onServer.runs.length, 0);
+  });
+
+  test('a toolset whose tools are not the registry\'s is refused when the gateway is made', () => {
+    assert.throws(() => withToolsets([where('server'), Echo], { '/srv/ws/a': [where('a')] }), {
+      message: 'The tools of workspace "/srv/ws/a" (Where) are not the server\'s (Where, Echo).',
+    });
+  });
+
+  test('a caller naming a workspace without tools gets INTERNAL_ERROR, counted as refused', async () => {
+    const { gateway, heard } = withToolsets([where('server')], {});
+    const body = await gateway.callSafe(request('Where', { text: '?' }, { caller: { ...FULL, workspace: '/srv/ws/unknown' } }));
+    assert.deepEqual(body, errorBody('INTERNAL_ERROR', 'Internal server error (request id req-1).'));
+    assert.deepEqual(heard, [['refused', 'INTERNAL_ERROR', 'mcp']]);
+    assert.equal(gateway.inFlight, 0);
+  });
+});

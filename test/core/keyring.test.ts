@@ -6,13 +6,14 @@ const KEYS = [
   { label: 'full', key: 'full-secret-0123456789abcdef' },
   { label: 'a', key: 'a-secret-0123456789abcdef', tools: ['Echo', 'Read'] },
   { label: 'b', key: 'b-secret-0123456789abcdef', tools: ['Read', 'Echo'] },
-  { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['LS'] },
+  { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['LS'], workspace: '/srv/workspaces/c' },
 ];
 
-test('identify names the key a token matches by label and scope, and nothing for any other token', () => {
+test('identify names the key a token matches by label, scope and workspace, and nothing for any other token', () => {
   const keyring = new Keyring(KEYS);
-  assert.deepEqual(keyring.identify('full-secret-0123456789abcdef'), { label: 'full', tools: undefined });
+  assert.deepEqual(keyring.identify('full-secret-0123456789abcdef'), { label: 'full', tools: undefined, workspace: undefined });
   assert.equal(keyring.identify('c-secret-0123456789abcdef')?.label, 'c');
+  assert.equal(keyring.identify('c-secret-0123456789abcdef')?.workspace, '/srv/workspaces/c');
   assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['LS']);
   for (const token of ['', 'full-secret-0123456789abcde', 'FULL-SECRET-0123456789ABCDEF', 'x']) assert.equal(keyring.identify(token), undefined, token);
 });
