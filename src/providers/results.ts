@@ -40,11 +40,11 @@ export interface OpenAIFunctionCallOutput {
   output: string | Array<{ type: 'input_text'; text: string } | { type: 'input_image'; image_url: string }>;
 }
 
-/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. */
-export interface MCPCallToolResult {
+/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. A type, not an interface, so it fits the SDK's open object type. */
+export type MCPCallToolResult = {
   content: Array<{ type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string }>;
   isError: boolean;
-}
+};
 
 /** A result and the id the provider gave its call. */
 export interface AnsweredCall {
