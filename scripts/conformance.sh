@@ -55,7 +55,6 @@ MATRIX=(
 # `n/a`: the check asks for what a tools-only server does not have. `limit`: a limit of toolport
 # that a change to src/ could lift. An excused check that passes fails the run ("stale": remove it).
 EXCUSED=(
-  'limit|json-schema-2020-12|json-schema-2020-12-$schema|*|input schemas are compiled by Ajv'"'"'s draft-07 class, which cannot compile a schema declaring $schema 2020-12; the test tool goes without it'
   'limit|json-schema-2020-12|sep-2106-composition-keywords-preserved|2026-07-28|the registry refuses allOf/anyOf/oneOf at the root of an input schema (the Anthropic and OpenAI APIs reject them there); the test tool goes without its root allOf'
   'n/a|server-stateless|sep-2575-server-rejects-undeclared-capability|*|no toolport tool needs a client capability (sampling, elicitation, roots), so there is no test_missing_capability to make the server answer -32021'
   'n/a|server-stateless|sep-2575-missing-capability-http-400|*|as above: no call can need a capability the client did not declare'

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ObjectSchema, ToolInput } from './types.js';
 
@@ -72,10 +73,33 @@ export interface InputValidator {
   dropNulls(input: ToolInput): ToolInput;
 }
 
+// A schema that declares JSON Schema 2020-12 (MCP's default dialect) is compiled by Ajv's 2020
+// class; every other one by the draft-07 class, which takes the schemas tools were written for
+// (tuple `items`, `definitions`). One pair of 2020 instances per draft-07 instance.
+const dialectTwins = new WeakMap<Ajv, { all: Ajv; first: Ajv }>();
+
+function declares2020(schema: ObjectSchema): boolean {
+  return typeof schema.$schema === 'string' && /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/.test(schema.$schema);
+}
+
+function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
+  if (!declares2020(schema)) return { all: ajv, first: firstErrorTwin(ajv) };
+  let twins = dialectTwins.get(ajv);
+  if (twins === undefined) {
+    twins = {
+      all: addFormats(new Ajv2020({ ...AJV_OPTIONS, allErrors: true }) as unknown as Ajv),
+      first: addFormats(new Ajv2020({ ...AJV_OPTIONS, allErrors: false }) as unknown as Ajv),
+    };
+    dialectTwins.set(ajv, twins);
+  }
+  return twins;
+}
+
 /** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
 export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
-  const collectAll = ajv.compile<ToolInput>(schema);
-  const firstOnly = firstErrorTwin(ajv).compile<ToolInput>(schema);
+  const dialect = ajvFor(schema, ajv);
+  const collectAll = dialect.all.compile<ToolInput>(schema);
+  const firstOnly = dialect.first.compile<ToolInput>(schema);
   const check = (input: unknown): input is ToolInput => firstOnly(input);
   const plan = nullPlan(schema);
   return Object.assign(check, {

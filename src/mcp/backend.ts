@@ -18,6 +18,11 @@ export interface McpBackend<Caller> {
    * call that was refused; should not reject (a rejection is answered as an internal error).
    */
   call(caller: Caller, name: string, args: Record<string, unknown>, options: McpCallOptions): Promise<ToolResult | McpErrorBody>;
+  /**
+   * Hears a `tools/call` the MCP layer refused before `call` (its params are malformed), so it
+   * gets the audit line and metric of any refused call. `name` is the tool, when it is a string.
+   */
+  refused?(caller: Caller, name: string | undefined, message: string, requestId: string): void;
   /** `serverInfo` in `initialize`, and `io.modelcontextprotocol/serverInfo` in modern results. */
   readonly serverInfo: McpServerInfo;
   /** Guidance for the model about the server as a whole, sent by `initialize` and `server/discover`. */

@@ -1,4 +1,4 @@
-import { jsonRpcCodeOf } from '../core/errors.js';
+import { jsonRpcCodeOf, ToolportError } from '../core/errors.js';
 import type { Caller, Gateway } from '../core/gateway.js';
 import type { McpBackend, McpServerInfo } from './backend.js';
 
@@ -24,6 +24,7 @@ export function gatewayBackend(gateway: Gateway, options: GatewayBackendOptions)
     tools: (caller) => gateway.tools(caller),
     call: (caller, name, args, { requestId, signal, onProgress, extra }) =>
       gateway.callSafe({ caller, tool: name, input: args, requestId, transport, signal, ...(onProgress ? { onProgress } : {}), ...(extra ? { extra } : {}) }),
+    refused: (caller, name, message, requestId) => gateway.refused({ caller, tool: name, requestId, transport }, new ToolportError('INVALID_INPUT', message)),
     rpcCodeOf: jsonRpcCodeOf,
   };
 }

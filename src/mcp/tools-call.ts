@@ -31,9 +31,13 @@ export async function toolsCall<Caller>(
 ): Promise<DispatchOutcome> {
   const params = request.params ?? {};
   const name = params['name'];
-  if (typeof name !== 'string') return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: name must be a string');
+  const malformed = (message: string): DispatchOutcome => {
+    deps.backend.refused?.(context.caller, typeof name === 'string' ? name : undefined, message, context.requestId ?? String(request.id));
+    return methodError(request, RpcCodes.INVALID_PARAMS, message);
+  };
+  if (typeof name !== 'string') return malformed('Invalid params: name must be a string');
   const args = params['arguments'] ?? {};
-  if (!isPlainObject(args)) return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: arguments must be an object');
+  if (!isPlainObject(args)) return malformed('Invalid params: arguments must be an object');
 
   // A controller of its own only when cancellation by id is possible: the transport's signal is
   // handed over as it is otherwise (AbortControllers are not free on the hot path).

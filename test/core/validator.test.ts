@@ -323,3 +323,17 @@ describe('hasMoreValuesThan', () => {
     assert.equal(hasMoreValuesThan(deep, 1000), true);
   });
 });
+
+test('a schema that declares JSON Schema 2020-12 is compiled as 2020-12; one that does not, as draft-07', () => {
+  const tuple2020 = compileInputSchema({
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false } },
+  });
+  assert.equal(tuple2020({ pair: ['a', 1] }), true);
+  assert.equal(tuple2020({ pair: ['a', 'b'] }), false, 'prefixItems is a 2020-12 keyword: checked');
+  assert.equal(tuple2020({ pair: ['a', 1, 2] }), false, 'items: false after prefixItems forbids more');
+  const tuple07 = compileInputSchema({ type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }] } } });
+  assert.equal(tuple07({ pair: ['a', 1] }), true);
+  assert.equal(tuple07({ pair: ['a', 'b'] }), false, 'the draft-07 tuple form still works');
+});

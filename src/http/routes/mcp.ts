@@ -6,6 +6,8 @@ import { gatewayBackend } from '../../mcp/gateway-backend.js';
 import { checkStandardHeaders } from '../../mcp/http-headers.js';
 import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { VERSION } from '../../version.js';
+import { ToolportError } from '../../core/errors.js';
+import { DEFAULT_LEGACY_VERSION, LATEST_LEGACY_VERSION } from '../../mcp/versions.js';
 import { RequestCaller } from '../caller.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
 
@@ -46,7 +48,11 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
   const answerRefusal = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const refusal = knownOrLogged(error, request);
     const data = refusal.details === undefined ? { code: refusal.code } : { code: refusal.code, details: refusal.details };
-    const body = { jsonrpc: '2.0', error: { code: refusal.jsonRpcCode, message: refusal.message, data } };
+    // JSON-RPC 2.0 answers an error it cannot tie to a request with "id": null, as revisions
+    // before 2025-11-25 want too; from 2025-11-25 on, the id of such an error is left out.
+    const version = headerOf(request.headers['mcp-protocol-version']) ?? DEFAULT_LEGACY_VERSION;
+    const rpcError = { code: refusal.jsonRpcCode, message: refusal.message, data };
+    const body = version < LATEST_LEGACY_VERSION ? { jsonrpc: '2.0', id: null, error: rpcError } : { jsonrpc: '2.0', error: rpcError };
     return setErrorHeaders(reply, refusal).code(refusal.statusCode).type(JSON_TYPE).send(JSON.stringify(body));
   };
 
@@ -55,7 +61,17 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     const headers = request.headers;
     const protocolVersion = headerOf(headers['mcp-protocol-version']);
     const mismatch = checkStandardHeaders(message, { protocolVersion, method: headerOf(headers['mcp-method']), name: headerOf(headers['mcp-name']) });
-    if (mismatch) return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
+    if (mismatch) {
+      // A call refused for its headers is a refused call like any other: audited and counted.
+      if (carriesToolsCall(message)) {
+        const name = isPlainObject(message) && isPlainObject(message['params']) ? message['params']['name'] : undefined;
+        gateway.refused(
+          { caller: new RequestCaller(request), tool: typeof name === 'string' ? name : undefined, requestId: request.id, transport: MCP_TRANSPORT },
+          new ToolportError('BAD_REQUEST', mismatch.error.message),
+        );
+      }
+      return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
+    }
 
     const caller: Caller = new RequestCaller(request);
     if (!carriesToolsCall(message)) {

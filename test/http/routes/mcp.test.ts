@@ -269,3 +269,57 @@ test('a client that closes its connection aborts the tool calls of a batch too (
   assert.match(String((reason as Error).message), /disconnected/);
   slow.release('late');
 });
+
+test('a tools/call refused for its headers or its malformed params gets the audit line and metric of any refused call', async (t) => {
+  const { app, lines } = await appWith();
+  t.after(() => app.close());
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  const mismatch = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: meta }), {
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    'mcp-name': 'NoArgs',
+    'x-request-id': 'mismatch-1',
+  });
+  assert.equal(mismatch.statusCode, 400);
+  const badName = await post(app, rpc('tools/call', { name: 7 }), { 'x-request-id': 'bad-name-1' });
+  assert.deepEqual(badName.json(), { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params: name must be a string' } });
+  const badArgs = await post(app, rpc('tools/call', { name: 'Echo', arguments: [1] }), { 'x-request-id': 'bad-args-1' });
+  assert.deepEqual(badArgs.json(), { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params: arguments must be an object' } });
+
+  const refused = lines.filter((l) => l.msg === 'tool call refused').map((l) => [l.reqId, l.tool, l.code, l.transport]);
+  assert.deepEqual(refused, [
+    ['mismatch-1', 'Echo', 'BAD_REQUEST', 'mcp'],
+    ['bad-name-1', undefined, 'INVALID_INPUT', 'mcp'],
+    ['bad-args-1', 'Echo', 'INVALID_INPUT', 'mcp'],
+  ]);
+  const m = await scrapeMetrics(app);
+  assert.equal(m.get('toolport_rejected_calls_total{reason="bad_request",transport="mcp"}'), 1);
+  assert.equal(m.get('toolport_rejected_calls_total{reason="invalid_input",transport="mcp"}'), 2);
+});
+
+test('a refusal before the dispatcher carries "id": null for revisions before 2025-11-25, and no id from 2025-11-25 on', async (t) => {
+  const { app } = await appWith(undefined, { apiKeys: KEYS });
+  t.after(() => app.close());
+  for (const [version, withId] of [['2025-03-26', true], ['2025-06-18', true], ['2025-11-25', false], ['2026-07-28', false]] as const) {
+    const res = await post(app, rpc('tools/list'), { 'mcp-protocol-version': version });
+    assert.equal(res.statusCode, 401, version);
+    const body = res.json();
+    assert.equal('id' in body, withId, version);
+    if (withId) assert.equal(body.id, null);
+    assert.equal(body.error.data.code, 'UNAUTHORIZED');
+  }
+  const noHeader = await app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(rpc('tools/list')) });
+  assert.equal(noHeader.json().id, null, 'no header: 2025-03-26');
+});
+
+test('each tools/call of a 2025-03-26 batch counts against the rate limit; those past it are refused alone', async (t) => {
+  const { app } = await appWith(undefined, { rateLimit: 3 });
+  t.after(() => app.close());
+  const batch = [1, 2, 3, 4].map((i) => rpc('tools/call', { name: 'Echo', arguments: { text: String(i) } }, i));
+  const res = await post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
+  assert.equal(res.statusCode, 200);
+  const replies = (res.json() as { id: number; result?: { content: { text: string }[] }; error?: { code: number; data: { code: string } } }[]).sort((a, b) => a.id - b.id);
+  assert.deepEqual(replies.map((r) => r.result?.content[0]!.text ?? r.error!.data.code), ['1', '2', '3', 'RATE_LIMITED']);
+  assert.equal(replies[3]!.error!.code, -31006);
+  assert.equal((await post(app, rpc('tools/list'), { 'mcp-protocol-version': '2025-03-26' })).statusCode, 429);
+});
