@@ -40,8 +40,25 @@ export {
   type ToolportErrorOptions,
 } from './core/errors.js';
 export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
-export { API_FORMATS, type APIFormat, type AnthropicTool, type OpenAITool, type MCPTool } from './core/formats.js';
+export { API_FORMATS, STRICT_FORMATS, strictSchema, type APIFormat, type AnthropicTool, type ListOptions, type OpenAITool, type OpenAIResponsesTool, type MCPTool } from './core/formats.js';
 export { textResult, errorResult } from './core/result.js';
+export {
+  toAnthropicToolResult,
+  toAnthropicToolResultMessage,
+  toMCPCallToolResult,
+  toOpenAIFunctionCallOutput,
+  toOpenAIFunctionCallOutputs,
+  toOpenAIToolMessages,
+  type AnsweredCall,
+  type AnthropicToolResultBlock,
+  type AnthropicToolResultMessage,
+  type MCPCallToolResult,
+  type OpenAIChatMessage,
+  type OpenAIFunctionCallOutput,
+  type OpenAIImageMessage,
+  type OpenAIToolMessage,
+} from './providers/results.js';
+export { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn, type TurnCall } from './providers/turns.js';
 export { buildApp, type AppOptions, type Toolport } from './http/app.js';
 export {
   builtinTools,
