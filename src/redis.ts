@@ -65,6 +65,13 @@ export async function connectRedis(url: string, log: Logger, timeoutMs = REDIS_S
 
   const lost = throttled(log, 'warn', 'lost the connection to Redis (TOOLPORT_REDIS_URL); reconnecting');
   let down = false;
+  // A clean close (Redis stopped) comes without an error; a refused reconnection with one.
+  redis.on('close', () => {
+    // `end`: closed on purpose (quit, disconnect), with no reconnection to come.
+    if (redis.status === 'end') return;
+    down = true;
+    lost({ redis: shown });
+  });
   redis.on('error', (err: Error) => {
     down = true;
     lost({ redis: shown, err: err.message });
