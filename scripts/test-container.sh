@@ -2,7 +2,8 @@
 # Builds the image and checks the running container from outside: health, the tool list, an
 # Echo call, the non-root user, the image's HEALTHCHECK, and a graceful stop (exit code 0); which
 # mode Bash runs in (the start-up log), that nothing a Bash call starts outlives it, and, in a
-# second container run with the flags that let bubblewrap work, that sandboxed Bash sees no key.
+# second container run with the flags that let bubblewrap work, that sandboxed Bash sees no key;
+# then the Deployment of deploy/kubernetes, played with `podman kube play`.
 #
 #   npm run test:container
 #
@@ -245,6 +246,42 @@ if ((failed == 0)); then
   BASE_URL="http://${host_port/0.0.0.0/127.0.0.1}"
   if wait_healthy "$SANDBOXED"; then
     check "sandboxed Bash reads neither key, from /run/secrets or from the server's environment" check_sandboxed_bash_sees_no_key
+  fi
+fi
+
+# The Kubernetes Deployment of deploy/kubernetes, played by podman with its ConfigMap, claim and
+# security context (read-only root, uid 1000, no capabilities, no_new_privs); what podman cannot
+# play as Kubernetes would is said in test/deploy/podman-play.ts.
+if ((failed == 0)); then
+  PLAY=toolport-play-$$
+  PLAYED=$PLAY-pod-0-toolport
+  echo "== kube: podman kube play deploy/kubernetes as $PLAY"
+  play_cleanup() {
+    if [[ $1 -ne 0 || $failed -ne 0 ]]; then podman logs "$PLAYED" >&2 || true; fi
+    podman pod rm -f "$PLAY-pod-0" >/dev/null 2>&1 || true
+    podman volume rm -f "$PLAY-tmp" "$PLAY-toolport-workspace" >/dev/null 2>&1 || true
+  }
+  # cleanup takes the exit status from $?, and errexit holds in traps: hand the status on.
+  trap 'play_status=$?; play_cleanup "$play_status"; set +e; (exit "$play_status"); cleanup' EXIT
+  check_played_ready() { http GET /readyz | expect_json 'b.status === "ready"' && check_tools; }
+  check_played_confined() {
+    # shellcheck disable=SC2016 # expanded by the container's shell
+    podman exec "$PLAYED" sh -c '[ "$(id -u)" = 1000 ] && ! touch /probe 2>/dev/null &&
+      grep -q "^CapEff:\s*0*$" /proc/self/status && grep -q "^NoNewPrivs:\s*1$" /proc/self/status'
+  }
+  mkdir -m 755 "$WORK/play-keys"
+  printf '[{"label":"from-secret","key":"%s"}]' "$API_KEY" >"$WORK/play-keys/keys.json"
+  chmod 644 "$WORK/play-keys/keys.json"
+  play_port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+  node --import tsx "$ROOT/test/deploy/podman-play.ts" "$(podman image inspect "$IMAGE" --format '{{index .RepoTags 0}}')" \
+    "$PLAY" "$play_port" "$WORK/play-keys" >"$WORK/play.yaml"
+  BASE_URL=http://127.0.0.1:$play_port
+  check "podman kube play starts the Deployment" podman kube play "$WORK/play.yaml"
+  if ((failed == 0)) && wait_healthy "$PLAYED"; then
+    check "the played Deployment answers /readyz, and a key from its keys file" check_played_ready
+    check "it runs as uid 1000 on a read-only root, without capabilities, with no_new_privs" check_played_confined
+    check "its start-up log says Bash runs without the sandbox (TOOLPORT_BASH_SANDBOX=false), under the subreaper" \
+      bash_mode "$PLAYED" 'b.bashSandbox === "off" && b.reaping === "subreaper" && b.reason === "TOOLPORT_BASH_SANDBOX=false"'
   fi
 fi
 
