@@ -1,4 +1,13 @@
-import type { ObjectSchema, ToolAnnotations, ToolDef } from './types.js';
+import type { Static } from 'typebox';
+import type {
+  AnthropicToolSchema,
+  InputSchemaSchema,
+  MCPToolListSchema,
+  MCPToolSchema,
+  OpenAIResponsesToolSchema,
+  OpenAIToolSchema,
+} from './schemas.js';
+import type { ObjectSchema, ToolDef } from './types.js';
 
 /** The formats `ToolRegistry.toAPI` can produce. */
 export const API_FORMATS = ['anthropic', 'openai', 'openai-responses', 'mcp'] as const;
@@ -12,41 +21,26 @@ export interface ListOptions {
   strict?: boolean;
 }
 
-type PublishedSchema = ObjectSchema & { properties: Record<string, unknown> };
+// The shapes are declared once, as the schemas the OpenAPI document publishes (core/schemas.ts).
+type PublishedSchema = Static<typeof InputSchemaSchema>;
 
-export interface AnthropicTool {
-  name: string;
-  description: string;
-  input_schema: PublishedSchema;
-}
+/** A tool in the Anthropic Messages API's `tools` shape. */
+export type AnthropicTool = Static<typeof AnthropicToolSchema>;
 
-export interface OpenAITool {
-  type: 'function';
-  function: { name: string; description: string; parameters: PublishedSchema; strict?: boolean };
-}
+/** A function tool of OpenAI's Chat Completions API. */
+export type OpenAITool = Static<typeof OpenAIToolSchema>;
 
 /** A function tool of OpenAI's Responses API: flat, and `strict` said outright (the API's default is true). */
-export interface OpenAIResponsesTool {
-  type: 'function';
-  name: string;
-  description: string;
-  parameters: PublishedSchema;
-  strict: boolean;
-}
+export type OpenAIResponsesTool = Static<typeof OpenAIResponsesToolSchema>;
 
-export interface MCPTool {
-  name: string;
-  title?: string;
-  description: string;
-  inputSchema: PublishedSchema;
-  annotations?: ToolAnnotations;
-}
+/** A tool in MCP's `tools/list` shape. */
+export type MCPTool = Static<typeof MCPToolSchema>;
 
 export interface APIShapes {
   anthropic: AnthropicTool[];
   openai: OpenAITool[];
   'openai-responses': OpenAIResponsesTool[];
-  mcp: { tools: MCPTool[] };
+  mcp: Static<typeof MCPToolListSchema>;
 }
 
 export function isAPIFormat(value: unknown): value is APIFormat {

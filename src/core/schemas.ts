@@ -1,29 +1,42 @@
 import { Type } from 'typebox';
 import { ERROR_CODES } from './errors.js';
+import type { ObjectSchema } from './types.js';
 
 // The contracts every adapter answers with, declared once: the TypeScript types (types.ts,
 // errors.ts) derive from these with Static<>, and the HTTP adapter publishes them in OpenAPI.
 
+// Every schema a client sees on its own carries an `$id`: the OpenAPI document publishes it as a
+// component of that name (see src/http/components.ts), so generated clients get `TextBlock`, not
+// `ToolResultContentItemAnyOf0`. Closed objects (`additionalProperties: false`) say what a
+// response holds exactly; the pipeline copies results into these shapes key by key.
+
 /** Plain text for the model. */
-export const TextBlockSchema = Type.Object({ type: Type.Literal('text'), text: Type.String() });
+export const TextBlockSchema = Type.Object(
+  { type: Type.Literal('text'), text: Type.String() },
+  { $id: 'TextBlock', additionalProperties: false, description: 'Plain text for the model.' },
+);
 
 /** An image for the model, in the Anthropic API's base64 source shape. */
-export const ImageBlockSchema = Type.Object({
-  type: Type.Literal('image'),
-  source: Type.Object({
-    type: Type.Literal('base64'),
-    media_type: Type.Union([
-      Type.Literal('image/png'),
-      Type.Literal('image/jpeg'),
-      Type.Literal('image/gif'),
-      Type.Literal('image/webp'),
-    ]),
-    data: Type.String({ description: 'Base64-encoded image bytes.' }),
-  }),
-});
+export const ImageBlockSchema = Type.Object(
+  {
+    type: Type.Literal('image'),
+    source: Type.Object(
+      {
+        type: Type.Literal('base64'),
+        media_type: Type.Enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp'], { type: 'string' }),
+        data: Type.String({ description: 'Base64-encoded image bytes.' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { $id: 'ImageBlock', additionalProperties: false, description: 'An image for the model, in the Anthropic API\'s base64 source shape.' },
+);
 
 /** A content block, in the shape the Anthropic API takes for `tool_result` content. */
-export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema]);
+export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema], {
+  $id: 'ContentBlock',
+  description: 'A content block, in the shape the Anthropic API takes for tool_result content.',
+});
 
 /** A result as the pipeline returns it: normalised, `isError` always set. */
 export const ToolResultSchema = Type.Object(
@@ -31,7 +44,7 @@ export const ToolResultSchema = Type.Object(
     content: Type.Array(ContentBlockSchema),
     isError: Type.Boolean({ description: 'True when the call failed; the content says why, for the model.' }),
   },
-  { $id: 'ToolResult', description: 'What the tool returned, in the Anthropic API\'s tool_result content shape.' },
+  { $id: 'ToolResult', additionalProperties: false, description: 'What the tool returned, in the Anthropic API\'s tool_result content shape.' },
 );
 
 /** The body of every refusal: a ToolResult with `isError: true`, plus a machine-readable error. */
@@ -40,13 +53,87 @@ export const ErrorBodySchema = Type.Object(
     content: Type.Array(TextBlockSchema, { minItems: 1, maxItems: 1 }),
     isError: Type.Literal(true),
     error: Type.Object({
-      code: Type.Enum(ERROR_CODES),
+      code: Type.Enum(ERROR_CODES, { $id: 'ErrorCode', type: 'string', description: 'The catalog code (src/core/errors.ts); each has one HTTP status.' }),
       message: Type.String(),
       details: Type.Optional(Type.Unknown()),
-    }),
+    }, { additionalProperties: false }),
   },
   {
     $id: 'ErrorBody',
+    additionalProperties: false,
     description: 'Every error is itself a ToolResult with isError: true, so it can go to the model unchanged.',
   },
+);
+
+// The tool definitions `GET /tools` lists, in each provider's own shape (formats.ts makes them).
+
+/**
+ * A tool's input schema as published: a JSON Schema whose root is `type: "object"` and which
+ * always carries `properties` (OpenAI refuses an object schema without them). Open: it holds any
+ * JSON Schema keyword.
+ */
+export const InputSchemaSchema = Type.Unsafe<ObjectSchema & { properties: Record<string, unknown> }>(
+  Type.Object(
+    { type: Type.Literal('object'), properties: Type.Object({}, { additionalProperties: true, description: 'The JSON Schema of each property.' }) },
+    { $id: 'InputSchema', additionalProperties: true, description: 'The tool\'s input, as a JSON Schema whose root is an object.' },
+  ),
+);
+
+const name = Type.String({ description: 'The tool\'s name, which a call names.' });
+const description = Type.String({ description: 'What the tool does, written for a model.' });
+
+/** A tool in the Anthropic Messages API's `tools` shape. */
+export const AnthropicToolSchema = Type.Object(
+  { name, description, input_schema: InputSchemaSchema },
+  { $id: 'AnthropicTool', additionalProperties: false, description: 'A tool in the Anthropic Messages API\'s shape.' },
+);
+
+/** A function tool of OpenAI's Chat Completions API: nested under `function`. */
+export const OpenAIToolSchema = Type.Object(
+  {
+    type: Type.Literal('function'),
+    function: Type.Object(
+      {
+        name,
+        description,
+        parameters: InputSchemaSchema,
+        strict: Type.Optional(Type.Boolean({ description: 'Present (true) for a strict-mode list (?strict=true).' })),
+      },
+      { $id: 'OpenAIFunction', additionalProperties: false },
+    ),
+  },
+  { $id: 'OpenAITool', additionalProperties: false, description: 'A function tool of OpenAI\'s Chat Completions API.' },
+);
+
+/** A function tool of OpenAI's Responses API: flat, and `strict` said outright (the API's default is true). */
+export const OpenAIResponsesToolSchema = Type.Object(
+  { type: Type.Literal('function'), name, description, parameters: InputSchemaSchema, strict: Type.Boolean() },
+  { $id: 'OpenAIResponsesTool', additionalProperties: false, description: 'A function tool of OpenAI\'s Responses API: flat, with strict said outright.' },
+);
+
+/** Hints about a tool's behaviour, as in MCP. Open: MCP may add hints. */
+export const ToolAnnotationsSchema = Type.Object(
+  {
+    title: Type.Optional(Type.String()),
+    readOnlyHint: Type.Optional(Type.Boolean()),
+    destructiveHint: Type.Optional(Type.Boolean()),
+    idempotentHint: Type.Optional(Type.Boolean()),
+    openWorldHint: Type.Optional(Type.Boolean()),
+  },
+  { $id: 'ToolAnnotations', description: 'Hints about the tool\'s behaviour, as in MCP.' },
+);
+
+/** A tool in MCP's `tools/list` shape. */
+export const MCPToolSchema = Type.Object(
+  { name, title: Type.Optional(Type.String()), description, inputSchema: InputSchemaSchema, annotations: Type.Optional(ToolAnnotationsSchema) },
+  { $id: 'MCPTool', additionalProperties: false, description: 'A tool in MCP\'s tools/list shape.' },
+);
+
+/** The lists, one per format; MCP's is the `tools/list` result object. */
+export const AnthropicToolListSchema = Type.Array(AnthropicToolSchema, { $id: 'AnthropicToolList' });
+export const OpenAIToolListSchema = Type.Array(OpenAIToolSchema, { $id: 'OpenAIToolList' });
+export const OpenAIResponsesToolListSchema = Type.Array(OpenAIResponsesToolSchema, { $id: 'OpenAIResponsesToolList' });
+export const MCPToolListSchema = Type.Object(
+  { tools: Type.Array(MCPToolSchema) },
+  { $id: 'MCPToolList', additionalProperties: false, description: 'The result of MCP\'s tools/list.' },
 );

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { ContentBlockSchema, ImageBlockSchema, TextBlockSchema, ToolResultSchema } from './schemas.js';
+import type { ContentBlockSchema, ImageBlockSchema, TextBlockSchema, ToolAnnotationsSchema, ToolResultSchema } from './schemas.js';
 
 /** A tool's input: always a JSON object (the root of every input schema is `type: "object"`). */
 export type ToolInput = Record<string, unknown>;
@@ -21,13 +21,7 @@ export type ContentBlock = Static<typeof ContentBlockSchema>;
 export type ToolResult = Omit<Static<typeof ToolResultSchema>, 'isError'> & { isError?: boolean };
 
 /** Hints about a tool's behaviour, as in MCP. Clients and access policies may read them. */
-export interface ToolAnnotations {
-  title?: string;
-  readOnlyHint?: boolean;
-  destructiveHint?: boolean;
-  idempotentHint?: boolean;
-  openWorldHint?: boolean;
-}
+export type ToolAnnotations = Static<typeof ToolAnnotationsSchema>;
 
 /** What a tool receives besides its input. */
 export interface ToolContext {

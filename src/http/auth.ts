@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ToolportError } from '../core/errors.js';
 import type { KeyIdentity, Keyring, ToolScope } from '../core/keyring.js';
 import { hostAndOriginGuard } from './local-only.js';
+import { TOOLS_DOCUMENT_URL } from './tools-document.js';
 
 export type { ApiKey } from '../api-keys.js';
 export type { ToolScope } from '../core/keyring.js';
@@ -58,7 +59,7 @@ const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
  * what it may use is the gateway's to check), as onRequest hooks in that order: a request with a foreign Host is refused before its credentials
  * are looked at. Without keys, a request from a foreign web origin is refused wherever the server
  * listens: nothing else would stop a page from running tools through a rebinding name. Open without a key:
- * /healthz, /readyz and, with `publicDocs`, /docs and /openapi.json. Routes are matched by their
+ * /healthz, /readyz and, with `publicDocs`, /docs, /openapi.json and /openapi.tools.json. Routes are matched by their
  * registered pattern, never the raw URL, so `/healthz?x` or `//tools` cannot slip through; a URL
  * with no route needs a key too, so an anonymous caller cannot map the API.
  */
@@ -83,7 +84,7 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
 }
 
 function isDocsRoute(route: string): boolean {
-  return route === '/openapi.json' || route === '/docs' || route.startsWith('/docs/');
+  return route === '/openapi.json' || route === TOOLS_DOCUMENT_URL || route === '/docs' || route.startsWith('/docs/');
 }
 
 function authenticate(header: string | undefined, keyring: Keyring): AuthenticatedKey {

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { ToolScope } from '../core/keyring.js';
 import { VERSION } from '../version.js';
-import { ErrorBodySchema, ToolResultSchema } from './schemas.js';
+import { namedSchemas } from './components.js';
+import { PUBLISHED_SCHEMAS } from './schemas.js';
+import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
 
 const CONTRACT = `
 Every error body is itself a ToolResult (\`isError: true\`, one text block) with a machine-readable
@@ -25,10 +28,15 @@ Every error body is itself a ToolResult (\`isError: true\`, one text block) with
 | shutting down, overloaded, or the tool's queue is full | 503 | error body (\`SHUTTING_DOWN\`, \`OVERLOADED\`, \`QUEUE_FULL\`), \`Retry-After\` |
 `;
 
-/** Registers the OpenAPI 3.1 document (`/openapi.json`) and, optionally, its browser (`/docs`). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Registers the OpenAPI 3.1 document (`/openapi.json`), the tools-only document for consumers
+ * that turn every operation into a tool (`/openapi.tools.json`, see `toolsDocument`) and,
+ * optionally, the document's browser (`/docs`).
+ */
 export async function registerOpenAPI(app: FastifyInstance, options: { docs: boolean }): Promise<void> {
-  app.addSchema(ToolResultSchema);
-  app.addSchema(ErrorBodySchema);
+  for (const schema of namedSchemas(PUBLISHED_SCHEMAS)) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -38,6 +46,8 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
         description: `Agent tools behind one registry, served over REST.\n${CONTRACT}`,
         license: { name: 'MIT', identifier: 'MIT' },
       },
+      // Relative: the document describes the server that serves it, whatever name reaches it.
+      servers: [{ url: '/', description: 'The server that serves this document.' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, when the server is configured with keys.' },
@@ -58,4 +68,12 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
   });
   if (options.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Made once per key scope, on first request (the document exists once the app is ready).
+  const toolsDocuments = new Map<ToolScope | undefined, string>();
+  app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, async (request, reply) => {
+    const scope = request.apiKey?.tools;
+    let text = toolsDocuments.get(scope);
+    if (text === undefined) toolsDocuments.set(scope, (text = JSON.stringify(toolsDocument(app.swagger() as unknown as OpenAPIDocument, scope))));
+    return reply.type(JSON_TYPE).send(text);
+  });
 }

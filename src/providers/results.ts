@@ -1,50 +1,37 @@
+import type { Static } from 'typebox';
 import type { ContentBlock, ToolResult } from '../core/types.js';
+import type {
+  AnthropicToolResultBlockSchema,
+  AnthropicToolResultMessageSchema,
+  MCPCallToolResultSchema,
+  OpenAIFunctionCallOutputSchema,
+  OpenAIImageMessageSchema,
+  OpenAIToolMessageSchema,
+} from './schemas.js';
 
-// A ToolResult in each model provider's own shape, for what goes back to the model. The types are
-// the providers' wire shapes, declared structurally here so the package needs none of their SDKs;
-// test/providers/sdk-types.test.ts checks them against the SDKs' own types at compile time.
+// A ToolResult in each model provider's own shape, for what goes back to the model. The shapes
+// are declared once, as TypeBox schemas in ./schemas.ts (which the OpenAPI document publishes);
+// test/providers/sdk-shapes.test.ts checks them against the SDKs' own types at compile time.
 
 /** An Anthropic Messages API `tool_result` block: exactly the keys the API takes. */
-export interface AnthropicToolResultBlock {
-  type: 'tool_result';
-  tool_use_id: string;
-  content: ContentBlock[];
-  is_error: boolean;
-}
+export type AnthropicToolResultBlock = Static<typeof AnthropicToolResultBlockSchema>;
 
 /** The user message that answers an Anthropic assistant turn's `tool_use` blocks. */
-export interface AnthropicToolResultMessage {
-  role: 'user';
-  content: AnthropicToolResultBlock[];
-}
+export type AnthropicToolResultMessage = Static<typeof AnthropicToolResultMessageSchema>;
 
 /** A Chat Completions `role: "tool"` message: text only, as the API takes for tool messages. */
-export interface OpenAIToolMessage {
-  role: 'tool';
-  tool_call_id: string;
-  content: string;
-}
+export type OpenAIToolMessage = Static<typeof OpenAIToolMessageSchema>;
 
 /** A Chat Completions user message carrying the images tool results held (tool messages cannot). */
-export interface OpenAIImageMessage {
-  role: 'user';
-  content: Array<{ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }>;
-}
+export type OpenAIImageMessage = Static<typeof OpenAIImageMessageSchema>;
 
 export type OpenAIChatMessage = OpenAIToolMessage | OpenAIImageMessage;
 
 /** A Responses API `function_call_output` input item: a string, or text and image parts when there are images. */
-export interface OpenAIFunctionCallOutput {
-  type: 'function_call_output';
-  call_id: string;
-  output: string | Array<{ type: 'input_text'; text: string } | { type: 'input_image'; image_url: string }>;
-}
+export type OpenAIFunctionCallOutput = Static<typeof OpenAIFunctionCallOutputSchema>;
 
 /** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. A type, not an interface, so it fits the SDK's open object type. */
-export type MCPCallToolResult = {
-  content: Array<{ type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string }>;
-  isError: boolean;
-};
+export type MCPCallToolResult = Static<typeof MCPCallToolResultSchema>;
 
 /** A result and the id the provider gave its call. */
 export interface AnsweredCall {

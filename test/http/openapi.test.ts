@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
+import { toolsDocument, type OpenAPIDocument } from '../../src/http/tools-document.js';
 import { createToolset } from '../../src/toolset.js';
 import { Echo } from '../../src/tools/echo.js';
 
-const COMMITTED = path.resolve(import.meta.dirname, '../../openapi/openapi.json');
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const COMMITTED = path.join(ROOT, 'openapi/openapi.json');
+const REDOCLY = path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');
 
 /** The document the code generates for the built-in tools, as `npm run openapi` writes it. */
 async function generatedDocument(): Promise<Record<string, unknown>> {
@@ -37,6 +42,64 @@ test('the OpenAPI document passes a real OpenAPI 3.1 validator', async () => {
   assert.equal(doc.openapi, '3.1.0');
 });
 
+interface LintProblem {
+  ruleId: string;
+  severity: string;
+  message: string;
+  location: Array<{ pointer: string }>;
+}
+
+/** The problems `redocly lint` finds in `doc` with the repository's redocly.yaml (the recommended rules), offline. */
+async function redoclyProblems(doc: unknown): Promise<LintProblem[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-redocly-'));
+  try {
+    const file = path.join(dir, 'openapi.json');
+    await writeFile(file, JSON.stringify(doc));
+    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
+    const args = [REDOCLY, 'lint', file, '--format=json', `--config=${path.join(ROOT, 'redocly.yaml')}`];
+    // It exits 1 when it finds errors; the report on stdout says which either way.
+    const { stdout } = await promisify(execFile)(process.execPath, args, { env, cwd: dir }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: LintProblem[] };
+    return report.problems;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const describeProblems = (problems: LintProblem[]): string =>
+  problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer ?? '?'}: ${p.message}`).join('\n');
+
+test('redocly lint with the recommended rules finds no problem in the OpenAPI document, not even a warning', async () => {
+  const problems = await redoclyProblems(await generatedDocument());
+  assert.deepEqual(problems, [], describeProblems(problems));
+});
+
+test('the tools-only document passes redocly lint and swagger-parser too', async () => {
+  const doc = toolsDocument((await generatedDocument()) as unknown as OpenAPIDocument);
+  await SwaggerParser.validate(structuredClone(doc) as never);
+  const problems = await redoclyProblems(doc);
+  assert.deepEqual(problems, [], describeProblems(problems));
+});
+
+test('redocly lint reports what the recommended rules refuse, so a clean report means something', async () => {
+  const doc = await generatedDocument();
+  delete doc.servers;
+  const paths = doc.paths as Record<string, { get?: { responses: Record<string, unknown> } }>;
+  paths['/healthz']!.get!.responses = { 200: paths['/healthz']!.get!.responses['200'] };
+  const problems = await redoclyProblems(doc);
+  assert.deepEqual(problems.map((p) => `${p.severity} ${p.ruleId}`).sort(), ['error no-empty-servers', 'warn operation-4xx-response']);
+});
+
+test('every operation documents its 4xx answers, and servers is relative', async () => {
+  const doc = await generatedDocument();
+  assert.deepEqual(doc.servers, [{ url: '/', description: 'The server that serves this document.' }]);
+  for (const [url, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+    for (const [method, op] of Object.entries(item)) {
+      assert.ok(Object.keys(op.responses).some((status) => status.startsWith('4')), `${method} ${url} documents no 4xx answer`);
+    }
+  }
+});
+
 test('each tool is its own operation, with the tool name as operationId and its input schema as the body', async (t) => {
   const registry = new ToolRegistry().register(Echo);
   const app = await buildApp({ registry });
@@ -49,8 +112,12 @@ test('each tool is its own operation, with the tool name as operationId and its 
   assert.equal(op.description, Echo.description);
   assert.deepEqual(op.tags, ['tools']);
   assert.deepEqual(op.requestBody.content['application/json'].schema, Echo.inputSchema);
-  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '400', '401', '403', '404', '413', '415', '429', '500', '503']);
-  assert.equal(op.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ToolResult');
+  // No 404: the tool of this operation always exists.
+  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '400', '401', '403', '413', '415', '429', '500', '503']);
+  assert.deepEqual(
+    op.responses['200'].content['application/json'].schema.anyOf.map((s: { $ref: string }) => s.$ref),
+    ['ToolResult', 'AnthropicToolResultBlock', 'OpenAIToolMessages', 'OpenAIFunctionCallOutput', 'MCPCallToolResult'].map((name) => `#/components/schemas/${name}`),
+  );
   assert.equal(op.responses['400'].content['application/json'].schema.$ref, '#/components/schemas/ErrorBody');
   assert.ok(doc.components.schemas.ToolResult && doc.components.schemas.ErrorBody);
   // The generic route is not an operation of its own: every tool already is one.

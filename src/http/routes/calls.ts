@@ -8,7 +8,7 @@ import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAITool
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
 import { asToolportError } from '../error-handler.js';
-import { ErrorRef } from '../schemas.js';
+import { ErrorRef, TurnAnswer } from '../schemas.js';
 import { REST_TRANSPORT } from './tools.js';
 
 /** Most tool calls one turn may carry; a turn with more is refused whole. */
@@ -20,7 +20,7 @@ const CLIENT_GONE = new Error('the client disconnected');
 const CallsQuery = Type.Object(
   {
     format: Type.Optional(
-      Type.Enum([...DIALECTS], { description: 'The provider whose turn the body is; detected from its shape when absent.' }),
+      Type.Enum([...DIALECTS], { type: 'string', description: 'The provider whose turn the body is; detected from its shape when absent.' }),
     ),
   },
   { additionalProperties: false },
@@ -52,8 +52,12 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
         tags: ['calls'],
         querystring: CallsQuery,
         response: {
-          200: { description: 'The results, in the provider\'s shape and the order of the calls; a call that failed or was refused is an error result.', type: ['object', 'array'] },
-          400: { ...ErrorRef, description: 'The body is not a turn of any provider (or not of the one `format` names), is ambiguous, or holds more than 64 calls (BAD_REQUEST); or it is not valid JSON (INVALID_JSON).' },
+          200: TurnAnswer,
+          400: {
+            ...ErrorRef,
+            description:
+              'The body is not a turn of any provider (or not of the one `format` names), is ambiguous, or holds more than 64 calls (BAD_REQUEST); or it is not valid JSON (INVALID_JSON); or the query is not allowed (INVALID_QUERY).',
+          },
           401: { ...ErrorRef, description: 'No valid API key (UNAUTHORIZED).' },
           403: { ...ErrorRef, description: 'The Host and Origin guard refused the request (FORBIDDEN).' },
           413: { ...ErrorRef, description: 'The body is over the size limit.' },

@@ -1,14 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ToolportError } from '../../core/errors.js';
-import { ErrorRef } from '../schemas.js';
+import { ErrorRef, REFUSALS } from '../schemas.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = Type.Ref('HealthStatus');
+// Probes need no key and are never rate limited; the Host guard still applies (see local-only.ts).
+const PROBE_REFUSALS = { 403: REFUSALS[403], 500: REFUSALS[500] };
 
 /** Liveness and readiness, for orchestrators and load balancers. */
 export function healthRoutes(app: FastifyInstance, isDraining: () => boolean): void {
   app.get('/healthz', {
-    schema: { operationId: 'healthz', summary: 'The process is up', tags: ['service'], response: { 200: Status } },
+    schema: { operationId: 'healthz', summary: 'The process is up', tags: ['service'], response: { ...PROBE_REFUSALS, 200: Status } },
   }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', {
@@ -16,7 +18,7 @@ export function healthRoutes(app: FastifyInstance, isDraining: () => boolean): v
       operationId: 'readyz',
       summary: 'Ready to take tool calls (503 while shutting down)',
       tags: ['service'],
-      response: { 200: Status, 503: ErrorRef },
+      response: { ...PROBE_REFUSALS, 200: Status, 503: { ...ErrorRef, description: 'Shutting down (SHUTTING_DOWN) or overloaded (OVERLOADED): send no calls here now.' } },
     },
   }, async () => {
     if (isDraining()) throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down.');

@@ -5,7 +5,7 @@ import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { asToolportError, sendError } from '../error-handler.js';
-import { CallQuery, ErrorRef, FormatQuery, ToolNameParams, ToolResultRef } from '../schemas.js';
+import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
 import { hasStrictMode, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
 import type { ToolResult } from '../../core/types.js';
@@ -27,20 +27,23 @@ const CLIENT_GONE = new Error('the client disconnected');
 const stringify = (): ((data: unknown) => string) => JSON.stringify;
 
 const CALL_RESPONSES = {
-  200: { ...ToolResultRef, description: 'The tool ran. `isError` is true when it failed, threw, timed out or returned garbage.' },
-  400: { ...ErrorRef, description: 'The body is not valid JSON, not an object, or fails the tool\'s input schema (the first 50 violations with their JSON paths, and how many more).' },
-  401: { ...ErrorRef, description: 'API keys are configured and the request has no valid `Authorization: Bearer` key (UNAUTHORIZED).' },
+  ...REFUSALS,
+  200: CallAnswer,
+  400: {
+    ...ErrorRef,
+    description:
+      'The body is not valid JSON (INVALID_JSON), not an object or fails the tool\'s input schema (INVALID_INPUT: the first 50 violations with their JSON paths, and how many more), or the query is not allowed (INVALID_QUERY).',
+  },
   403: { ...ErrorRef, description: 'The key may not use this tool, or the Host and Origin guard refused the request: a Host or web Origin that is neither local nor allowed (FORBIDDEN).' },
-  404: { ...ErrorRef, description: 'No such tool; the message lists the available ones.' },
-  413: { ...ErrorRef, description: 'The body is over the size limit.' },
-  415: { ...ErrorRef, description: 'The Content-Type is not application/json.' },
-  429: { ...ErrorRef, description: 'Over the rate limit (RATE_LIMITED); Retry-After says when to retry.' },
-  500: { ...ErrorRef, description: 'An unexpected failure of the service itself; no internals are included.' },
+  413: { ...ErrorRef, description: 'The body is over the size limit (PAYLOAD_TOO_LARGE).' },
+  415: { ...ErrorRef, description: 'The Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE).' },
   503: {
     ...ErrorRef,
     description: 'Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool\'s queue is full (QUEUE_FULL); Retry-After says when to retry.',
   },
 };
+// Only the generic route, which names the tool in its path, can be asked for a tool that does not exist.
+const NO_SUCH_TOOL = { ...ErrorRef, description: 'No such tool (TOOL_NOT_FOUND); the message lists the available ones.' };
 
 /**
  * The REST adapter over the gateway: each route parses, calls the gateway, and renders. Refusals
@@ -73,8 +76,10 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
         summary: 'List the tools, in a model provider\'s format',
         tags: ['service'],
         querystring: FormatQuery,
-        response: { 200: { description: 'The tool definitions.', type: 'object', additionalProperties: true }, 400: ErrorRef },
+        response: { ...REFUSALS, 200: ToolListAnswer, 400: BAD_QUERY },
       },
+      // The list is JSON text made once; a schema-driven serialiser would only be in the way.
+      serializerCompiler: stringify,
     },
     async (request, reply) => {
       const { format, strict } = listQuery(request.query);
@@ -91,8 +96,15 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
         tags: ['service'],
         params: ToolNameParams,
         querystring: FormatQuery,
-        response: { 200: { description: 'The tool definition.', type: 'object', additionalProperties: true }, 400: ErrorRef, 404: ErrorRef },
+        response: {
+          ...REFUSALS,
+          200: ToolDefinitionAnswer,
+          400: BAD_QUERY,
+          403: { ...ErrorRef, description: 'The key may not use this tool (or no such tool exists), or the Host and Origin guard refused the request (FORBIDDEN).' },
+          404: NO_SUCH_TOOL,
+        },
       },
+      serializerCompiler: stringify,
       onRequest: checkScope,
     },
     async (request) => {
@@ -147,7 +159,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     serializerCompiler: stringify,
     onRequest: checkScope,
     onError: refusedBeforeGateway,
-    schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: CALL_RESPONSES },
+    schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: { ...CALL_RESPONSES, 404: NO_SUCH_TOOL } },
   }, call);
 }
 
