@@ -65,3 +65,10 @@ export function describeAbortReason(reason: unknown): string {
   if (typeof reason === 'string' && reason !== '') return reason;
   return 'the call was cancelled';
 }
+
+/** Roughly how many bytes a result takes once serialised: its texts and image data, and a little per block. */
+export function resultSize(result: ToolResult): number {
+  let bytes = 32;
+  for (const block of result.content) bytes += 32 + (block.type === 'text' ? block.text.length : block.source.data.length);
+  return bytes;
+}

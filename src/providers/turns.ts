@@ -3,16 +3,21 @@ import secureJson from 'secure-json-parse';
 // An assistant's turn, exactly as a model provider returned it, read as the tool calls it asks
 // for. Transport-neutral: `POST /calls` uses it, and so can an embedder's own loop.
 
+// Providers' ids are a few dozen characters, and tool names at most 64 (every provider's rule):
+// longer ones are refused before they reach a log line or an answer.
+const MAX_ID_CHARS = 256;
+const MAX_NAME_CHARS = 64;
+
 /** The provider shapes a turn can come in. */
 export const DIALECTS = ['anthropic', 'openai', 'openai-responses'] as const;
 export type Dialect = (typeof DIALECTS)[number];
 
-/** One tool call of a turn. `problem` says why it cannot run (its arguments are not JSON, say); it is then answered as an error. */
+/** One tool call of a turn. `problem` says why it cannot run; it is then answered as an error. */
 export interface TurnCall {
   id: string;
   name: string;
   input: unknown;
-  problem?: string;
+  problem?: { kind: 'arguments-not-json' | 'name-too-long'; message: string };
 }
 
 export interface Turn {
@@ -116,7 +121,12 @@ function responsesCalls(body: unknown): TurnCall[] {
 /** One call; its arguments are a JSON text for OpenAI's dialects, an object for Anthropic's. */
 function call(where: string, id: unknown, name: unknown, args: unknown, argsKey: string, argsAreText = false): TurnCall {
   if (typeof id !== 'string' || id === '') throw new TurnShapeError(`${where} has no id: every tool call needs its id, to answer it.`);
+  if (id.length > MAX_ID_CHARS) throw new TurnShapeError(`${where} has an id of ${id.length} characters; at most ${MAX_ID_CHARS} are taken.`);
   if (typeof name !== 'string' || name === '') throw new TurnShapeError(`${where} (${id}) has no tool name.`);
+  if (name.length > MAX_NAME_CHARS) {
+    const message = `Tool call ${id} names a tool of ${name.length} characters; tool names have at most ${MAX_NAME_CHARS}.`;
+    return { id, name: `${name.slice(0, MAX_NAME_CHARS)}...`, input: undefined, problem: { kind: 'name-too-long', message } };
+  }
   if (!argsAreText) return { id, name, input: args === undefined ? {} : args };
   if (typeof args !== 'string') throw new TurnShapeError(`${where} (${id}): ${argsKey} must be a JSON text, as the API returns it.`);
   try {
@@ -127,7 +137,10 @@ function call(where: string, id: unknown, name: unknown, args: unknown, argsKey:
       id,
       name,
       input: undefined,
-      problem: `The arguments of tool call ${id} are not valid JSON (or hold a __proto__ or constructor.prototype key); send the call again with a JSON object of arguments.`,
+      problem: {
+        kind: 'arguments-not-json',
+        message: `The arguments of tool call ${id} are not valid JSON (or hold a __proto__ or constructor.prototype key); send the call again with a JSON object of arguments.`,
+      },
     };
   }
 }

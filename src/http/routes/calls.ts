@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ToolportError } from '../../core/errors.js';
 import type { CallRequest, Gateway } from '../../core/gateway.js';
+import { resultSize } from '../../core/result.js';
 import type { ToolResult } from '../../core/types.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
@@ -13,6 +14,12 @@ import { REST_TRANSPORT } from './tools.js';
 
 /** Most tool calls one turn may carry; a turn with more is refused whole. */
 export const MAX_CALLS_PER_TURN = 64;
+/**
+ * Most bytes of results one turn answers with. One Read can return 10 MiB, so 64 of them would
+ * hold most of a gigabyte: results are counted as they come, and one that would take the turn
+ * past this is replaced by an error result saying so (the call did run).
+ */
+export const MAX_TURN_ANSWER_BYTES = 32 * 1024 * 1024;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const CLIENT_GONE = new Error('the client disconnected');
@@ -89,17 +96,31 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
         if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
       };
       reply.raw.once('close', onClose);
+      let answerBytes = 0;
+      const withinBudget = (result: ToolResult, name: string): ToolResult => {
+        const size = resultSize(result);
+        if (answerBytes + size <= MAX_TURN_ANSWER_BYTES) {
+          answerBytes += size;
+          return result;
+        }
+        return refusalResult(
+          new ToolportError(
+            'PAYLOAD_TOO_LARGE',
+            `Tool "${name}" ran, but its result (${size} bytes) is left out: the results of one turn may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Make fewer or smaller calls per turn (a Read with offset and limit, say).`,
+          ),
+        );
+      };
       try {
         const answered = await Promise.all(
           turn.calls.map(async (call, i): Promise<AnsweredCall> => {
             const identity = { caller, tool: call.name, requestId: request.id, transport: REST_TRANSPORT };
             if (call.problem !== undefined) {
-              const refusal = new ToolportError('INVALID_JSON', call.problem);
+              const refusal = new ToolportError(call.problem.kind === 'arguments-not-json' ? 'INVALID_JSON' : 'INVALID_INPUT', call.problem.message);
               gateway.refused(identity, refusal);
               return { id: call.id, result: refusalResult(refusal) };
             }
             const callRequest: CallRequest = { ...identity, input: call.input, signal: controller.signal, extra: i > 0 };
-            return { id: call.id, result: await gateway.callSafe(callRequest) };
+            return { id: call.id, result: withinBudget(await gateway.callSafe(callRequest), call.name) };
           }),
         );
         return await reply.type(JSON_TYPE).send(JSON.stringify(render(turn.dialect, answered)));

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import { MAX_CALLS_PER_TURN } from '../../../src/http/routes/calls.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES } from '../../../src/http/routes/calls.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
 import { controllableTool, Nested, Throws } from '../../fixtures/tools.js';
@@ -252,4 +252,43 @@ test('the calls of a turn run at once, and a client that goes away aborts every 
   req.destroy();
   const reasons = await Promise.all([first.aborted, second.aborted]);
   for (const reason of reasons) assert.equal((reason as Error).message, 'the client disconnected');
+});
+
+test('the results of one turn are bounded: a result that would take the answer past the limit is replaced by an error saying so', async (t) => {
+  const size = Math.floor(MAX_TURN_ANSWER_BYTES / 2.5);
+  const Big: ToolDef = {
+    name: 'Big',
+    description: 'Returns a large text.',
+    inputSchema: { type: 'object' },
+    execute: () => ({ content: [{ type: 'text', text: 'x'.repeat(size) }] }),
+  };
+  const app = await appWith([Big]);
+  t.after(() => app.close());
+  const res = await post(app, [1, 2, 3].map((i) => toolUse(`toolu_${i}`, 'Big', {})));
+  assert.equal(res.statusCode, 200);
+  const results = res.json().content as { is_error: boolean; content: { text: string }[] }[];
+  assert.deepEqual(results.map((r) => r.is_error).sort(), [false, false, true]);
+  const dropped = results.find((r) => r.is_error)!;
+  assert.equal(
+    dropped.content[0]!.text,
+    `Tool "Big" ran, but its result (${size + 64} bytes) is left out: the results of one turn may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Make fewer or smaller calls per turn (a Read with offset and limit, say).`,
+  );
+  assert.ok(res.body.length < MAX_TURN_ANSWER_BYTES + 4096);
+});
+
+test('an id longer than 256 characters refuses the turn; a tool name longer than 64 is an error for that call, not echoed whole', async (t) => {
+  const { lines, logger } = capturedLog();
+  const app = await appWith([Echo], { logger });
+  t.after(() => app.close());
+  const longId = await post(app, [toolUse('i'.repeat(257), 'Echo', {})]);
+  assert.equal(longId.statusCode, 400);
+  assert.deepEqual(longId.json(), errorBody('BAD_REQUEST', 'content[0] has an id of 257 characters; at most 256 are taken.'));
+  const longName = await post(app, [toolUse('toolu_1', 'N'.repeat(100_000), {}), toolUse('toolu_2', 'Echo', { text: 'ok' })]);
+  assert.deepEqual(longName.json().content, [
+    { type: 'tool_result', tool_use_id: 'toolu_1', content: text('Tool call toolu_1 names a tool of 100000 characters; tool names have at most 64.'), is_error: true },
+    { type: 'tool_result', tool_use_id: 'toolu_2', content: text('ok'), is_error: false },
+  ]);
+  const refused = lines.filter((l) => l.msg === 'tool call refused');
+  assert.deepEqual(refused.map((l) => l.code), ['BAD_REQUEST', 'INVALID_INPUT']);
+  assert.equal(String(refused[1]!.tool).length, 67);
 });
