@@ -61,6 +61,8 @@ export interface Config {
   allowedHosts: string[];
   /** Web origins allowed to call besides local ones, as `URL.origin` writes them. */
   allowedOrigins: string[];
+  /** Web origins whose pages may call through CORS (and pass the Origin check), as `URL.origin` writes them; none: no CORS. */
+  corsOrigins: string[];
   /** Whose X-Forwarded-For to believe: no one, every peer, this many hops, or these addresses and CIDR ranges. */
   trustProxy: boolean | number | string[];
 }
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     maxConnections: optionalInteger(env, 'TOOLPORT_MAX_CONNECTIONS', 1, 1_000_000),
     allowedHosts: checkedList(env, 'TOOLPORT_ALLOWED_HOSTS', hostName, 'host names or IP addresses, without scheme or port'),
     allowedOrigins: checkedList(env, 'TOOLPORT_ALLOWED_ORIGINS', webOrigin, 'web origins such as https://app.example.com (http or https, a host, an optional port, no path)'),
+    corsOrigins: corsOrigins(env, 'TOOLPORT_CORS_ORIGINS', raw(env, 'TOOLPORT_API_KEYS') !== undefined || raw(env, 'TOOLPORT_API_KEYS_FILE') !== undefined),
     trustProxy: trustProxy(env, 'TOOLPORT_TRUST_PROXY'),
   };
 }
@@ -200,7 +203,21 @@ function webOrigin(item: string): string | undefined {
     return undefined;
   }
   const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
-  return (url.protocol === 'http:' || url.protocol === 'https:') && bare ? url.origin : undefined;
+  // The host must be a name or an address: `https://*.example.com` parses, but no browser sends it.
+  return (url.protocol === 'http:' || url.protocol === 'https:') && bare && hostName(url.hostname) !== undefined ? url.origin : undefined;
+}
+
+/**
+ * Exact web origins, never `*`. The origins listed also pass the Origin check (see
+ * src/http/local-only.ts), so a wildcard would let every page the user opens call: with keys,
+ * with any key it was given; without keys, where that check is all that stops a page, anyone.
+ */
+function corsOrigins(env: Env, name: string, keyed: boolean): string[] {
+  if (list(env, name)?.includes('*')) {
+    const why = keyed ? 'with API keys configured, * would let any web page send calls with a key' : 'without API keys, * would let any web page the user opens run the tools';
+    throw new ConfigError(name, `exact web origins such as https://app.example.com, not a wildcard: ${why}`, raw(env, name) ?? '');
+  }
+  return checkedList(env, name, webOrigin, 'exact web origins such as https://app.example.com (http or https, a host, an optional port, no path)');
 }
 
 /**

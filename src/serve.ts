@@ -66,6 +66,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
       localOnly: isLoopback(config.host),
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
+      corsOrigins: config.corsOrigins,
       trustProxy: config.trustProxy,
       connections,
       rateLimit: config.rateLimit,

@@ -31,6 +31,7 @@ const DEFAULTS: Config = {
   maxConnections: undefined,
   allowedHosts: [],
   allowedOrigins: [],
+  corsOrigins: [],
   trustProxy: false,
 };
 
@@ -90,6 +91,7 @@ describe('loadConfig', () => {
       TOOLPORT_MAX_CONNECTIONS: '500',
       TOOLPORT_ALLOWED_HOSTS: 'Toolport.Example.com, 10.0.0.5,[::1]',
       TOOLPORT_ALLOWED_ORIGINS: 'https://App.Example.com:443/, http://localhost:5173',
+      TOOLPORT_CORS_ORIGINS: 'https://WebUI.example.com, http://localhost:8080/',
       TOOLPORT_TRUST_PROXY: '10.0.0.0/8, loopback,fd00::1/64,192.168.1.1',
     };
     assert.deepEqual(loadConfig(env, CWD), {
@@ -119,8 +121,17 @@ describe('loadConfig', () => {
       maxConnections: 500,
       allowedHosts: ['toolport.example.com', '10.0.0.5', '[::1]'],
       allowedOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      corsOrigins: ['https://webui.example.com', 'http://localhost:8080'],
       trustProxy: ['10.0.0.0/8', 'loopback', 'fd00::1/64', '192.168.1.1'],
     } satisfies Config);
+  });
+
+  test('TOOLPORT_CORS_ORIGINS refuses a wildcard when API keys are configured, by list or by file', () => {
+    const message =
+      'Invalid TOOLPORT_CORS_ORIGINS: expected exact web origins such as https://app.example.com, not a wildcard: with API keys configured, * would let any web page send calls with a key, got "*"';
+    assertRejected({ TOOLPORT_CORS_ORIGINS: '*', TOOLPORT_API_KEYS: 'a-key-of-sixteen-chars' }, 'TOOLPORT_CORS_ORIGINS', message);
+    assertRejected({ TOOLPORT_CORS_ORIGINS: '*', TOOLPORT_API_KEYS_FILE: '/etc/toolport/keys.json' }, 'TOOLPORT_CORS_ORIGINS', message);
+    assert.deepEqual(loadConfig({ TOOLPORT_CORS_ORIGINS: 'https://webui.example.com', TOOLPORT_API_KEYS: 'a-key-of-sixteen-chars' }, CWD).corsOrigins, ['https://webui.example.com']);
   });
 
   test('TOOLPORT_REDIS_URL takes redis:// and rediss:// URLs with a database number', () => {
@@ -243,13 +254,25 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_ALLOWED_HOSTS', '*.example.com', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "*.example.com"'],
     ['TOOLPORT_ALLOWED_HOSTS', '::1', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "::1"'],
     ['TOOLPORT_ALLOWED_HOSTS', '[fe80::zz]', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "[fe80::zz]"'],
-    ...['null', 'app.example.com', 'https://app.example.com/app', 'https://app.example.com?x=1', 'ftp://app.example.com', 'https://user@app.example.com', '*'].map(
+    ...['null', 'app.example.com', 'https://app.example.com/app', 'https://app.example.com?x=1', 'ftp://app.example.com', 'https://user@app.example.com', '*', 'https://*.example.com'].map(
       (origin): [string, string, string] => [
         'TOOLPORT_ALLOWED_ORIGINS',
         origin,
         `Invalid TOOLPORT_ALLOWED_ORIGINS: expected a comma-separated list of web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
       ],
     ),
+    ...['null', 'https://app.example.com/app', 'app.example.com', 'https://*.example.com'].map(
+      (origin): [string, string, string] => [
+        'TOOLPORT_CORS_ORIGINS',
+        origin,
+        `Invalid TOOLPORT_CORS_ORIGINS: expected a comma-separated list of exact web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
+      ],
+    ),
+    [
+      'TOOLPORT_CORS_ORIGINS',
+      'https://app.example.com, *',
+      'Invalid TOOLPORT_CORS_ORIGINS: expected exact web origins such as https://app.example.com, not a wildcard: without API keys, * would let any web page the user opens run the tools, got "https://app.example.com, *"',
+    ],
     ...['yes', '10.0.0.0/33', '::1/129', '10.0.0.0/8/1', 'proxy.example.com', '10.0.0.1,,10.0.0.2', '-1', '1000'].map(
       (value): [string, string, string] => [
         'TOOLPORT_TRUST_PROXY',

@@ -10,6 +10,7 @@ import type { ToolRegistry } from '../core/registry.js';
 import { DEFAULT_BODY_LIMIT } from '../defaults.js';
 import { installAccessControl, type ApiKey } from './auth.js';
 import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './connections.js';
+import { installCors } from './cors.js';
 import { answerClientError, installErrorHandling, sendError } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
@@ -41,6 +42,11 @@ export interface AppOptions {
   allowedHosts?: readonly string[];
   /** Web origins allowed besides local ones where Origin is checked: on loopback, and whenever no keys are configured. */
   allowedOrigins?: readonly string[];
+  /**
+   * Web origins whose pages may call through CORS (exact, never `*`); they pass the Origin check
+   * too. None (the default): no CORS headers at all.
+   */
+  corsOrigins?: readonly string[];
   /**
    * Which peers to believe about the client's address (X-Forwarded-For), for rate limits and logs:
    * true (all), a hop count, or addresses and CIDR ranges of the proxies (default false).
@@ -187,12 +193,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Before the guard and authentication: a preflight carries no credentials.
+  await installCors(app, options.corsOrigins ?? []);
   installAccessControl(app, {
     keyring,
     publicDocs: options.publicDocs ?? false,
     localOnly: options.localOnly ?? false,
     allowedHosts: options.allowedHosts,
-    allowedOrigins: options.allowedOrigins,
+    allowedOrigins: [...(options.allowedOrigins ?? []), ...(options.corsOrigins ?? [])],
   });
   await installProtection(app, {
     rateLimit: options.rateLimit ?? 0,

@@ -121,7 +121,7 @@ function originRefusal({ loopback, allowedOrigins }: HostPolicy): (origin: strin
   const allowing = allowedOrigins.length > 0;
   const why =
     `${loopback ? LOOPBACK_ONLY : UNAUTHENTICATED} and, to protect against DNS rebinding and cross-site requests, refuses calls from ` +
-    (allowing ? 'pages of sites not in TOOLPORT_ALLOWED_ORIGINS.' : 'pages of other sites.');
+    (allowing ? 'pages of sites not in TOOLPORT_ALLOWED_ORIGINS or TOOLPORT_CORS_ORIGINS.' : 'pages of other sites.');
   return (origin) =>
     new ToolportError(
       'FORBIDDEN',

@@ -43,7 +43,7 @@ test('TOOLPORT_ALLOW_UNAUTHENTICATED on 0.0.0.0: a page on a rebinding name cann
             `Request refused: it has the Host header ${JSON.stringify(host)}, which is not local or allowed. To protect against DNS rebinding, this server answers only to localhost, 127.0.0.1, [::1] or the names in TOOLPORT_ALLOWED_HOSTS.`,
           )
         : forbidden(
-            `Request refused: it comes from the web origin "http://${rebound}", which is not local or allowed. This server takes calls without an API key and, to protect against DNS rebinding and cross-site requests, refuses calls from pages of sites not in TOOLPORT_ALLOWED_ORIGINS.`,
+            `Request refused: it comes from the web origin "http://${rebound}", which is not local or allowed. This server takes calls without an API key and, to protect against DNS rebinding and cross-site requests, refuses calls from pages of sites not in TOOLPORT_ALLOWED_ORIGINS or TOOLPORT_CORS_ORIGINS.`,
           ),
     );
   }

@@ -135,7 +135,7 @@ const originRefusedUnauthenticated = (origin: string, allowing: boolean) =>
   forbidden(
     `Request refused: it comes from the web origin ${JSON.stringify(origin)}, which is not ${allowing ? 'local or allowed' : 'local'}. ` +
       'This server takes calls without an API key and, to protect against DNS rebinding and cross-site requests, refuses calls from ' +
-      (allowing ? 'pages of sites not in TOOLPORT_ALLOWED_ORIGINS.' : 'pages of other sites.'),
+      (allowing ? 'pages of sites not in TOOLPORT_ALLOWED_ORIGINS or TOOLPORT_CORS_ORIGINS.' : 'pages of other sites.'),
   );
 
 /** Sends a request without a Host header (HTTP/1.0; inject always adds one) and returns status and body. */
@@ -191,7 +191,7 @@ test('allowedOrigins: a listed origin may call, on loopback and without keys els
       assert.equal(res.statusCode, 403, `${origin}, localOnly ${localOnly}`);
       const expected = localOnly
         ? forbidden(
-            `Request refused: it comes from the web origin ${JSON.stringify(origin)}, which is not local or allowed. This server listens on loopback only and, to protect against DNS rebinding and cross-site requests, refuses calls from pages of sites not in TOOLPORT_ALLOWED_ORIGINS.`,
+            `Request refused: it comes from the web origin ${JSON.stringify(origin)}, which is not local or allowed. This server listens on loopback only and, to protect against DNS rebinding and cross-site requests, refuses calls from pages of sites not in TOOLPORT_ALLOWED_ORIGINS or TOOLPORT_CORS_ORIGINS.`,
           )
         : originRefusedUnauthenticated(origin, true);
       assert.deepEqual(res.json(), expected);
