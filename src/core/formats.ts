@@ -58,13 +58,19 @@ export function formatTools(tools: readonly ToolDef[], format: APIFormat, { stri
   switch (format) {
     case 'anthropic':
       return tools.map((t) => ({ name: t.name, description: t.description, input_schema: schema(t) }));
+    // A tool whose schema strict mode cannot express is listed as it is, with strict: false.
     case 'openai':
-      return tools.map((t) => ({
-        type: 'function' as const,
-        function: { name: t.name, description: t.description, parameters: schema(t), ...(strict ? { strict: true } : {}) },
-      }));
+      return tools.map((t) => {
+        const ok = strict && strictProblem(t.inputSchema) === undefined;
+        const parameters = ok ? strictSchema(t.inputSchema) : publishedSchema(t.inputSchema);
+        return { type: 'function' as const, function: { name: t.name, description: t.description, parameters, ...(strict ? { strict: ok } : {}) } };
+      });
     case 'openai-responses':
-      return tools.map((t) => ({ type: 'function' as const, name: t.name, description: t.description, parameters: schema(t), strict }));
+      return tools.map((t) => {
+        const ok = strict && strictProblem(t.inputSchema) === undefined;
+        const parameters = ok ? strictSchema(t.inputSchema) : publishedSchema(t.inputSchema);
+        return { type: 'function' as const, name: t.name, description: t.description, parameters, strict: ok };
+      });
     case 'mcp':
       return {
         tools: tools.map((t) => ({
@@ -88,13 +94,19 @@ export function publishedSchema(schema: ObjectSchema): PublishedSchema {
   return { ...published, properties: published.properties ?? {} };
 }
 
+// Keywords whose value is data, not schemas; and keywords whose value maps names to schemas.
+const LITERAL_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'required']);
+const SCHEMA_MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+
 /** A copy of `node` in which every schema with an `enum` and no `type` has the type of its values. */
 function withEnumTypes(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(withEnumTypes);
   if (typeof node !== 'object' || node === null) return node;
   const copy: Record<string, unknown> = {};
   for (const [keyword, value] of Object.entries(node)) {
-    copy[keyword] = keyword === 'enum' || keyword === 'const' || keyword === 'default' || keyword === 'examples' ? value : withEnumTypes(value);
+    if (LITERAL_KEYWORDS.has(keyword)) copy[keyword] = value;
+    else if (SCHEMA_MAP_KEYWORDS.has(keyword) && isRecord(value)) copy[keyword] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withEnumTypes(v)]));
+    else copy[keyword] = withEnumTypes(value);
   }
   if (Array.isArray(copy.enum) && copy.type === undefined) {
     const types = [...new Set(copy.enum.map(jsonType))];
@@ -119,6 +131,48 @@ const STRICT_KEYWORDS = new Set([
 ]);
 const STRICT_FORMAT_NAMES = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
 
+// What strict mode cannot express: removing these would change what the model may send (the
+// server would then refuse calls the published schema allows), so such a tool is not strict.
+const NOT_STRICT = ['allOf', 'not', 'if', 'then', 'else', 'patternProperties', 'dependentSchemas', 'dependentRequired', 'prefixItems', '$dynamicRef', 'unevaluatedProperties', 'unevaluatedItems'];
+
+/**
+ * Why strict mode cannot express a schema, or undefined when it can: a keyword that constrains
+ * in a way strict mode lacks, a map (`additionalProperties` given a schema), a tuple, or a node
+ * that says nothing of its type (strict mode wants a type on every property).
+ */
+export function strictProblem(schema: ObjectSchema): string | undefined {
+  const walk = (node: unknown, path: string, depth: number): string | undefined => {
+    if (depth > 64) return `${path}: nested too deeply`;
+    if (!isRecord(node)) return node === true ? `${path}: takes anything` : undefined;
+    const found = NOT_STRICT.find((keyword) => keyword in node);
+    if (found !== undefined) return `${path}: ${found}`;
+    if (isRecord(node.additionalProperties)) return `${path}: additionalProperties with a schema`;
+    if (Array.isArray(node.items)) return `${path}: tuple items`;
+    const typed = node.type !== undefined || node.$ref !== undefined || node.anyOf !== undefined || node.oneOf !== undefined || node.enum !== undefined || node.const !== undefined;
+    if (!typed) return `${path}: no type`;
+    for (const [name, sub] of Object.entries(isRecord(node.properties) ? node.properties : {})) {
+      const problem = walk(sub, `${path}.${name}`, depth + 1);
+      if (problem !== undefined) return problem;
+    }
+    for (const defs of ['$defs', 'definitions'] as const) {
+      for (const [name, sub] of Object.entries(isRecord(node[defs]) ? node[defs] : {})) {
+        const problem = walk(sub, `${path}.${defs}.${name}`, depth + 1);
+        if (problem !== undefined) return problem;
+      }
+    }
+    if (node.items !== undefined) return walk(node.items, `${path}[]`, depth + 1);
+    for (const members of [node.anyOf, node.oneOf]) {
+      if (!Array.isArray(members)) continue;
+      for (const [i, member] of members.entries()) {
+        const problem = walk(member, `${path}|${i}`, depth + 1);
+        if (problem !== undefined) return problem;
+      }
+    }
+    return undefined;
+  };
+  return walk(schema, '$', 0);
+}
+
 /**
  * A schema OpenAI accepts with `strict: true`: every object lists all its properties in
  * `required` and forbids others, an optional property becomes nullable (a `null` sent for it is
@@ -133,6 +187,11 @@ function strictNode(node: unknown, nullable: boolean): unknown {
   const source = node as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [keyword, value] of Object.entries(source)) {
+    // A model's value fits one branch or another; strict mode has only anyOf for that.
+    if (keyword === 'oneOf') {
+      out.anyOf = value;
+      continue;
+    }
     if (!STRICT_KEYWORDS.has(keyword)) continue;
     if (keyword === 'format' && !STRICT_FORMAT_NAMES.has(value as string)) continue;
     out[keyword] = value;

@@ -73,17 +73,35 @@ export interface InputValidator {
   dropNulls(input: ToolInput): ToolInput;
 }
 
-// A schema that declares JSON Schema 2020-12 (MCP's default dialect) is compiled by Ajv's 2020
+// A schema that declares JSON Schema 2020-12 (MCP's default dialect), or uses keywords only
+// 2019-09 and 2020-12 have (which draft-07 would silently ignore), is compiled by Ajv's 2020
 // class; every other one by the draft-07 class, which takes the schemas tools were written for
 // (tuple `items`, `definitions`). One pair of 2020 instances per draft-07 instance.
 const dialectTwins = new WeakMap<Ajv, { all: Ajv; first: Ajv }>();
+const KEYWORDS_2020 = new Set([
+  'prefixItems', 'unevaluatedProperties', 'unevaluatedItems', 'dependentRequired', 'dependentSchemas',
+  '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$anchor', 'minContains', 'maxContains',
+]);
 
-function declares2020(schema: ObjectSchema): boolean {
-  return typeof schema.$schema === 'string' && /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/.test(schema.$schema);
+function is2020(schema: ObjectSchema): boolean {
+  if (typeof schema.$schema === 'string') return /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/.test(schema.$schema);
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) stack.push(...node);
+    else {
+      for (const [keyword, value] of Object.entries(node)) {
+        if (KEYWORDS_2020.has(keyword)) return true;
+        if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
+      }
+    }
+  }
+  return false;
 }
 
 function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
-  if (!declares2020(schema)) return { all: ajv, first: firstErrorTwin(ajv) };
+  if (!is2020(schema)) return { all: ajv, first: firstErrorTwin(ajv) };
   let twins = dialectTwins.get(ajv);
   if (twins === undefined) {
     twins = {
@@ -95,50 +113,144 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
   return twins;
 }
 
-/** Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. */
+/**
+ * Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. Input nested
+ * too deeply for the checks (a recursive schema and a deeper input overflow the stack) is invalid,
+ * not an internal error.
+ */
 export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
   const dialect = ajvFor(schema, ajv);
   const collectAll = dialect.all.compile<ToolInput>(schema);
   const firstOnly = dialect.first.compile<ToolInput>(schema);
-  const check = (input: unknown): input is ToolInput => firstOnly(input);
+  const check = (input: unknown): input is ToolInput => {
+    try {
+      return firstOnly(input);
+    } catch (err) {
+      if (err instanceof RangeError) return false;
+      throw err;
+    }
+  };
   const plan = nullPlan(schema);
   return Object.assign(check, {
-    explain: (input: unknown) => explain(input, firstOnly, collectAll),
-    dropNulls: (input: ToolInput) => (plan === undefined ? input : (applyNullPlan(input, plan) as ToolInput)),
+    explain: (input: unknown) => {
+      try {
+        return explain(input, firstOnly, collectAll);
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err;
+        return { violations: [{ path: '$', message: 'is nested too deeply to check' }], omitted: 0, complete: true };
+      }
+    },
+    dropNulls: (input: ToolInput) => {
+      if (plan === undefined) return input;
+      try {
+        return applyNullPlan(input, plan) as ToolInput;
+      } catch (err) {
+        // Too deep to walk: left as sent, for the check to refuse.
+        if (err instanceof RangeError) return input;
+        throw err;
+      }
+    },
   });
 }
 
-/** Where in an input a null means "not given": optional properties that do not accept null, at any depth of `properties` and `items`. */
+/**
+ * Where in an input a null means "not given": optional properties that do not accept null, at
+ * any depth of `properties`, `items`, local `$ref`s and the members of `anyOf`, `oneOf` and
+ * `allOf` (the places strict-mode schemas make optional properties nullable).
+ */
 interface NullPlan {
-  drop: ReadonlySet<string>;
-  properties: ReadonlyMap<string, NullPlan>;
+  drop: Set<string>;
+  properties: Map<string, NullPlan>;
   items?: NullPlan | undefined;
 }
 
-function nullPlan(schema: unknown): NullPlan | undefined {
-  if (typeof schema !== 'object' || schema === null) return undefined;
-  const s = schema as { properties?: unknown; required?: unknown; items?: unknown };
-  const drop = new Set<string>();
-  const properties = new Map<string, NullPlan>();
-  if (typeof s.properties === 'object' && s.properties !== null && !Array.isArray(s.properties)) {
-    const required = new Set(Array.isArray(s.required) ? s.required : []);
-    for (const [name, sub] of Object.entries(s.properties)) {
-      if (!required.has(name) && !acceptsNull(sub)) drop.add(name);
-      const nested = nullPlan(sub);
-      if (nested !== undefined) properties.set(name, nested);
+function nullPlan(root: unknown): NullPlan | undefined {
+  // One plan per schema node, made before its parts, so a recursive schema has a recursive plan.
+  const plans = new Map<object, NullPlan>();
+  const build = (node: unknown): NullPlan | undefined => {
+    const schema = resolveLocal(root, node);
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return undefined;
+    const known = plans.get(schema);
+    if (known !== undefined) return known;
+    const plan: NullPlan = { drop: new Set(), properties: new Map() };
+    plans.set(schema, plan);
+    const s = schema as { properties?: unknown; required?: unknown; items?: unknown; anyOf?: unknown; oneOf?: unknown; allOf?: unknown };
+    const nullable = new Set<string>();
+    const add = (part: NullPlan | undefined): void => {
+      if (part === undefined || part === plan) return;
+      for (const key of part.drop) plan.drop.add(key);
+      for (const [key, nested] of part.properties) if (!plan.properties.has(key)) plan.properties.set(key, nested);
+      plan.items ??= part.items;
+    };
+    if (isObject(s.properties)) {
+      const required = new Set(Array.isArray(s.required) ? s.required : []);
+      for (const [name, sub] of Object.entries(s.properties)) {
+        if (acceptsNull(resolveLocal(root, sub), root)) nullable.add(name);
+        else if (!required.has(name)) plan.drop.add(name);
+        const nested = build(sub);
+        if (nested !== undefined) plan.properties.set(name, nested);
+      }
     }
-  }
-  const items = Array.isArray(s.items) ? undefined : nullPlan(s.items);
-  return drop.size === 0 && properties.size === 0 && items === undefined ? undefined : { drop, properties, items };
+    if (!Array.isArray(s.items)) plan.items = build(s.items);
+    for (const members of [s.anyOf, s.oneOf, s.allOf]) {
+      if (!Array.isArray(members)) continue;
+      for (const member of members) {
+        add(build(member));
+        const properties = (resolveLocal(root, member) as { properties?: unknown } | undefined)?.properties;
+        if (isObject(properties)) for (const [name, sub] of Object.entries(properties)) if (acceptsNull(resolveLocal(root, sub), root)) nullable.add(name);
+      }
+    }
+    // A key some branch takes null for keeps its null.
+    for (const key of nullable) plan.drop.delete(key);
+    return plan;
+  };
+  const plan = build(root);
+  return plan === undefined || isEmpty(plan, new Set()) ? undefined : plan;
 }
 
-/** Whether a schema may accept null; unsure (a $ref, no type at all) counts as yes, so the null is left for validation. */
-function acceptsNull(schema: unknown): boolean {
+function isEmpty(plan: NullPlan, seen: Set<NullPlan>): boolean {
+  if (seen.has(plan)) return true;
+  seen.add(plan);
+  if (plan.drop.size > 0) return false;
+  for (const nested of plan.properties.values()) if (!isEmpty(nested, seen)) return false;
+  return plan.items === undefined || isEmpty(plan.items, seen);
+}
+
+/** `node`, or what its local `$ref` (`#`, `#/$defs/...`, `#/definitions/...`) points to, following up to 16 hops. */
+function resolveLocal(root: unknown, node: unknown): unknown {
+  for (let hops = 0; hops < 16; hops++) {
+    const ref = isObject(node) ? node['$ref'] : undefined;
+    if (typeof ref !== 'string' || !ref.startsWith('#')) return node;
+    let target: unknown = root;
+    for (const token of ref.slice(1).split('/').slice(1)) {
+      const key = safeDecode(token).replace(/~1/g, '/').replace(/~0/g, '~');
+      target = isObject(target) || Array.isArray(target) ? (target as Record<string, unknown>)[key] : undefined;
+    }
+    if (target === undefined) return node;
+    node = target;
+  }
+  return node;
+}
+
+function safeDecode(token: string): string {
+  try {
+    return decodeURIComponent(token);
+  } catch {
+    return token;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether a schema may accept null; unsure (an outside $ref, no type at all) counts as yes, so the null is left for validation. */
+function acceptsNull(schema: unknown, root?: unknown): boolean {
   if (typeof schema !== 'object' || schema === null) return schema !== false;
   const s = schema as { type?: unknown; enum?: unknown; const?: unknown; anyOf?: unknown; oneOf?: unknown; $ref?: unknown };
   if ('const' in s) return s.const === null;
   if (Array.isArray(s.enum)) return s.enum.includes(null);
-  for (const members of [s.anyOf, s.oneOf]) if (Array.isArray(members)) return members.some(acceptsNull);
+  for (const members of [s.anyOf, s.oneOf]) if (Array.isArray(members)) return members.some((m) => acceptsNull(resolveLocal(root, m), undefined));
   if (typeof s.type === 'string') return s.type === 'null';
   if (Array.isArray(s.type)) return s.type.includes('null');
   return true;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ToolExecutor } from '../../src/core/executor.js';
-import { strictSchema } from '../../src/core/formats.js';
+import { strictProblem, strictSchema } from '../../src/core/formats.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ObjectSchema } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
@@ -149,4 +149,103 @@ test('REST: Read with "offset": null and "limit": null, as a strict-mode model s
   assert.equal(res.statusCode, 200);
   assert.equal(res.json().isError, false);
   assert.match(res.json().content[0].text, /one/);
+});
+
+test('a null is taken as absent where strict mode made it nullable: through local $refs and anyOf members too', async () => {
+  const seen: unknown[] = [];
+  const registry = new ToolRegistry().register({
+    name: 'Refs',
+    description: 'Records its input.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        n: { $ref: '#/$defs/N' },
+        either: { anyOf: [{ type: 'object', properties: { a: { type: 'string' } } }, { type: 'string' }] },
+        tree: { $ref: '#/$defs/Tree' },
+      },
+      required: ['n'],
+      $defs: {
+        N: { type: 'object', properties: { x: { type: 'string' }, y: { type: ['string', 'null'] } } },
+        Tree: { type: 'object', properties: { label: { type: 'string' }, child: { $ref: '#/$defs/Tree' } } },
+      },
+      additionalProperties: false,
+    },
+    execute: (input) => {
+      seen.push(input);
+      return { content: [{ type: 'text', text: 'ok' }] };
+    },
+  });
+  const executor = new ToolExecutor({ registry });
+  const result = await executor.call('Refs', {
+    n: { x: null, y: null },
+    either: { a: null },
+    tree: { label: null, child: { label: 'b', child: { label: null, child: null } } },
+  });
+  assert.equal(result.isError, false);
+  assert.deepEqual(seen[0], { n: { y: null }, either: {}, tree: { child: { label: 'b', child: {} } } });
+  // Strict mode's schema for it offers exactly those nulls.
+  const strict = strictSchema(registry.get('Refs')!.inputSchema) as unknown as { $defs: { N: { properties: { x: { type: unknown } } } } };
+  assert.deepEqual(strict.$defs.N.properties.x.type, ['string', 'null']);
+});
+
+test('an input nested deeper than a recursive schema can be checked is INVALID_INPUT, not an internal error', async () => {
+  const registry = new ToolRegistry().register({
+    name: 'Deep',
+    description: 'Takes a tree.',
+    inputSchema: { type: 'object', properties: { child: { $ref: '#' }, label: { type: 'string' } } },
+    execute: () => ({ content: [{ type: 'text', text: 'ok' }] }),
+  });
+  let input: Record<string, unknown> = { label: null };
+  for (let i = 0; i < 50_000; i++) input = { child: input };
+  const executor = new ToolExecutor({ registry });
+  await assert.rejects(executor.call('Deep', input), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'INVALID_INPUT');
+    assert.equal(err.message, 'Invalid input for tool "Deep":\n- $: is nested too deeply to check');
+    return true;
+  });
+});
+
+test('a schema using keywords only 2019-09 and 2020-12 have is checked as 2020-12, even without $schema', async () => {
+  const registry = new ToolRegistry().register({
+    name: 'Modern',
+    description: 'Uses dependentRequired and unevaluatedProperties.',
+    inputSchema: {
+      type: 'object',
+      properties: { card: { type: 'string' }, billing: { type: 'string' } },
+      dependentRequired: { card: ['billing'] },
+      unevaluatedProperties: false,
+    },
+    execute: () => ({ content: [{ type: 'text', text: 'ok' }] }),
+  });
+  const executor = new ToolExecutor({ registry });
+  assert.equal((await executor.call('Modern', { card: '1', billing: 'x' })).isError, false);
+  await assert.rejects(executor.call('Modern', { card: '1' }), { code: 'INVALID_INPUT' });
+  await assert.rejects(executor.call('Modern', { other: 1 }), { code: 'INVALID_INPUT' });
+});
+
+test('a tool whose schema strict mode cannot express is listed with strict: false and its own schema; oneOf becomes anyOf', () => {
+  const cases: [ObjectSchema, string | undefined][] = [
+    [{ type: 'object', properties: { a: { oneOf: [{ type: 'string' }, { type: 'integer' }] } } }, undefined],
+    [{ type: 'object', properties: { a: {} } }, '$.a: no type'],
+    [{ type: 'object', properties: { m: { type: 'object', additionalProperties: { type: 'string' } } } }, '$.m: additionalProperties with a schema'],
+    [{ type: 'object', properties: { t: { type: 'array', items: [{ type: 'string' }] } } }, '$.t: tuple items'],
+    [{ type: 'object', properties: { p: { type: 'object', patternProperties: { '^x': { type: 'string' } } } } }, '$.p: patternProperties'],
+    [{ type: 'object', properties: { c: { type: 'string' } }, if: { required: ['c'] }, then: {} }, '$: if'],
+    [{ type: 'object', properties: { enum: { type: 'string', enum: ['a'] }, default: { enum: [1, 2] } } }, undefined],
+  ];
+  for (const [schema, problem] of cases) assert.equal(strictProblem(schema), problem, JSON.stringify(schema));
+
+  const registry = new ToolRegistry()
+    .register({ name: 'Fine', description: 'd', inputSchema: cases[0]![0], execute: () => ({ content: [] }) })
+    .register({ name: 'Map', description: 'd', inputSchema: cases[2]![0], execute: () => ({ content: [] }) })
+    .register({ name: 'Named', description: 'd', inputSchema: cases[6]![0], execute: () => ({ content: [] }) });
+  const [fine, map, named] = registry.toAPI('openai', undefined, { strict: true });
+  assert.equal(fine!.function.strict, true);
+  assert.deepEqual(fine!.function.parameters.properties.a, { anyOf: [{ anyOf: [{ type: 'string' }, { type: 'integer' }] }, { type: 'null' }] });
+  assert.equal(map!.function.strict, false);
+  assert.deepEqual(map!.function.parameters, { ...cases[2]![0], properties: cases[2]![0].properties });
+  assert.equal(named!.function.strict, true);
+  assert.deepEqual(strictViolations(named!.function.parameters), [], 'properties named enum and default get their enum types');
+  const responses = registry.toAPI('openai-responses', undefined, { strict: true });
+  assert.deepEqual(responses.map((t) => t.strict), [true, false, true]);
 });
