@@ -100,6 +100,30 @@ test('every operation documents its 4xx answers, and servers is relative', async
   }
 });
 
+test('every enum in the document carries its type, and every object a union holds is a named component', async () => {
+  const doc = await generatedDocument();
+  const untyped: string[] = [];
+  const inline: string[] = [];
+  const walk = (node: unknown, at: string): void => {
+    if (Array.isArray(node)) return node.forEach((item, i) => walk(item, `${at}/${i}`));
+    if (typeof node !== 'object' || node === null) return;
+    const schema = node as Record<string, unknown>;
+    if (Array.isArray(schema.enum) && schema.type === undefined) untyped.push(at);
+    for (const union of ['anyOf', 'oneOf'] as const) {
+      const members = schema[union];
+      if (!Array.isArray(members)) continue;
+      members.forEach((member: Record<string, unknown>, i) => {
+        if (member.$ref === undefined && (member.type === 'object' || member.properties !== undefined)) inline.push(`${at}/${union}/${i}`);
+      });
+    }
+    for (const [keyword, value] of Object.entries(schema)) if (keyword !== 'enum' && keyword !== 'const') walk(value, `${at}/${keyword}`);
+  };
+  walk(doc, '#');
+  // Open WebUI drops the values of an enum without a type; generators name inline members ...AnyOf0.
+  assert.deepEqual(untyped, [], 'enums without type');
+  assert.deepEqual(inline, [], 'inline objects in unions');
+});
+
 test('each tool is its own operation, with the tool name as operationId and its input schema as the body', async (t) => {
   const registry = new ToolRegistry().register(Echo);
   const app = await buildApp({ registry });

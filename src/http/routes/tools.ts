@@ -6,7 +6,7 @@ import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
-import { hasStrictMode, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
+import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
 import type { ToolResult } from '../../core/types.js';
 
@@ -233,7 +233,9 @@ function withBody(tool: ToolDef) {
     url,
     schema: {
       ...(schema as object),
-      body: { ...tool.inputSchema, properties: tool.inputSchema.properties ?? {} },
+      // As the tool lists publish it: `properties` always there, every enum with its type (Open
+      // WebUI loses the values of an enum without one).
+      body: publishedSchema(tool.inputSchema),
     },
   });
 }
