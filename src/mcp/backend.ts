@@ -19,10 +19,12 @@ export interface McpBackend<Caller> {
    */
   call(caller: Caller, name: string, args: Record<string, unknown>, options: McpCallOptions): Promise<ToolResult | McpErrorBody>;
   /**
-   * Hears a `tools/call` the MCP layer refused before `call` (its params are malformed), so it
-   * gets the audit line and metric of any refused call. `name` is the tool, when it is a string.
+   * Hears a `tools/call` the MCP layer refused before `call`, so it gets the audit line and metric
+   * of any refused call: `params` when its params are malformed, `request` when the message or
+   * its batch is (an invalid envelope, an unsupported revision, a batch refused whole). `name` is
+   * the tool, when it is a string.
    */
-  refused?(caller: Caller, name: string | undefined, message: string, requestId: string): void;
+  refused?(caller: Caller, name: string | undefined, message: string, requestId: string, kind: 'params' | 'request'): void;
   /** `serverInfo` in `initialize`, and `io.modelcontextprotocol/serverInfo` in modern results. */
   readonly serverInfo: McpServerInfo;
   /** Guidance for the model about the server as a whole, sent by `initialize` and `server/discover`. */

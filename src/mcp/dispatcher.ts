@@ -123,9 +123,10 @@ export class McpDispatcher<Caller> {
 
   /** Handles one parsed message or batch. Never rejects. */
   async handle(message: unknown, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
+    // An error that cannot name its request leaves `id` out: the SDK's message schema, which its
+    // clients parse every line with, refuses a null id.
     try {
-      if (Array.isArray(message)) return await this.#batch(message, context);
-      return await this.#one(message, context);
+      return Array.isArray(message) ? await this.#batch(message, context) : await this.#one(message, context);
     } catch {
       // Only a bug gets here (the backend is not expected to throw either); answer, don't crash.
       const id = isPlainObject(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
@@ -133,18 +134,37 @@ export class McpDispatcher<Caller> {
     }
   }
 
+  /** Audits a `tools/call` this layer refused before the backend saw it; other messages are not calls. */
+  #refusedCall(message: unknown, context: DispatchContext<Caller>, why: string): void {
+    if (!isPlainObject(message) || message['method'] !== 'tools/call') return;
+    const params = message['params'];
+    const name = isPlainObject(params) && typeof params['name'] === 'string' ? params['name'] : undefined;
+    const id = message['id'];
+    const requestId = context.requestId ?? (typeof id === 'string' || typeof id === 'number' ? String(id) : 'none');
+    this.#backend.refused?.(context.caller, name, why, requestId, 'request');
+  }
+
   async #batch(messages: unknown[], context: DispatchContext<Caller>): Promise<DispatchOutcome> {
     const version = context.protocolVersion ?? DEFAULT_LEGACY_VERSION;
     if (!allowsBatches(version)) {
-      return invalidBatch(`protocol version ${version} does not allow batches (only 2025-03-26 did)`);
+      const why = `protocol version ${version} does not allow batches (only 2025-03-26 did)`;
+      for (const message of messages) this.#refusedCall(message, context, `Invalid Request: ${why}`);
+      return invalidBatch(why);
     }
     if (messages.length === 0) return invalidBatch('the batch is empty');
-    if (messages.length > this.#maxBatch) return invalidBatch(`the batch holds ${messages.length} messages; at most ${this.#maxBatch} are taken`);
+    if (messages.length > this.#maxBatch) {
+      const why = `the batch holds ${messages.length} messages; at most ${this.#maxBatch} are taken`;
+      for (const message of messages) this.#refusedCall(message, context, `Invalid Request: ${why}`);
+      return invalidBatch(why);
+    }
     let calls = 0;
     const outcomes = await Promise.all(
       messages.map((message) => {
         const refusal = batchRefusal(message);
-        if (refusal) return { reply: refusal, status: 400 };
+        if (refusal) {
+          this.#refusedCall(message, context, refusal.error.message);
+          return { reply: refusal, status: 400 };
+        }
         // Every call of a batch counts against the rate limit, as if it came alone.
         const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
         return this.#one(message, extra ? { ...context, extra } : context);
@@ -161,6 +181,7 @@ export class McpDispatcher<Caller> {
     const incoming = classify(message);
     switch (incoming.kind) {
       case 'invalid':
+        this.#refusedCall(message, context, incoming.reply.error.message);
         return { reply: incoming.reply, status: 400 };
       case 'response':
         // This server sends no requests, so a response answers nothing; drop it.
@@ -184,9 +205,15 @@ export class McpDispatcher<Caller> {
 
   async #request(request: JsonRpcRequest, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
     const era = eraOf(request, context.protocolVersion);
-    if ('refused' in era) return { reply: era.refused, status: httpStatusOf(era.refused.error.code, 'before-method', true) };
+    if ('refused' in era) {
+      this.#refusedCall(request, context, era.refused.error.message);
+      return { reply: era.refused, status: httpStatusOf(era.refused.error.code, 'before-method', true) };
+    }
     const { modern, version } = era;
     if (request.params !== undefined && !isPlainObject(request.params)) {
+      if (request.method === 'tools/call') {
+        this.#backend.refused?.(context.caller, undefined, 'Invalid params: params must be an object', context.requestId ?? String(request.id), 'params');
+      }
       return methodError(request, RpcCodes.INVALID_PARAMS, 'Invalid params: params must be an object');
     }
     switch (request.method) {

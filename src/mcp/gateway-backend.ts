@@ -24,7 +24,8 @@ export function gatewayBackend(gateway: Gateway, options: GatewayBackendOptions)
     tools: (caller) => gateway.tools(caller),
     call: (caller, name, args, { requestId, signal, onProgress, extra }) =>
       gateway.callSafe({ caller, tool: name, input: args, requestId, transport, signal, ...(onProgress ? { onProgress } : {}), ...(extra ? { extra } : {}) }),
-    refused: (caller, name, message, requestId) => gateway.refused({ caller, tool: name, requestId, transport }, new ToolportError('INVALID_INPUT', message)),
+    refused: (caller, name, message, requestId, kind) =>
+      gateway.refused({ caller, tool: name, requestId, transport }, new ToolportError(kind === 'params' ? 'INVALID_INPUT' : 'BAD_REQUEST', message)),
     rpcCodeOf: jsonRpcCodeOf,
   };
 }

@@ -32,7 +32,7 @@ export async function toolsCall<Caller>(
   const params = request.params ?? {};
   const name = params['name'];
   const malformed = (message: string): DispatchOutcome => {
-    deps.backend.refused?.(context.caller, typeof name === 'string' ? name : undefined, message, context.requestId ?? String(request.id));
+    deps.backend.refused?.(context.caller, typeof name === 'string' ? name : undefined, message, context.requestId ?? String(request.id), 'params');
     return methodError(request, RpcCodes.INVALID_PARAMS, message);
   };
   if (typeof name !== 'string') return malformed('Invalid params: name must be a string');

@@ -68,3 +68,12 @@ export function inputErrorsAreToolResults(version: string): boolean {
 export function toolFieldsOf(version: string): { annotations: boolean; titleAndOutput: boolean } {
   return { annotations: version >= '2025-03-26', titleAndOutput: version >= '2025-06-18' };
 }
+
+/**
+ * Whether an error that cannot name its request leaves `id` out (2025-11-25 and later, whose
+ * schemas make it optional) rather than sending `"id": null`, as JSON-RPC 2.0 and the earlier
+ * revisions have it. An unknown revision gets JSON-RPC's null.
+ */
+export function omitsUnknownErrorId(version: string): boolean {
+  return version === LATEST_LEGACY_VERSION || MODERN_VERSIONS.includes(version);
+}

@@ -7,7 +7,7 @@ import { checkStandardHeaders } from '../../mcp/http-headers.js';
 import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { VERSION } from '../../version.js';
 import { ToolportError } from '../../core/errors.js';
-import { DEFAULT_LEGACY_VERSION, LATEST_LEGACY_VERSION } from '../../mcp/versions.js';
+import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/versions.js';
 import { RequestCaller } from '../caller.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
 
@@ -52,7 +52,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     // before 2025-11-25 want too; from 2025-11-25 on, the id of such an error is left out.
     const version = headerOf(request.headers['mcp-protocol-version']) ?? DEFAULT_LEGACY_VERSION;
     const rpcError = { code: refusal.jsonRpcCode, message: refusal.message, data };
-    const body = version < LATEST_LEGACY_VERSION ? { jsonrpc: '2.0', id: null, error: rpcError } : { jsonrpc: '2.0', error: rpcError };
+    const body = omitsUnknownErrorId(version) ? { jsonrpc: '2.0', error: rpcError } : { jsonrpc: '2.0', id: null, error: rpcError };
     return setErrorHeaders(reply, refusal).code(refusal.statusCode).type(JSON_TYPE).send(JSON.stringify(body));
   };
 

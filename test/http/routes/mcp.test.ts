@@ -323,3 +323,22 @@ test('each tools/call of a 2025-03-26 batch counts against the rate limit; those
   assert.equal(replies[3]!.error!.code, -31006);
   assert.equal((await post(app, rpc('tools/list'), { 'mcp-protocol-version': '2025-03-26' })).statusCode, 429);
 });
+
+test('a tools/call refused by the MCP layer itself (bad envelope, unsupported revision, params not an object, a batch refused whole) is audited too', async (t) => {
+  const { app, lines } = await appWith();
+  t.after(() => app.close());
+  const call = (id: number) => rpc('tools/call', { name: 'Echo', arguments: { text: 'x' } }, id);
+  await post(app, { ...call(1), jsonrpc: '1.0' }, { 'x-request-id': 'envelope' });
+  await post(app, call(2), { 'mcp-protocol-version': '2024-01-01', 'x-request-id': 'revision' });
+  await post(app, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: [1] }, { 'x-request-id': 'params' });
+  await post(app, [call(4), call(5), rpc('ping', undefined, 6)], { 'mcp-protocol-version': '2025-06-18', 'x-request-id': 'batch' });
+  const refused = lines.filter((l) => l.msg === 'tool call refused').map((l) => [l.reqId, l.tool, l.code]);
+  assert.deepEqual(refused, [
+    ['envelope', 'Echo', 'BAD_REQUEST'],
+    ['revision', 'Echo', 'BAD_REQUEST'],
+    ['params', undefined, 'INVALID_INPUT'],
+    ['batch', 'Echo', 'BAD_REQUEST'],
+    ['batch', 'Echo', 'BAD_REQUEST'],
+  ]);
+  assert.equal(lines.filter((l) => l.msg === 'tool call').length, 0);
+});
