@@ -32,13 +32,7 @@ export class RequestCaller implements Caller {
     return this.#request.ip;
   }
 
-  // One at a time: the in-memory store hands every count of a key the same object, so counts
-  // awaited together would all read the last one.
-  #counted: Promise<unknown> = Promise.resolve();
-
   countAnotherCall(): Promise<ToolportError | undefined> {
-    const counted = this.#counted.then(() => countAnotherCall(this.#request));
-    this.#counted = counted.catch(() => undefined);
-    return counted;
+    return countAnotherCall(this.#request);
   }
 }

@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
 import { ToolportError } from '../core/errors.js';
 import { LoadMonitor } from './load-monitor.js';
-import { sharedRateLimitStore } from './rate-limit-store.js';
+import { localRateLimitStore, sharedRateLimitStore } from './rate-limit-store.js';
 
 /** When the process counts as overloaded; a threshold of 0 switches that check off. */
 export interface PressureOptions {
@@ -63,7 +63,7 @@ async function installRateLimit(app: FastifyInstance, max: number, { redis, onSt
     max,
     timeWindow: RATE_WINDOW_MS,
     hook: 'onRequest',
-    ...(redis && { store: sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError }) }),
+    store: redis ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError }) : localRateLimitStore(RATE_WINDOW_MS),
     // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
     keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`),
     // The plugin throws what this returns, with its x-ratelimit-* and retry-after headers already

@@ -90,7 +90,27 @@ export function sharedRateLimitStore(options: SharedStoreOptions): FastifyRateLi
   return SharedStore;
 }
 
-/** Fixed windows counted in this process, for while Redis is away; bounded in size. */
+/**
+ * A store for @fastify/rate-limit that counts in this process, for a server without Redis. The
+ * plugin's own in-memory store hands every count of a key the same object, so requests counted
+ * at the same moment all read the last count: 21 requests at once under a limit of 20 were all
+ * refused. Each count here is its own answer.
+ */
+export function localRateLimitStore(windowMs: number): FastifyRateLimitStoreCtor {
+  const local = new LocalWindows();
+  class LocalStore implements FastifyRateLimitStore {
+    incr(key: string, callback: Counted, timeWindow?: number): void {
+      callback(null, local.incr(key, timeWindow ?? windowMs));
+    }
+
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  }
+  return LocalStore;
+}
+
+/** Fixed windows counted in this process (without Redis, or while it is away); bounded in size. */
 class LocalWindows {
   readonly #windows = new Map<string, { count: number; endsAt: number }>();
 

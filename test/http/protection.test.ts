@@ -159,6 +159,14 @@ test('the rate limit window is fixed: Retry-After counts down, and a new minute 
   assert.equal((await echo(app)).statusCode, 200);
 });
 
+test('requests counted at the same moment get exactly the limit: 21 at once under a limit of 20, one 429', async (t) => {
+  const app = await appWith([Echo], { rateLimit: 20 });
+  t.after(() => app.close());
+  const statuses = (await Promise.all(Array.from({ length: 21 }, () => echo(app)))).map((res) => res.statusCode);
+  assert.deepEqual(statuses.filter((s) => s === 200).length, 20);
+  assert.deepEqual(statuses.filter((s) => s === 429).length, 1);
+});
+
 test('the rate limit counts per client address without keys: another address has its own budget', async (t) => {
   const app = await appWith([Echo], { rateLimit: 2 });
   t.after(() => app.close());
