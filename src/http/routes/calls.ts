@@ -20,6 +20,8 @@ export const MAX_CALLS_PER_TURN = 64;
  * past this is replaced by an error result saying so (the call did run).
  */
 export const MAX_TURN_ANSWER_BYTES = 32 * 1024 * 1024;
+/** Most calls of one turn that run (or wait for a slot) at once, so one turn cannot fill a tool's whole queue. */
+export const MAX_TURN_CONCURRENCY = 8;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const CLIENT_GONE = new Error('the client disconnected');
@@ -111,8 +113,9 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
         );
       };
       try {
-        const answered = await Promise.all(
-          turn.calls.map(async (call, i): Promise<AnsweredCall> => {
+        const answered = await inPool(
+          MAX_TURN_CONCURRENCY,
+          turn.calls.map((call, i) => async (): Promise<AnsweredCall> => {
             const identity = { caller, tool: call.name, requestId: request.id, transport: REST_TRANSPORT };
             if (call.problem !== undefined) {
               const refusal = new ToolportError(call.problem.kind === 'arguments-not-json' ? 'INVALID_JSON' : 'INVALID_INPUT', call.problem.message);
@@ -129,6 +132,20 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
       }
     },
   );
+}
+
+/** Runs the tasks at most `size` at a time; the answers keep the tasks' order. */
+async function inPool<T>(size: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results = new Array<T>(tasks.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < tasks.length) {
+      const i = next++;
+      results[i] = await tasks[i]!();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(size, tasks.length) }, worker));
+  return results;
 }
 
 function render(dialect: Dialect, answered: AnsweredCall[]): unknown {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES } from '../../../src/http/routes/calls.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/http/routes/calls.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
 import { controllableTool, Nested, Throws } from '../../fixtures/tools.js';
@@ -291,4 +291,38 @@ test('an id longer than 256 characters refuses the turn; a tool name longer than
   const refused = lines.filter((l) => l.msg === 'tool call refused');
   assert.deepEqual(refused.map((l) => l.code), ['BAD_REQUEST', 'INVALID_INPUT']);
   assert.equal(String(refused[1]!.tool).length, 67);
+});
+
+test(`at most ${MAX_TURN_CONCURRENCY} calls of one turn run at once, so one turn cannot take a tool's whole queue`, async (t) => {
+  let running = 0;
+  let most = 0;
+  const releases: (() => void)[] = [];
+  const Gate: ToolDef = {
+    name: 'Gate',
+    description: 'Waits to be let through.',
+    inputSchema: { type: 'object' },
+    execute: async () => {
+      most = Math.max(most, ++running);
+      await new Promise<void>((resolve) => releases.push(resolve));
+      running--;
+      return { content: [{ type: 'text', text: 'through' }] };
+    },
+  };
+  const app = await appWith([Gate], { maxConcurrency: 64, queueSize: 64 });
+  t.after(() => app.close());
+  const answer = post(app, Array.from({ length: 20 }, (_, i) => toolUse(`toolu_${i}`, 'Gate', {})));
+  // The pool fills to its size and no further; each time, let that many through.
+  for (const expected of [8, 8, 4]) {
+    const deadline = Date.now() + 10_000;
+    while (releases.length < expected) {
+      assert.ok(Date.now() < deadline, `timed out waiting for ${expected} calls to run`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(releases.length, expected, 'no call past the pool\'s size starts');
+    for (const release of releases.splice(0)) release();
+  }
+  const res = await answer;
+  assert.equal(res.json().content.length, 20);
+  assert.equal(most, MAX_TURN_CONCURRENCY);
 });
