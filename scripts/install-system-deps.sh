@@ -5,21 +5,22 @@
 #   perl-base   `perl`, which runs the subreaper of Bash without the sandbox (essential on Debian)
 #   python3     runs the race tests' swapper (renameat2 through ctypes)
 #   libatomic1  needed by Node.js 26's official binary (scripts/with-node.sh 26 ...)
+#   wrk         the load generator of the benchmark (npm run bench)
 #   redis-server, redis-tools  Redis, the shared rate-limit store (TOOLPORT_REDIS_URL), for its tests and npm run test:replicas
 #   haproxy     the load balancer in front of the replicas in npm run test:replicas
 # Idempotent: installs nothing and touches no package index when everything is present.
 # Needs root, or sudo for a normal user.
 set -euo pipefail
 
-declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy)
+declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [wrk]=wrk [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy)
 missing=()
-for package in ripgrep bubblewrap perl-base python3 redis-server redis-tools haproxy; do
+for package in ripgrep bubblewrap perl-base python3 wrk redis-server redis-tools haproxy; do
   if ! command -v "${command_of[$package]}" >/dev/null 2>&1; then missing+=("$package"); fi
 done
 if ! { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libatomic\.so\.1'; then missing+=(libatomic1); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, redis-server, redis-tools and haproxy are already installed"
+  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, wrk, redis-server, redis-tools and haproxy are already installed"
   exit 0
 fi
 

@@ -142,7 +142,7 @@ async function main(): Promise<number> {
 
     report(phases, { duration, connections, entry: entry.join(' ') });
     const ratio = (a: number, b: number): string => (phases[b]!.result.requests.average / phases[a]!.result.requests.average).toFixed(2);
-    console.log(`\nthroughput ratio to the bare node:http baseline: GET /tools ${ratio(0, 1)}, POST /tools/Echo ${ratio(2, 3)}`);
+    console.log(`\nthroughput ratio to the bare node:http baseline: GET /tools ${ratio(0, 1)}, POST /tools/Echo ${ratio(2, 3)} (load generator and server share the CPUs: not the benchmark's ratios, which npm run bench measures)`);
     console.log(`toolport RSS: before ${mib(rssBefore.rss)}, after ${mib(rssAfter.rss)} (peak ${mib(rssAfter.peak)})`);
 
     for (const { name, result } of [...warmUps, ...phases]) {

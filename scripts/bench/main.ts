@@ -1,0 +1,162 @@
+/**
+ * The performance benchmark of issue 10: `npm run bench [-- --quick] [-- --out FILE]`.
+ *
+ * Builds `dist/` (unless `--skip-build`), records toolport's answers to each benchmarked request,
+ * then runs interleaved rounds in which every slot gets a fresh server process pinned to one CPU,
+ * loaded by `wrk` pinned to another: per round, each path against toolport and then against a raw
+ * node:http server sending the same bytes (raw-server.ts); sequential Bash `true` against toolport
+ * and against a bare spawn; cold starts of `node dist/server.js` and of a bare Fastify. Prints the
+ * medians with their ratios and issue 10's goals, and writes everything as JSON for comparison
+ * between commits. Exits 1 when any path answered with an error (or toolport did not exit 0 on
+ * SIGTERM); goals not met are reported, never a failure. `--quick` (CI) is one round of 1 s slots.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { machine, revision } from './machine.js';
+import { parseOptions, ROOT } from './options.js';
+import { choosePinning } from './pinning.js';
+import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
+import { BASH_GOAL, COLD_START_GOAL, THROUGHPUT_ROWS } from './rows.js';
+import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
+import { recordReplies, rowRequest, type BenchContext } from './targets.js';
+import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
+
+const say = (line: string): boolean => process.stderr.write(`${line}\n`);
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2));
+  const wrk = wrkVersion();
+  if (wrk === undefined) {
+    console.error('wrk is not installed: run scripts/install-system-deps.sh (Debian/Ubuntu: apt-get install wrk)');
+    return 1;
+  }
+  const nproc = availableParallelism();
+  const loadAtStart = loadavg();
+  const pinning = choosePinning();
+  say(`bench: ${pinning.note}`);
+  if (!options.skipBuild) {
+    say('bench: building dist/ (tsc -p tsconfig.build.json)...');
+    const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    if (built.status !== 0) throw new Error(`the build failed with status ${built.status}`);
+  }
+
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bench-'));
+  const workspace = path.join(dir, 'workspace');
+  await mkdir(workspace);
+  const ctx: BenchContext = { options, pinning, dir, workspace, repliesFile: path.join(dir, 'replies.json'), apiKey: randomBytes(24).toString('base64url') };
+  const failures: string[] = [];
+
+  say('bench: recording toolport\'s answers for the raw baseline...');
+  const recorded = await recordReplies(ctx, THROUGHPUT_ROWS);
+  failures.push(...recorded.failures);
+  const scripts = new Map<string, string>();
+  for (const row of recorded.served) scripts.set(row.id, await writeWrkScript(dir, row.id, rowRequest(ctx, row)));
+
+  const throughput = new Map<string, ThroughputSlot[]>(recorded.served.map((row) => [row.id, []]));
+  const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
+  const starts: StartSlot[] = [];
+  const collect = <T extends { failures: string[] }>(slot: T): T => {
+    failures.push(...slot.failures);
+    return slot;
+  };
+  for (let round = 1; round <= options.rounds; round++) {
+    const tag = `round ${round}/${options.rounds}`;
+    for (const row of recorded.served) {
+      for (const target of ['toolport', 'raw'] as const) {
+        const slot = collect(await throughputSlot(ctx, row, scripts.get(row.id)!, target, round));
+        throughput.get(row.id)!.push(slot);
+        say(`${tag}  ${row.label}  ${target}: ${describeRun(slot.result)}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`);
+      }
+    }
+    for (const [target, into] of [['toolport', bash.toolport], ['raw', bash.raw], ['toolport-default', bash.sandbox]] as const) {
+      const slot = collect(await bashSlot(ctx, target, round));
+      into.push(slot);
+      say(`${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`);
+    }
+    for (let i = 0; i < options.starts; i++) {
+      for (const target of ['toolport', 'fastify'] as const) {
+        const slot = collect(await coldStartSlot(ctx, target, round));
+        starts.push(slot);
+        say(`${tag}  cold start  ${target}: ${fixed(slot.readyMs)} ms`);
+      }
+    }
+  }
+
+  const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
+  const summaries: RowSummary[] = [
+    ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!)),
+    ...recorded.notServed.map((row): RowSummary => ({ id: row.id, label: row.label, kind: 'throughput', baselineName: 'raw node:http', note: 'not served' })),
+    summariseLatency('bash', 'Bash `true`, sequential, median (sandbox off)', BASH_GOAL, bash.toolport, bash.raw),
+    summariseLatency('bash-default', `Bash \`true\`, sequential, median (default: sandbox ${sandboxMode})`, undefined, bash.sandbox, bash.raw),
+    summariseColdStart('cold-start', 'cold start to first /healthz 200', COLD_START_GOAL, starts),
+  ];
+  const about = machine(nproc, wrk, pinning.note);
+  const printed = [
+    '',
+    `toolport benchmark${options.quick ? ' (--quick: one short round, a check that every path answers, not a measurement)' : ''}`,
+    `${about.cpuModel}, ${about.cpus} CPUs; Node ${about.node}; ${about.wrk}; ${pinning.note}`,
+    `wrk -t${options.threads} -c${options.connections} -d${options.durationS}s after ${options.warmUpS} s unmeasured, fresh server per slot, ${options.rounds} interleaved round(s), medians; ` +
+      `Bash: ${options.bashCalls} sequential calls per slot over one kept-alive connection; cold start: ${options.starts * options.rounds} starts each`,
+    `load average (1, 5, 15 min) at the start ${loadAtStart.map((n) => n.toFixed(2)).join(' ')}, at the end ${about.loadAverage.map((n) => n.toFixed(2)).join(' ')}: ` +
+      'the benchmark accounts for about 2 (server and wrk); more means other work shared the CPUs and skewed the figures',
+    '',
+    table(summaries),
+    '',
+    'ratio: toolport req/s / baseline req/s, or toolport ms / baseline ms for the Bash and cold-start rows (medians over the rounds);',
+    'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures)',
+  ];
+  console.log(printed.join('\n'));
+
+  await mkdir(path.dirname(options.out), { recursive: true });
+  const results = {
+    date: new Date().toISOString(),
+    revision: revision(),
+    machine: { ...about, loadAverageAtStart: loadAtStart },
+    options: { ...options, out: path.relative(ROOT, options.out) },
+    rows: summaries,
+    notServed: recorded.notServed.map((r) => r.label),
+    failures,
+    slots: {
+      throughput: Object.fromEntries(throughput),
+      bash: { toolport: bash.toolport.map(latencyFigures), sandbox: bash.sandbox.map(latencyFigures), raw: bash.raw.map(latencyFigures) },
+      coldStart: starts,
+    },
+  };
+  await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`results: ${path.relative(process.cwd(), options.out)}`);
+
+  if (failures.length > 0) {
+    console.error(`\nFAIL: ${failures.length} problem(s); logs kept in ${dir}`);
+    for (const failure of failures) console.error(`- ${failure}`);
+    return 1;
+  }
+  await rm(dir, { recursive: true, force: true });
+  console.log('OK: every path answered without errors');
+  return 0;
+}
+
+/** A sequential slot for the JSON: its percentiles rather than every call's latency. */
+function latencyFigures({ latenciesMs, ...slot }: LatencySlot) {
+  const us = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
+  const at = (p: number): number | undefined => us(percentile(latenciesMs, p));
+  return { ...slot, calls: latenciesMs.length, p50Ms: us(median(latenciesMs)), p90Ms: at(90), p99Ms: at(99), maxMs: at(100) };
+}
+
+function fixed(n: number | undefined): string {
+  return n === undefined ? '—' : n.toFixed(2);
+}
+
+function describeRun(result: WrkResult | undefined): string {
+  if (result === undefined) return 'no result';
+  return `${Math.round(result.requestsPerS)} req/s, p50 ${fixed(result.latencyMs.p50)} ms, p99 ${fixed(result.latencyMs.p99)} ms`;
+}
+
+function rssChange(slot: { rssStartBytes: number | undefined; rssEndBytes: number | undefined }): string {
+  const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(1));
+  return `, RSS ${mib(slot.rssStartBytes)} → ${mib(slot.rssEndBytes)} MiB`;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,89 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+/** The project's root, where `dist/`, `node_modules/` and `bench/` live. */
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** What one run of `npm run bench` does; every figure can be set from the command line. */
+export interface BenchOptions {
+  /** One short round, for CI: only asserts that every path answered without errors. */
+  quick: boolean;
+  /** Where the results go as JSON. */
+  out: string;
+  /** Measured seconds per throughput slot (wrk -d). */
+  durationS: number;
+  /** Unmeasured seconds before each measured run, so the JIT has optimised the path (0: none). */
+  warmUpS: number;
+  /** wrk -c */
+  connections: number;
+  /** wrk -t */
+  threads: number;
+  /** Interleaved rounds; the table shows the median of each figure over them. */
+  rounds: number;
+  /** Sequential Bash calls measured per slot (after a tenth as many unmeasured). */
+  bashCalls: number;
+  /** Cold starts of each kind per round. */
+  starts: number;
+  /** Skip `tsc -p tsconfig.build.json` and measure the `dist/` already there. */
+  skipBuild: boolean;
+}
+
+const USAGE = `npm run bench [-- options]
+  --quick             one round of about 1 s per slot; asserts only that every path answered
+  --out FILE          results as JSON (default bench/results/latest.json; quick: bench/results/quick.json)
+  --duration S        measured seconds per slot (default 10)
+  --warm-up S         unmeasured seconds before each measured run (default 2)
+  --connections N     wrk -c (default 50)
+  --threads N         wrk -t (default 1)
+  --rounds N          interleaved rounds (default 3)
+  --bash-calls N      sequential Bash calls per slot (default 200)
+  --starts N          cold starts of each kind per round (default 2)
+  --skip-build        measure the dist/ already built`;
+
+/** Reads the command line; throws with the usage on a bad flag or value. */
+export function parseOptions(args: string[]): BenchOptions {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        quick: { type: 'boolean', default: false },
+        out: { type: 'string' },
+        duration: { type: 'string' },
+        'warm-up': { type: 'string' },
+        connections: { type: 'string', default: '50' },
+        threads: { type: 'string', default: '1' },
+        rounds: { type: 'string' },
+        'bash-calls': { type: 'string' },
+        starts: { type: 'string' },
+        'skip-build': { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) throw new Error(USAGE);
+  const quick = values.quick;
+  const options: BenchOptions = {
+    quick,
+    out: path.resolve(values.out ?? path.join(ROOT, 'bench/results', quick ? 'quick.json' : 'latest.json')),
+    // wrk takes whole seconds.
+    durationS: count('--duration', values.duration ?? (quick ? '1' : '10'), 1),
+    warmUpS: count('--warm-up', values['warm-up'] ?? (quick ? '0' : '2'), 0),
+    connections: count('--connections', values.connections, 1),
+    threads: count('--threads', values.threads, 1),
+    rounds: count('--rounds', values.rounds ?? (quick ? '1' : '3'), 1),
+    bashCalls: count('--bash-calls', values['bash-calls'] ?? (quick ? '20' : '200'), 1),
+    starts: count('--starts', values.starts ?? (quick ? '1' : '2'), 1),
+    skipBuild: values['skip-build'],
+  };
+  if (options.threads > options.connections) throw new Error('--threads must not exceed --connections (wrk gives each thread at least one connection)');
+  return options;
+}
+
+function count(flag: string, value: string | undefined, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer of at least ${min}, got ${JSON.stringify(value)}`);
+  return n;
+}

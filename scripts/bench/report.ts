@@ -1,0 +1,150 @@
+import type { Goal } from './rows.js';
+import type { LatencySlot, StartSlot, ThroughputSlot } from './slots.js';
+
+/** One line of the table, every figure a median over the rounds. */
+export interface RowSummary {
+  id: string;
+  label: string;
+  /** `throughput`: req/s, higher is better; `latency`: ms, lower is better. */
+  kind: 'throughput' | 'latency';
+  requestsPerS?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** The baseline's req/s (throughput) or median ms (latency). */
+  baseline?: number;
+  baselineName: string;
+  /** toolport / baseline: of req/s for throughput, of the median ms for latency. */
+  ratio?: number;
+  /** The lowest and highest ratio of a single round: how much the machine's other work moved the figures. */
+  ratioRange?: [number, number];
+  goal?: Goal;
+  goalMet?: boolean;
+  rssStartBytes?: number;
+  rssEndBytes?: number;
+  note?: string;
+}
+
+/** The middle value (the mean of the middle two for an even count), ignoring non-finite values. */
+export function median(values: readonly number[]): number | undefined {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The value below which `p` percent of the values lie (nearest rank). */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+const defined = <T>(values: readonly (T | undefined)[]): T[] => values.filter((v): v is T => v !== undefined);
+
+/** The range of per-round ratios, `toolport(round) / baseline(round)`, over the rounds where both have a figure. */
+function rangeOfRounds(rounds: readonly number[], toolport: (round: number) => number | undefined, baseline: (round: number) => number | undefined): [number, number] | undefined {
+  const ratios = rounds.flatMap((round) => {
+    const [t, b] = [toolport(round), baseline(round)];
+    return t !== undefined && b ? [t / b] : [];
+  });
+  return ratios.length === 0 ? undefined : [Math.min(...ratios), Math.max(...ratios)];
+}
+
+const roundsOf = (slots: readonly { round: number }[]): number[] => [...new Set(slots.map((s) => s.round))];
+
+function judged(summary: RowSummary): RowSummary {
+  const { goal, ratio } = summary;
+  if (goal === undefined || ratio === undefined) return summary;
+  return { ...summary, goalMet: goal.bound === 'at least' ? ratio >= goal.ratio : ratio <= goal.ratio };
+}
+
+/** A wrk row: toolport's medians over the rounds, the raw baseline's median req/s, their ratio. */
+export function summariseThroughput(id: string, label: string, goal: Goal | undefined, slots: readonly ThroughputSlot[]): RowSummary {
+  const of = (target: string) => slots.filter((s) => s.target === target);
+  const toolport = of('toolport');
+  const requestsPerS = median(defined(toolport.map((s) => s.result?.requestsPerS)));
+  const baseline = median(defined(of('raw').map((s) => s.result?.requestsPerS)));
+  return judged({
+    id,
+    label,
+    kind: 'throughput',
+    requestsPerS,
+    p50Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p50))),
+    p99Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p99))),
+    baseline,
+    baselineName: 'raw node:http',
+    ratio: requestsPerS !== undefined && baseline ? requestsPerS / baseline : undefined,
+    ratioRange: rangeOfRounds(
+      roundsOf(slots),
+      (round) => toolport.find((s) => s.round === round)?.result?.requestsPerS,
+      (round) => of('raw').find((s) => s.round === round)?.result?.requestsPerS,
+    ),
+    goal,
+    rssStartBytes: median(defined(toolport.map((s) => s.rssStartBytes))),
+    rssEndBytes: median(defined(toolport.map((s) => s.rssEndBytes))),
+  });
+}
+
+/** A sequential row: the median over the rounds of each slot's median (and p99) latency, against the baseline's. */
+export function summariseLatency(id: string, label: string, goal: Goal | undefined, toolport: readonly LatencySlot[], raw: readonly LatencySlot[]): RowSummary {
+  const p50Ms = median(defined(toolport.map((s) => median(s.latenciesMs))));
+  const baseline = median(defined(raw.map((s) => median(s.latenciesMs))));
+  return judged({
+    id,
+    label,
+    kind: 'latency',
+    p50Ms,
+    p99Ms: median(defined(toolport.map((s) => percentile(s.latenciesMs, 99)))),
+    baseline,
+    baselineName: "bare spawn('bash', ['-c', 'true']) behind node:http",
+    ratio: p50Ms !== undefined && baseline ? p50Ms / baseline : undefined,
+    ratioRange: rangeOfRounds(
+      roundsOf(toolport),
+      (round) => median(toolport.find((s) => s.round === round)?.latenciesMs ?? []),
+      (round) => median(raw.find((s) => s.round === round)?.latenciesMs ?? []),
+    ),
+    goal,
+    rssStartBytes: median(defined(toolport.map((s) => s.rssStartBytes))),
+    rssEndBytes: median(defined(toolport.map((s) => s.rssEndBytes))),
+  });
+}
+
+/** The cold-start row: the median time to the first `/healthz` 200 of all starts of each kind. */
+export function summariseColdStart(id: string, label: string, goal: Goal | undefined, slots: readonly StartSlot[]): RowSummary {
+  const of = (target: string, round?: number) => defined(slots.filter((s) => s.target === target && (round === undefined || s.round === round)).map((s) => s.readyMs));
+  const p50Ms = median(of('toolport'));
+  const baseline = median(of('fastify'));
+  return judged({
+    id,
+    label,
+    kind: 'latency',
+    p50Ms,
+    baseline,
+    baselineName: 'bare Fastify 5, one route',
+    ratio: p50Ms !== undefined && baseline ? p50Ms / baseline : undefined,
+    ratioRange: rangeOfRounds(roundsOf(slots), (round) => median(of('toolport', round)), (round) => median(of('fastify', round))),
+    goal,
+  });
+}
+
+/** The table as Markdown, which reads in a terminal as well as in the README. */
+export function table(rows: readonly RowSummary[]): string {
+  const fixed = (n: number | undefined, digits: number): string => (n === undefined ? '—' : n.toFixed(digits));
+  const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(0));
+  const head = ['path', 'req/s', 'p50 ms', 'p99 ms', 'baseline', 'ratio', 'rounds', 'goal', 'RSS MiB before → after'];
+  const lines = rows.map((r) => [
+    r.label,
+    r.note ?? (r.requestsPerS === undefined ? '—' : Math.round(r.requestsPerS).toLocaleString('en-US')),
+    fixed(r.p50Ms, 2),
+    fixed(r.p99Ms, 2),
+    r.baseline === undefined ? '—' : r.kind === 'throughput' ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s` : `${r.baseline.toFixed(2)} ms`,
+    r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,
+    r.ratioRange === undefined ? '—' : `${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}`,
+    r.goal === undefined ? '—' : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
+    r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)}`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const format = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, i) => (i === 0 ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`;
+  return [format(head), rule, ...lines.map(format)].join('\n');
+}

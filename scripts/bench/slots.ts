@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises';
+import { rssOf, startServer, stopServer, tail, type RunningServer, type ServerSpec } from './processes.js';
+import { BASH_REQUEST, type ThroughputRow } from './rows.js';
+import { sequentialLatencies } from './sequential.js';
+import { bareFastifySpec, rawSpec, rowRequest, toolportDefaultsSpec, toolportSpec, type BenchContext } from './targets.js';
+import { errorTotal, runWrk, type WrkResult } from './wrk.js';
+
+/** Which server a slot measured. */
+export type Target = 'toolport' | 'raw' | 'fastify';
+
+interface SlotBase {
+  target: Target;
+  round: number;
+  /** Resident memory of the server once it answered /healthz, and after the measured run. */
+  rssStartBytes: number | undefined;
+  rssEndBytes: number | undefined;
+  failures: string[];
+}
+
+export interface ThroughputSlot extends SlotBase {
+  warmUp: WrkResult | undefined;
+  result: WrkResult | undefined;
+}
+
+export interface LatencySlot extends SlotBase {
+  latenciesMs: number[];
+  /** For toolport: how its Bash ran (`on` or `off`, from its log). */
+  sandbox?: string;
+}
+
+export interface StartSlot {
+  target: Target;
+  round: number;
+  readyMs: number | undefined;
+  failures: string[];
+}
+
+/**
+ * Runs `measure` against a fresh server, then stops it. Every failure (start, measurement, a
+ * toolport that does not exit 0 on SIGTERM) is recorded, never thrown, so one bad slot does not
+ * lose the rest of the run.
+ */
+async function withServer<T>(spec: ServerSpec, target: Target, failures: string[], measure: (server: RunningServer) => Promise<T>): Promise<T | undefined> {
+  let server: RunningServer;
+  try {
+    server = await startServer(spec);
+  } catch (err) {
+    failures.push((err as Error).message);
+    return undefined;
+  }
+  let value: T | undefined;
+  try {
+    value = await measure(server);
+  } catch (err) {
+    failures.push((err as Error).message);
+  }
+  const end = await stopServer(server);
+  if (target === 'toolport' && (end.code !== 0 || end.timedOut)) {
+    failures.push(`toolport ended with ${end.timedOut ? 'SIGKILL after a timeout' : `code ${end.code}, signal ${end.signal}`} on SIGTERM: ${await tail(spec.logFile)}`);
+  }
+  return value;
+}
+
+/** One throughput slot: a fresh server, one request checked by hand, an unmeasured wrk run, the measured one. */
+export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, script: string, target: 'toolport' | 'raw', round: number): Promise<ThroughputSlot> {
+  const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...(row.keyed ? { TOOLPORT_API_KEYS: ctx.apiKey } : {}) };
+  const spec = target === 'toolport' ? toolportSpec(ctx, row.id, env) : rawSpec(ctx, row.id);
+  const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
+  const { options, pinning } = ctx;
+  await withServer(spec, target, slot.failures, async (server) => {
+    const request = rowRequest(ctx, row);
+    const response = await fetch(`${server.url}${request.path}`, { method: request.method, headers: request.headers, body: request.body ?? null });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${target} answered ${response.status} to ${row.label}: ${text.slice(0, 300)}`);
+    slot.rssStartBytes = await rssOf(server.pid);
+    const wrk = (seconds: number): Promise<WrkResult> =>
+      runWrk({ url: server.url, script, seconds, connections: options.connections, threads: options.threads, cpu: pinning.loadCpu });
+    if (options.warmUpS > 0) slot.warmUp = await wrk(options.warmUpS);
+    slot.result = await wrk(options.durationS);
+    slot.rssEndBytes = await rssOf(server.pid);
+  });
+  for (const [phase, result] of [['warm-up', slot.warmUp], ['measured run', slot.result]] as const) {
+    if (result && (errorTotal(result) > 0 || result.requests === 0)) {
+      slot.failures.push(`${target} ${row.label}, ${phase}: ${result.requests} requests, errors ${JSON.stringify(result.errors)} (status: answers of 400 or more)`);
+    }
+  }
+  return slot;
+}
+
+/** One slot of sequential Bash `true` calls: toolport (sandbox off, or its default), or the raw spawn. */
+export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport-default' | 'raw', round: number): Promise<LatencySlot> {
+  const spec =
+    target === 'raw' ? rawSpec(ctx, 'bash') : toolportSpec(ctx, target === 'toolport' ? 'bash' : 'bash-sandbox', target === 'toolport' ? {} : { TOOLPORT_BASH_SANDBOX: 'auto' });
+  const slot: LatencySlot = { target: target === 'raw' ? 'raw' : 'toolport', round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], latenciesMs: [] };
+  await withServer(spec, slot.target, slot.failures, async (server) => {
+    slot.rssStartBytes = await rssOf(server.pid);
+    const calls = ctx.options.bashCalls;
+    const { latenciesMs, failures } = await sequentialLatencies(server.url, BASH_REQUEST, calls, Math.ceil(calls / 10));
+    slot.latenciesMs = latenciesMs;
+    slot.rssEndBytes = await rssOf(server.pid);
+    if (failures.length > 0) slot.failures.push(`${target} Bash: ${failures.length} failed calls, the first: ${failures[0]}`);
+    if (slot.target === 'toolport') slot.sandbox = /"bashSandbox":"(\w+)"/.exec(await readFile(server.logFile, 'utf8'))?.[1] ?? 'unknown';
+  });
+  return slot;
+}
+
+/** One cold start: from spawn to the first `/healthz` 200, of toolport with its defaults or of a bare Fastify. */
+export async function coldStartSlot(ctx: BenchContext, target: 'toolport' | 'fastify', round: number): Promise<StartSlot> {
+  const spec = target === 'toolport' ? toolportDefaultsSpec(ctx, 'cold-start') : bareFastifySpec(ctx, 'cold-start');
+  const slot: StartSlot = { target, round, readyMs: undefined, failures: [] };
+  await withServer(spec, target, slot.failures, async (server) => {
+    slot.readyMs = server.readyMs;
+  });
+  return slot;
+}
