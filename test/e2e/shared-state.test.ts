@@ -65,7 +65,7 @@ test('with TOOLPORT_REDIS_URL the server counts in Redis, and closes the connect
 test('keys with workspaces of their own each read only theirs from the real server', async (t) => {
   const { keysFile, dir } = await teams(t);
   // Keys in two workspaces may use Bash only in the sandbox; without it, the server serves no Bash.
-  const bash = SANDBOX_MISSING === undefined ? { TOOLPORT_BASH_SANDBOX: 'true' } : { TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_TOOLS: 'Read,LS' };
+  const bash: Record<string, string> = SANDBOX_MISSING === undefined ? { TOOLPORT_BASH_SANDBOX: 'true' } : { TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_TOOLS: 'Read,LS' };
   const server = await startServer({ TOOLPORT_API_KEYS_FILE: keysFile, ...bash });
   t.after(() => kill(server));
   const announced = await server.logLine((l) => l.msg === 'keys with workspaces of their own');
