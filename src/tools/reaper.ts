@@ -1,18 +1,19 @@
 import { commandEnv, runProcess } from './process.js';
 
 /**
- * The number of the prctl system call, by Node's `process.arch`. Perl's `syscall` needs it, and
- * the minimal Perl that every Debian system carries (perl-base) has no `syscall.ph` to look it up.
+ * The numbers of the prctl and rt_sigprocmask system calls, by Node's `process.arch`. Perl's
+ * `syscall` needs them, and the minimal Perl that every Debian system carries (perl-base) has no
+ * `syscall.ph` to look them up.
  */
-const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
-  x64: 157,
-  arm64: 167,
-  riscv64: 167,
-  loong64: 167,
-  ia32: 172,
-  arm: 172,
-  s390x: 172,
-  ppc64: 171,
+const SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number }>> = {
+  x64: { prctl: 157, rtSigprocmask: 14 },
+  arm64: { prctl: 167, rtSigprocmask: 135 },
+  riscv64: { prctl: 167, rtSigprocmask: 135 },
+  loong64: { prctl: 167, rtSigprocmask: 135 },
+  ia32: { prctl: 172, rtSigprocmask: 175 },
+  arm: { prctl: 172, rtSigprocmask: 175 },
+  s390x: { prctl: 172, rtSigprocmask: 175 },
+  ppc64: { prctl: 171, rtSigprocmask: 174 },
 };
 
 const CHECK_TIMEOUT_MS = 10_000;
@@ -29,24 +30,32 @@ const MAX_REASON_CHARS = 500;
  * SIGTERM to every process in its subtree (found by walking /proc), SIGKILL to what is left after
  * the grace period, reaps them all, and exits as the command did: same code, or same signal.
  *
- * Arguments: prctl's syscall number, the server's pid (if it is already gone, clean up at once),
- * the grace period in ms, and the command.
+ * Arguments: the numbers of the prctl and rt_sigprocmask system calls, the server's pid (if it is
+ * already gone, clean up at once), the grace period in ms, and the command.
+ *
+ * It loads no module (not even strict): `use POSIX` alone cost 10 ms a call, four times what
+ * starting Perl and bash costs, so the signal mask is set with the system call itself and WNOHANG
+ * is Linux's 1. When the command has exited and the reaper has no child left, nothing can be left
+ * below it (an orphan is re-parented to the reaper, the nearest subreaper), so /proc is walked
+ * only when something is.
  */
 export const REAPER_SCRIPT = String.raw`
-use strict;
-use POSIX ();
-my ($prctl, $server, $grace_ms, @command) = @ARGV;
+my ($prctl, $sigprocmask, $server, $grace_ms, @command) = @ARGV;
 syscall($prctl, 36, 1, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_CHILD_SUBREAPER): $!\n";
 syscall($prctl, 1, 15, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
-my $signals = POSIX::SigSet->new(POSIX::SIGTERM(), POSIX::SIGINT(), POSIX::SIGHUP());
-POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+# SIGHUP, SIGINT and SIGTERM as a kernel sigset_t: one 64-bit word, or two 32-bit ones where Perl has no 64-bit integers.
+my $stops = eval { pack('Q', (1 << 0) | (1 << 1) | (1 << 14)) } // pack('L2', (1 << 0) | (1 << 1) | (1 << 14), 0);
+sub mask { syscall($sigprocmask, $_[0], $_[1], 0, 8) == 0 or die "toolport reaper: rt_sigprocmask: $!\n"; }
+sub block { mask(0, $stops) }
+sub unblock { mask(1, $stops) }
+block();
 my $main = fork();
 die "toolport reaper: fork: $!\n" unless defined $main;
 if ($main == 0) {
-  POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $signals);
+  unblock();
   exec { $command[0] } @command;
   print STDERR "toolport reaper: $command[0]: $!\n";
-  POSIX::_exit(127);
+  exit 127;
 }
 my $status;
 # The handler leaves the wait by dying, but only while the eval below is on the stack. More than
@@ -59,16 +68,16 @@ our $waiting = 0;
 $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
 eval {
   local $waiting = 1;
-  POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $signals);
+  unblock();
   die "stop\n" if getppid() != $server;
   while (1) {
     my $pid = waitpid(-1, 0);
     last if $pid < 0;
     if ($pid == $main) { $status = $?; last; }
   }
-  POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+  block();
 };
-POSIX::sigprocmask(POSIX::SIG_BLOCK(), $signals);
+block();
 # A signal that comes just as waitpid returns the command's pid interrupts before the assignment;
 # waitpid has set $? already, and the command is gone.
 $status = $? if !defined $status && !kill(0, $main);
@@ -89,33 +98,40 @@ sub descendants {
   while (@queue) { my $pid = shift @queue; for my $child (@{ $children{$pid} || [] }) { push @found, $child; push @queue, $child; } }
   return @found;
 }
-my $deadline = now_ms() + $grace_ms;
+my $deadline;
 my %termed;
 while (1) {
-  while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { $status = $? if $pid == $main; }
+  my $pid;
+  # 1 is WNOHANG. -1 (no child at all) means nothing is left below the reaper.
+  while (($pid = waitpid(-1, 1)) > 0) { $status = $? if $pid == $main; }
+  last if $pid < 0;
   my @left = descendants();
   last unless @left;
+  $deadline //= now_ms() + $grace_ms;
   if (now_ms() >= $deadline) { kill 'KILL', @left; }
   else { my @new = grep { !$termed{$_}++ } @left; kill 'TERM', @new if @new; }
   select(undef, undef, undef, 0.01);
 }
-while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { $status = $? if $pid == $main; }
+while ((my $pid = waitpid(-1, 1)) > 0) { $status = $? if $pid == $main; }
 $status = 1 << 8 unless defined $status;
 if ($status & 127) {
   my $signal = $status & 127;
   $SIG{$_} = 'DEFAULT' for keys %SIG;
-  POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
+  mask(2, pack('x8'));
   kill $signal, $$;
-  POSIX::_exit(128 + $signal);
+  exit(128 + $signal);
 }
-POSIX::_exit($status >> 8);
+exit($status >> 8);
 `;
 
 /** The program and arguments that run `file args` under the reaper. */
 export function reapedCommand(file: string, args: readonly string[], graceMs: number): { file: string; args: string[] } {
-  const prctl = PRCTL_SYSCALL[process.arch];
-  if (prctl === undefined) throw new Error(`the reaper does not know the prctl system call of ${process.arch}`);
-  return { file: 'perl', args: ['-e', REAPER_SCRIPT, '--', String(prctl), String(process.pid), String(graceMs), file, ...args] };
+  const syscalls = SYSCALLS[process.arch];
+  if (syscalls === undefined) throw new Error(`the reaper does not know the system calls of ${process.arch}`);
+  return {
+    file: 'perl',
+    args: ['-e', REAPER_SCRIPT, '--', String(syscalls.prctl), String(syscalls.rtSigprocmask), String(process.pid), String(graceMs), file, ...args],
+  };
 }
 
 /**
@@ -124,7 +140,7 @@ export function reapedCommand(file: string, args: readonly string[], graceMs: nu
  */
 export async function reaperUnavailableReason(perl = 'perl'): Promise<string | undefined> {
   if (process.platform !== 'linux') return `child subreapers are a Linux feature and this is ${process.platform}`;
-  if (PRCTL_SYSCALL[process.arch] === undefined) return `the reaper does not know the prctl system call of ${process.arch}`;
+  if (SYSCALLS[process.arch] === undefined) return `the reaper does not know the system calls of ${process.arch}`;
   // The command is perl itself, the one program this needs.
   const { args } = reapedCommand(perl, ['-e', '0'], 0);
   const stderr: Buffer[] = [];

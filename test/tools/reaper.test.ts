@@ -102,7 +102,7 @@ test('when the server dies the reaper kills everything it started', async (t) =>
   const script = `
     const { spawn } = require('node:child_process');
     const args = JSON.parse(process.argv[2]);
-    args[args.indexOf('--') + 2] = String(process.pid);
+    args[args.indexOf('--') + 3] = String(process.pid);
     const child = spawn(process.argv[1], args, { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     child.stdout.on('data', (d) => process.stdout.write(d));
   `;
