@@ -11,7 +11,7 @@ import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCom
 import type { FunctionTool, ResponseInputItem } from 'openai/resources/responses/responses';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolResult } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
 import {
   toAnthropicToolResult,
@@ -22,19 +22,8 @@ import {
   type OpenAIToolMessage,
 } from '../../src/providers/results.js';
 import { Echo } from '../../src/tools/echo.js';
+import { Picture, PIXEL } from '../fixtures/tools.js';
 
-const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-const Picture: ToolDef = {
-  name: 'Picture',
-  description: 'Returns a caption and a 1x1 PNG.',
-  inputSchema: { type: 'object', properties: {} },
-  execute: () => ({
-    content: [
-      { type: 'text', text: 'a pixel' },
-      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } },
-    ],
-  }),
-};
 const result: ToolResult = Picture.execute({}, undefined as never) as ToolResult;
 
 // The compile-time checks.

@@ -8,20 +8,8 @@ import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/http/routes/calls.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
-import { controllableTool, Nested, Throws } from '../../fixtures/tools.js';
+import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
 
-const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-const Picture: ToolDef = {
-  name: 'Picture',
-  description: 'Returns a caption and a 1x1 PNG.',
-  inputSchema: { type: 'object', properties: {} },
-  execute: () => ({
-    content: [
-      { type: 'text', text: 'a pixel' },
-      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } },
-    ],
-  }),
-};
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();
