@@ -16,13 +16,18 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { machine, revision } from './machine.js';
-import { parseOptions, ROOT } from './options.js';
+import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
 import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
 import { BASH_GOAL, COLD_START_GOAL, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
+
+// The rows that are not wrk's, named for --only.
+const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
+const BASH_DEFAULT_ROW = { id: 'bash-default', label: 'Bash `true`, sequential, median (default: sandbox on)' };
+const COLD_START_ROW = { id: 'cold-start', label: 'cold start to first /healthz 200' };
 
 const say = (line: string): boolean => process.stderr.write(`${line}\n`);
 
@@ -50,7 +55,12 @@ async function main(): Promise<number> {
   const failures: string[] = [];
 
   say('bench: recording toolport\'s answers for the raw baseline...');
-  const recorded = await recordReplies(ctx, THROUGHPUT_ROWS);
+  const ids = [...THROUGHPUT_ROWS.map((row) => row.id), BASH_ROW.id, BASH_DEFAULT_ROW.id, COLD_START_ROW.id];
+  const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
+  const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
+  const runStarts = selected(options, COLD_START_ROW, ids);
+  if (rows.length === 0 && !runBash && !runStarts) throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
+  const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
   const scripts = new Map<string, string>();
   for (const row of recorded.served) scripts.set(row.id, await writeWrkScript(dir, row.id, rowRequest(ctx, row)));
@@ -71,12 +81,12 @@ async function main(): Promise<number> {
         say(`${tag}  ${row.label}  ${target}: ${describeRun(slot.result)}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`);
       }
     }
-    for (const [target, into] of [['toolport', bash.toolport], ['raw', bash.raw], ['toolport-default', bash.sandbox]] as const) {
+    for (const [target, into] of runBash ? ([['toolport', bash.toolport], ['raw', bash.raw], ['toolport-default', bash.sandbox]] as const) : []) {
       const slot = collect(await bashSlot(ctx, target, round));
       into.push(slot);
       say(`${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`);
     }
-    for (let i = 0; i < options.starts; i++) {
+    for (let i = 0; i < (runStarts ? options.starts : 0); i++) {
       for (const target of ['toolport', 'fastify'] as const) {
         const slot = collect(await coldStartSlot(ctx, target, round));
         starts.push(slot);
@@ -89,9 +99,13 @@ async function main(): Promise<number> {
   const summaries: RowSummary[] = [
     ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!)),
     ...recorded.notServed.map((row): RowSummary => ({ id: row.id, label: row.label, kind: 'throughput', baselineName: 'raw node:http', note: 'not served' })),
-    summariseLatency('bash', 'Bash `true`, sequential, median (sandbox off)', BASH_GOAL, bash.toolport, bash.raw),
-    summariseLatency('bash-default', `Bash \`true\`, sequential, median (default: sandbox ${sandboxMode})`, undefined, bash.sandbox, bash.raw),
-    summariseColdStart('cold-start', 'cold start to first /healthz 200', COLD_START_GOAL, starts),
+    ...(runBash
+      ? [
+          summariseLatency(BASH_ROW.id, BASH_ROW.label, BASH_GOAL, bash.toolport, bash.raw),
+          summariseLatency(BASH_DEFAULT_ROW.id, `Bash \`true\`, sequential, median (default: sandbox ${sandboxMode})`, undefined, bash.sandbox, bash.raw),
+        ]
+      : []),
+    ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
   ];
   const about = machine(nproc, wrk, pinning.note);
   const printed = [

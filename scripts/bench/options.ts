@@ -26,6 +26,8 @@ export interface BenchOptions {
   starts: number;
   /** Skip `tsc -p tsconfig.build.json` and measure the `dist/` already there. */
   skipBuild: boolean;
+  /** Run only the rows whose id or label contains one of these (case-insensitive); empty: every row. */
+  only: string[];
 }
 
 const USAGE = `npm run bench [-- options]
@@ -38,7 +40,10 @@ const USAGE = `npm run bench [-- options]
   --rounds N          interleaved rounds (default 3)
   --bash-calls N      sequential Bash calls per slot (default 200)
   --starts N          cold starts of each kind per round (default 2)
-  --skip-build        measure the dist/ already built`;
+  --skip-build        measure the dist/ already built
+  --only TEXT         only the row with this id, or else the rows whose id or label contains
+                      TEXT (repeatable; ids: get-tools, get-tools-keyed, echo, echo-keyed,
+                      mcp-tools-list, mcp-tools-call, calls, bash, cold-start)`;
 
 /** Reads the command line; throws with the usage on a bad flag or value. */
 export function parseOptions(args: string[]): BenchOptions {
@@ -57,6 +62,7 @@ export function parseOptions(args: string[]): BenchOptions {
         'bash-calls': { type: 'string' },
         starts: { type: 'string' },
         'skip-build': { type: 'boolean', default: false },
+        only: { type: 'string', multiple: true, default: [] },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -77,9 +83,20 @@ export function parseOptions(args: string[]): BenchOptions {
     bashCalls: count('--bash-calls', values['bash-calls'] ?? (quick ? '20' : '200'), 1),
     starts: count('--starts', values.starts ?? (quick ? '1' : '2'), 1),
     skipBuild: values['skip-build'],
+    only: values.only.map((text) => text.toLowerCase()),
   };
   if (options.threads > options.connections) throw new Error('--threads must not exceed --connections (wrk gives each thread at least one connection)');
   return options;
+}
+
+/**
+ * Whether a row is to run. Each `--only` text selects the row whose id it is, or, when it is no
+ * row's id, every row whose id or label contains it; no `--only`: every row.
+ */
+export function selected(options: Pick<BenchOptions, 'only'>, row: { id: string; label: string }, ids: readonly string[]): boolean {
+  if (options.only.length === 0) return true;
+  const haystack = `${row.id}\n${row.label}`.toLowerCase();
+  return options.only.some((text) => (ids.includes(text) ? row.id === text : haystack.includes(text)));
 }
 
 function count(flag: string, value: string | undefined, min: number): number {
