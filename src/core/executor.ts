@@ -1,11 +1,12 @@
 import { pino, type Logger } from 'pino';
+import { CallAbort, type AbortSource } from './call-abort.js';
 import { ToolportError } from './errors.js';
 import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from './limiter.js';
 import { violationLines, type InputViolation } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import { progressReporter } from './progress.js';
-import type { Progress, ToolContext, ToolDef, ToolInput, ToolResult } from './types.js';
+import type { Progress, ProgressUpdate, ToolContext, ToolDef, ToolInput, ToolResult } from './types.js';
 
 /** Outcome of one call, as logged and counted. */
 export type CallOutcome = 'ok' | 'tool_error' | 'threw' | 'malformed' | 'timeout' | 'aborted';
@@ -30,7 +31,7 @@ export interface CallObserver {
 
 export interface ExecutorOptions {
   registry: ToolRegistry;
-  /** The parent logger; each call gets a child bound to its request id and tool. */
+  /** Where the audit lines go; a tool that logs gets a child bound to its request id and tool. */
   logger?: Logger;
   /** Deadline for tools that declare no `timeoutMs` of their own. */
   defaultTimeoutMs?: number;
@@ -45,7 +46,12 @@ export interface ExecutorOptions {
 export interface CallOptions {
   requestId?: string;
   /** Aborts the call from outside: the client went away or the server is shutting down. */
-  signal?: AbortSignal;
+  signal?: AbortSource;
+  /**
+   * The call's own cancellation, made by the caller so it can abort the call without an
+   * AbortController of its own (the gateway); when given, `signal` is not looked at.
+   */
+  abort?: CallAbort;
   /** Size of the raw input, for the log line (the input itself is never logged). */
   inputBytes?: number;
   /** The label of the API key the call came with, for the log line (logged as `key`). */
@@ -158,36 +164,53 @@ export class ToolExecutor {
     const prepared = this.check(name, input, options.registry);
     const tool = this.lookup(name, options.registry);
     const limiter = this.#limiterFor(tool);
-    // Synchronous up to here: a call is queued (or refused) in the order call() was called.
-    const admitted = limiter.acquire(options.signal);
-    const requestId = options.requestId ?? `call-${++this.#nextId}`;
-    const log = this.#log.child({ reqId: requestId, tool: name });
-    let waitMs: number | undefined;
-    if (admitted !== true) {
-      const queued = performance.now();
-      const holds = await admitted;
-      waitMs = roundMs(performance.now() - queued);
-      if (!holds) {
-        // Left the queue: the tool never started, and it holds no slot.
-        const result = errorResult(`Tool "${name}" was aborted: ${describeAbortReason(options.signal?.reason)}.`);
-        log.info({ ms: 0, waitMs, outcome: 'aborted', inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport }, 'tool call');
-        this.#observer?.callFinished(name, 'aborted', undefined, options.transport);
-        return result;
-      }
-    }
+    const abort = options.abort ?? new CallAbort();
+    const unfollow = options.abort === undefined && options.signal !== undefined ? abort.follow(options.signal) : undefined;
     try {
-      const { outcome, result, err, seconds } = await this.#runUnderDeadline(tool, prepared, options, log, requestId);
-      // One line per call; failures of the tool itself carry the error (with its stack) at warn.
-      const fields = { ms: roundMs(seconds * 1000), waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport };
-      if (err === undefined) log.info(fields, 'tool call');
-      else log.warn({ ...fields, err }, 'tool call');
-      this.#observer?.callFinished(name, outcome, seconds, options.transport);
-      return result;
+      // Synchronous up to here: a call is queued (or refused) in the order call() was called.
+      const admitted = limiter.acquire(abort);
+      const requestId = options.requestId ?? `call-${++this.#nextId}`;
+      let waitMs: number | undefined;
+      if (admitted !== true) {
+        const queued = performance.now();
+        const holds = await admitted;
+        waitMs = roundMs(performance.now() - queued);
+        if (!holds) {
+          // Left the queue: the tool never started, and it holds no slot.
+          const left: Settled = { outcome: 'aborted', result: abortedResult(name, abort.reason) };
+          this.#audit(requestId, name, left, undefined, waitMs, options);
+          return left.result;
+        }
+      }
+      try {
+        const started = performance.now();
+        const running = this.#start(tool, prepared, options, abort, requestId);
+        const settled = running instanceof Promise ? await running : running;
+        const seconds = (performance.now() - started) / 1000;
+        // A tool that finished without looking at its signal still gets it, so leftovers stop.
+        abort.abort(CALL_FINISHED);
+        this.#audit(requestId, name, settled, seconds, waitMs, options);
+        return settled.result;
+      } finally {
+        // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
+        // holding it until such a tool settled would lose the slot for good to a tool that hangs.
+        limiter.release();
+      }
     } finally {
-      // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
-      // holding it until such a tool settled would lose the slot for good to a tool that hangs.
-      limiter.release();
+      unfollow?.();
     }
+  }
+
+  /**
+   * The call's one audit line (the error of a tool that failed, with its stack, at warn), built
+   * once on the executor's own logger: no child logger per call. `seconds` undefined: never ran.
+   */
+  #audit(reqId: string, tool: string, { outcome, err }: Settled, seconds: number | undefined, waitMs: number | undefined, options: CallOptions): void {
+    const ms = seconds === undefined ? 0 : roundMs(seconds * 1000);
+    const fields = { reqId, tool, ms, waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport, err };
+    if (err === undefined) this.#log.info(fields, 'tool call');
+    else this.#log.warn(fields, 'tool call');
+    this.#observer?.callFinished(tool, outcome, seconds, options.transport);
   }
 
   #limiterFor(tool: ToolDef): ConcurrencyLimiter {
@@ -205,61 +228,100 @@ export class ToolExecutor {
     return limiter;
   }
 
-  async #runUnderDeadline(
-    tool: ToolDef,
-    input: Record<string, unknown>,
-    options: CallOptions,
-    log: Logger,
-    requestId: string,
-  ): Promise<Settled & { seconds: number }> {
-    const name = tool.name;
-    const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
-    const controller = new AbortController();
-    const started = performance.now();
-
-    let settle!: (settled: Settled) => void;
-    const stopped = new Promise<Settled>((resolve) => (settle = resolve));
-    const onAbort = (): void => {
-      const reason: unknown = options.signal?.reason;
-      controller.abort(reason);
-      settle({ outcome: 'aborted', result: errorResult(`Tool "${name}" was aborted: ${describeAbortReason(reason)}.`) });
-    };
-    const timer = setTimeout(() => {
-      controller.abort(new DeadlineExceeded(`deadline of ${timeoutMs} ms exceeded`));
-      settle({ outcome: 'timeout', result: errorResult(`Tool "${name}" timed out after ${timeoutMs} ms and was aborted.`) });
-    }, timeoutMs);
-    if (options.signal?.aborted) onAbort();
-    else options.signal?.addEventListener('abort', onAbort, { once: true });
-
+  /**
+   * Starts the tool and settles its call. A tool that answers synchronously (or throws) is settled
+   * at once, with no timer, listener or promise; only one that returns a promise gets the deadline
+   * timer and a listener for the abort, and whichever comes first settles the call.
+   */
+  #start(tool: ToolDef, input: ToolInput, options: CallOptions, abort: CallAbort, requestId: string): Settled | Promise<Settled> {
     // A call cancelled before it began never starts the tool: it may have side effects.
-    const progress = options.onProgress && progressReporter(options.onProgress, controller.signal);
-    const ran = controller.signal.aborted ? stopped : this.#run(tool, input, { signal: controller.signal, log, requestId, progress });
-    const settled = await Promise.race([ran, stopped]);
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
-    // A tool that finished without looking at its signal still gets it, so leftovers stop.
-    if (!controller.signal.aborted) controller.abort(CALL_FINISHED);
-    return { ...settled, seconds: (performance.now() - started) / 1000 };
-  }
-
-  async #run(
-    tool: ToolDef,
-    input: Record<string, unknown>,
-    context: ToolContext,
-  ): Promise<Settled> {
+    if (abort.aborted) return { outcome: 'aborted', result: abortedResult(tool.name, abort.reason) };
+    const progress = options.onProgress && progressReporter(options.onProgress, abort);
     let value: unknown;
     try {
-      value = await tool.execute(input, context);
+      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress));
     } catch (err) {
-      return { outcome: 'threw', result: errorResult(`Tool "${tool.name}" failed: ${describeThrown(err)}`), err };
+      return threw(tool, err);
     }
-    const normalised = normaliseResult(value);
-    if ('defect' in normalised) {
-      const message = `Tool "${tool.name}" returned a malformed result: ${normalised.defect}.`;
-      return { outcome: 'malformed', result: errorResult(message), err: new Error(message) };
-    }
-    return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
+    if (!isThenable(value)) return settledBy(tool, value);
+
+    const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
+    return new Promise<Settled>((resolve) => {
+      let done = false;
+      const settle = (settled: Settled): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        abort.removeEventListener('abort', onAbort);
+        resolve(settled);
+      };
+      const onAbort = (): void => settle({ outcome: 'aborted', result: abortedResult(tool.name, abort.reason) });
+      const timer = setTimeout(() => {
+        settle({ outcome: 'timeout', result: errorResult(`Tool "${tool.name}" timed out after ${timeoutMs} ms and was aborted.`) });
+        abort.abort(new DeadlineExceeded(`deadline of ${timeoutMs} ms exceeded`));
+      }, timeoutMs);
+      abort.addEventListener('abort', onAbort);
+      try {
+        value.then(
+          (answer) => settle(settledBy(tool, answer)),
+          (err: unknown) => settle(threw(tool, err)),
+        );
+      } catch (err) {
+        settle(threw(tool, err));
+      }
+    });
   }
+}
+
+/**
+ * What a tool receives besides its input. The logger and the signal are made when the tool first
+ * asks for them: most calls of a quick tool use neither, and each costs an allocation or more.
+ */
+class CallContext implements ToolContext {
+  readonly requestId: string;
+  readonly progress: ((update: string | ProgressUpdate) => void) | undefined;
+  readonly #abort: CallAbort;
+  readonly #parent: Logger;
+  readonly #tool: string;
+  #log: Logger | undefined;
+
+  constructor(abort: CallAbort, parent: Logger, requestId: string, tool: string, progress: ((update: string | ProgressUpdate) => void) | undefined) {
+    this.#abort = abort;
+    this.#parent = parent;
+    this.requestId = requestId;
+    this.#tool = tool;
+    this.progress = progress;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get log(): Logger {
+    return (this.#log ??= this.#parent.child({ reqId: this.requestId, tool: this.#tool }));
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/** How a call ends when its tool answered `value`. */
+function settledBy(tool: ToolDef, value: unknown): Settled {
+  const normalised = normaliseResult(value);
+  if ('defect' in normalised) {
+    const message = `Tool "${tool.name}" returned a malformed result: ${normalised.defect}.`;
+    return { outcome: 'malformed', result: errorResult(message), err: new Error(message) };
+  }
+  return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
+}
+
+function threw(tool: ToolDef, err: unknown): Settled {
+  return { outcome: 'threw', result: errorResult(`Tool "${tool.name}" failed: ${describeThrown(err)}`), err };
+}
+
+function abortedResult(name: string, reason: unknown): ToolResult & { isError: boolean } {
+  return errorResult(`Tool "${name}" was aborted: ${describeAbortReason(reason)}.`);
 }
 
 // Made once: an Error captures a stack trace, which is not free on every call.

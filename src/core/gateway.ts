@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { CallAbort, type AbortSource } from './call-abort.js';
 import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './errors.js';
 import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
 import { API_FORMATS, hasStrictMode, type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
@@ -45,7 +46,7 @@ export interface CallRequest extends CallIdentity {
   /** The tool input as parsed, not yet validated. */
   input: unknown;
   /** Aborts the call from outside (a client's cancellation); `cancel` does the same without a signal. */
-  signal?: AbortSignal;
+  signal?: AbortSource;
   /** Size of the raw input, for the log line (the input itself is never logged). */
   inputBytes?: number;
   /** Hears the tool's progress reports; without it, the tool's context has no `progress`. */
@@ -131,13 +132,15 @@ export class Gateway {
     }
     // Synchronous up to the executor's call, so calls are admitted in the order they came.
     const registry = this.#toolsetOf(request.caller);
-    const controller = new AbortController();
-    this.#inFlight.enter(request, controller);
-    const unlink = request.signal && follow(request.signal, controller);
+    // No AbortController unless the tool asks for a signal: cancel, shutdown and the caller's
+    // signal all abort this.
+    const abort = new CallAbort();
+    this.#inFlight.enter(request, abort);
+    const unlink = request.signal && abort.follow(request.signal);
     try {
       return await this.executor.call(request.tool, request.input, {
         requestId: request.requestId,
-        signal: controller.signal,
+        abort,
         inputBytes: request.inputBytes,
         keyLabel: request.caller.label,
         transport: request.transport,
@@ -252,15 +255,4 @@ export class Gateway {
   abortAll(reason: Error): void {
     this.#inFlight.abortAll(reason);
   }
-}
-
-/** Aborts `controller` when `signal` aborts; returns what stops it following. */
-function follow(signal: AbortSignal, controller: AbortController): (() => void) | undefined {
-  if (signal.aborted) {
-    controller.abort(signal.reason);
-    return undefined;
-  }
-  const onAbort = (): void => controller.abort(signal.reason);
-  signal.addEventListener('abort', onAbort, { once: true });
-  return () => signal.removeEventListener('abort', onAbort);
 }

@@ -1,13 +1,18 @@
 import { ToolportError } from './errors.js';
 
+/** What cancels one call: an AbortController, or the cheaper `CallAbort`. */
+export interface Abortable {
+  abort(reason?: unknown): void;
+}
+
 /**
- * The tool calls in flight, each with the controller that cancels it, so shutdown can wait for
- * them and then abort the ones left, and an adapter can cancel one by the key it called with.
- * (One controller per call, rather than AbortSignal.any over a shared shutdown signal: `any`
- * costs a weak reference and a listener per call on the hot path.)
+ * The tool calls in flight, each with what cancels it, so shutdown can wait for them and then
+ * abort the ones left, and an adapter can cancel one by the key it called with. (One canceller
+ * per call, rather than AbortSignal.any over a shared shutdown signal: `any` costs a weak
+ * reference and a listener per call on the hot path.)
  */
 export class InFlight {
-  readonly #calls = new Map<object, AbortController>();
+  readonly #calls = new Map<object, Abortable>();
   #waiters: Array<() => void> = [];
   #draining = false;
 
@@ -30,7 +35,7 @@ export class InFlight {
    * `SHUTTING_DOWN` once draining: a call that was on its way when shutdown began (a request whose
    * body was still arriving) must not start a call that shutdown would neither wait for nor abort.
    */
-  enter(key: object, controller: AbortController): void {
+  enter(key: object, controller: Abortable): void {
     if (this.#draining) throw shuttingDown();
     this.#calls.set(key, controller);
   }

@@ -1,3 +1,4 @@
+import type { AbortSource } from './call-abort.js';
 import { ToolportError } from './errors.js';
 
 /** Most calls of one tool that run at once when the server sets no cap of its own. */
@@ -57,7 +58,7 @@ export class ConcurrencyLimiter {
    * the queue and holds nothing). Throws `QUEUE_FULL` when the queue is full. Whoever gets `true`
    * must call `release()` exactly once.
    */
-  acquire(signal?: AbortSignal): true | Promise<boolean> {
+  acquire(signal?: AbortSource): true | Promise<boolean> {
     // Slots pass straight from a finishing call to the first waiter, so a free slot means nobody waits.
     if (this.#running < this.limit) {
       this.#running++;

@@ -7,7 +7,7 @@ import type { Progress, ProgressUpdate } from './types.js';
  * aborts (the call answered, timed out or was cancelled), and never lets the listener's failure
  * reach the tool.
  */
-export function progressReporter(listener: (progress: Progress) => void, signal: AbortSignal): (update: string | ProgressUpdate) => void {
+export function progressReporter(listener: (progress: Progress) => void, signal: { readonly aborted: boolean }): (update: string | ProgressUpdate) => void {
   let last: number | undefined;
   return (update) => {
     if (signal.aborted) return;

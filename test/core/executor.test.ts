@@ -368,6 +368,17 @@ describe('ToolExecutor: deadlines and aborts', () => {
     controller.abort(new Error('late'));
     assert.deepEqual(result, { content: [{ type: 'text', text: 'done' }], isError: false }, 'a late abort changes nothing');
   });
+
+  test('a tool that answers synchronously gets no deadline timer; one that returns a promise gets one, cleared when it answers', async (t) => {
+    const timers = t.mock.method(globalThis, 'setTimeout');
+    const cleared = t.mock.method(globalThis, 'clearTimeout');
+    const executor = executorWith(echo, tool('Later', async () => textResult('later')));
+    assert.deepEqual(await executor.call('Echo', { text: 'now' }), { content: [{ type: 'text', text: 'now' }], isError: false });
+    assert.equal(timers.mock.callCount(), 0);
+    assert.deepEqual(await executor.call('Later', {}), { content: [{ type: 'text', text: 'later' }], isError: false });
+    assert.equal(timers.mock.callCount(), 1);
+    assert.equal(cleared.mock.callCount(), 1);
+  });
 });
 
 describe('ToolExecutor: context and logging', () => {
