@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { openSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
-import { createLogger, logDestination } from '../src/logger.js';
+import { createLogger, logDestination, redactSecrets } from '../src/logger.js';
 
 function capture() {
   const lines: string[] = [];
@@ -24,6 +27,49 @@ test('the service logger redacts credentials in logged objects', () => {
   const line = JSON.parse(lines[0]!);
   assert.equal(line.req.headers.authorization, '[redacted]');
   assert.equal(line.key.apiKey, '[redacted]');
+});
+
+test('redaction returns fields without a secret as they are, and never changes the object logged', () => {
+  const audit = { reqId: 'req-1', tool: 'Echo', ms: 0.5, outcome: 'ok', key: 'ci-bot' };
+  assert.equal(redactSecrets(audit), audit);
+  const headers = { authorization: 'Bearer sk-live-123', accept: '*/*' };
+  const logged = { headers, nested: { token: 't-1', kept: 1 }, err: Object.assign(new Error('boom'), { password: 'p-1' }) };
+  const redacted = redactSecrets(logged);
+  assert.deepEqual(redacted.headers, { authorization: '[redacted]', accept: '*/*' });
+  assert.deepEqual(redacted.nested, { token: '[redacted]', kept: 1 });
+  assert.equal((redacted.err as { password: string; message: string }).password, '[redacted]');
+  assert.equal((redacted.err as { message: string }).message, 'boom');
+  assert.equal(headers.authorization, 'Bearer sk-live-123', 'the logged object is left alone');
+  assert.equal(logged.nested.token, 't-1');
+});
+
+test('the log destination writes a buffered line within its flush interval, without waiting for more', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'log');
+  const destination = logDestination(openSync(file, 'w'));
+  t.after(() => destination.destroy());
+  createLogger('info', { destination }).info({ tool: 'Echo' }, 'tool call');
+  await until(() => readFileSync(file, 'utf8').includes('"msg":"tool call"'));
+});
+
+test('lines still buffered when the process exits are written before it ends', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
+  try {
+    const file = path.join(dir, 'log');
+    const logger = path.resolve(import.meta.dirname, '../src/logger.ts');
+    const program = [
+      `import { openSync } from 'node:fs';`,
+      `import { createLogger, logDestination } from ${JSON.stringify(logger)};`,
+      `const log = createLogger('info', { destination: logDestination(openSync(${JSON.stringify(file)}, 'w')) });`,
+      `for (let i = 0; i < 3; i++) log.info({ i }, 'tool call');`,
+      'process.exit(0);',
+    ].join('\n');
+    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', program], { stdio: 'pipe' });
+    assert.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the service logger writes one JSON line per entry, at the configured level', () => {

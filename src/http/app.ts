@@ -14,6 +14,7 @@ import { installCors } from './cors.js';
 import { answerClientError, installErrorHandling, sendError } from './error-handler.js';
 import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
+import { requestLog } from './request-log.js';
 import { installJsonBody } from './json-body.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
@@ -128,6 +129,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     trustProxy: trustedProxies(options.trustProxy ?? false),
     // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
+    // Nor a child logger per request: request.log binds the request id when something logs there.
+    childLoggerFactory: requestLog,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     // The client's x-request-id is taken only when it is short and plain: it goes into every log line.
     requestIdHeader: false,
@@ -187,6 +190,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   } satisfies Toolport);
 
   installErrorHandling(app);
+  // The log destination buffers lines; pino writes what is left synchronously at exit, too.
+  app.addHook('onClose', async () => logger.flush());
   installConnectionGuards(app, connections);
   installJsonBody(app);
   // First, so that every response, refusals by the hooks below included, carries the id.
