@@ -1,14 +1,13 @@
 import type { Logger } from 'pino';
-import { KILL_GRACE_MS } from './process.js';
-import { reapedCommand, reaperUnavailableReason } from './reaper.js';
+import { commandEnv, KILL_GRACE_MS, runProcess, type RunOptions, type RunOutcome } from './process.js';
+import { ResidentReaper } from './reaper.js';
 import { BWRAP, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from './sandbox.js';
 
 /** TOOLPORT_BASH_SANDBOX: `auto` uses the sandbox when it works here, `true` requires it, `false` never uses it. */
 export type BashSandboxSetting = boolean | 'auto';
 
-// The reaper kills what is left KILL_GRACE_MS after SIGTERM; the server's own SIGKILL of the
-// group comes this much later, so that it never cuts the reaper's clean-up short.
-const REAPER_SLACK_MS = 1_000;
+/** What a caller of `BashIsolation.run` decides; the isolation decides the program, environment and kill grace. */
+export type BashRunOptions = Omit<RunOptions, 'env' | 'killGraceMs' | 'signalOnServerExit'>;
 
 /** How the Bash tool runs a command, decided once at start-up. */
 export interface BashIsolation {
@@ -24,8 +23,8 @@ export interface BashIsolation {
   readonly reason: string;
   /** What the sandbox hides (empty when unconfined). */
   readonly hidden: HiddenPaths;
-  /** The program and arguments that run `bash -c command`, and how the process runner ends them. */
-  command(command: string): { file: string; args: string[]; killGraceMs: number; signalOnServerExit: 'SIGTERM' | 'SIGKILL' };
+  /** Runs `bash -c command` this way, in a process group of its own; never rejects. */
+  run(command: string, options: BashRunOptions): Promise<RunOutcome>;
 }
 
 export interface BashIsolationOptions {
@@ -54,7 +53,11 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
         reaping: 'pid-namespace',
         reason: `TOOLPORT_BASH_SANDBOX=${String(setting)} and a trial run of bubblewrap succeeded`,
         hidden,
-        command: (command) => ({ ...sandboxedBash(root, command, hidden), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
+        run: (command, options) => {
+          const { file, args } = sandboxedBash(root, command, hidden);
+          // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
+          return runProcess(file, args, { ...options, env: commandEnv({ TMPDIR: '/tmp' }), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' });
+        },
       };
     }
     if (setting === true) throw new Error(`TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${unavailable}`);
@@ -62,14 +65,16 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
   }
 
   const noHidden: HiddenPaths = { directories: [], files: [] };
-  const noReaper = await reaperUnavailableReason();
-  if (noReaper !== undefined) {
+  let reaper: ResidentReaper;
+  try {
+    reaper = await ResidentReaper.start();
+  } catch (err) {
     return {
       mode: 'unconfined',
       reaping: 'process-group',
-      reason: `${why}; and the subreaper cannot run, so processes that leave the command's process group are not killed: ${noReaper}`,
+      reason: `${why}; and the subreaper cannot run, so processes that leave the command's process group are not killed: ${(err as Error).message}`,
       hidden: noHidden,
-      command: (command) => ({ file: 'bash', args: ['-c', command], killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
+      run: (command, options) => runProcess('bash', ['-c', command], { ...options, env: commandEnv(), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
     };
   }
   return {
@@ -77,11 +82,7 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
     reaping: 'subreaper',
     reason: why,
     hidden: noHidden,
-    command: (command) => ({
-      ...reapedCommand('bash', ['-c', command], KILL_GRACE_MS),
-      killGraceMs: KILL_GRACE_MS + REAPER_SLACK_MS,
-      signalOnServerExit: 'SIGTERM',
-    }),
+    run: (command, options) => reaper.run('bash', ['-c', command], { ...options, env: commandEnv(), killGraceMs: KILL_GRACE_MS }),
   };
 }
 

@@ -5,7 +5,7 @@ import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
 import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashSandboxSetting } from './bash-isolation.js';
-import { commandEnv, KILL_GRACE_MS, runProcess, type RunOutcome } from './process.js';
+import { KILL_GRACE_MS, type RunOutcome } from './process.js';
 import type { Workspace } from './workspace.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
@@ -73,7 +73,6 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     hiddenDirectories: options.hiddenDirectories,
   });
   if (options.log) logBashIsolation(options.log, isolation);
-  const sandbox = isolation.mode === 'sandbox';
 
   const tool = defineTool({
     name: 'Bash',
@@ -89,15 +88,10 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
       const progress = context.progress ? outputProgress(context.progress) : undefined;
-      const { file, args, killGraceMs, signalOnServerExit } = isolation.command(command);
-      const outcome = await runProcess(file, args, {
+      const outcome = await isolation.run(command, {
         cwd: root,
-        // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
-        env: sandbox ? commandEnv({ TMPDIR: '/tmp' }) : commandEnv(),
         timeoutMs,
         signal: context.signal,
-        killGraceMs,
-        signalOnServerExit,
         onStdout: progress
           ? (chunk) => {
               stdout.write(chunk);

@@ -7,9 +7,11 @@ import { describeAbortReason } from '../core/result.js';
 export const KILL_GRACE_MS = 2_000;
 
 const POLL_MS = 25;
-// After the main process exits, how much longer than the kill grace its pipes may stay open
-// (held by a process that left the group) before they are closed from this side.
-const CLOSE_SLACK_MS = 500;
+/**
+ * After the main process exits, how much longer than the kill grace its pipes may stay open
+ * (held by a process that left the group) before they are closed from this side.
+ */
+export const CLOSE_SLACK_MS = 500;
 const FALLBACK_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const PASSED_THROUGH = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'USER', 'TMPDIR'] as const;
 
@@ -139,13 +141,19 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
 const liveGroups = new Map<number, 'SIGTERM' | 'SIGKILL'>();
 let exitHandlerInstalled = false;
 
-function trackGroup(pgid: number, onServerExit: 'SIGTERM' | 'SIGKILL'): void {
+/** Sends the group `onServerExit` if the server exits while it may still have members. */
+export function trackGroup(pgid: number, onServerExit: 'SIGTERM' | 'SIGKILL'): void {
   liveGroups.set(pgid, onServerExit);
   if (exitHandlerInstalled) return;
   exitHandlerInstalled = true;
   process.on('exit', () => {
     for (const [group, signal] of liveGroups) signalGroup(group, signal);
   });
+}
+
+/** Stops tracking a group known to be empty. */
+export function forgetGroup(pgid: number): void {
+  liveGroups.delete(pgid);
 }
 
 /**

@@ -5,17 +5,22 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { commandEnv, runProcess, type RunOptions } from '../../src/tools/process.js';
-import { reapedCommand, reaperUnavailableReason } from '../../src/tools/reaper.js';
+import { commandEnv, type RunOptions } from '../../src/tools/process.js';
+import { reaperUnavailableReason, ResidentReaper, type ResidentReaperOptions } from '../../src/tools/reaper.js';
 import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
 
-/** Skips the test, saying why, when the reaper cannot run on this machine. */
-async function reaperWorks(t: TestContext): Promise<boolean> {
-  const reason = await reaperUnavailableReason();
-  if (reason !== undefined) t.skip(`the reaper cannot run here: ${reason}`);
-  return reason === undefined;
+/** A reaper closed when the test ends, or undefined (the test skipped, saying why) when it cannot run here. */
+async function startReaper(t: TestContext, options: ResidentReaperOptions = {}): Promise<ResidentReaper | undefined> {
+  try {
+    const reaper = await ResidentReaper.start(options);
+    t.after(() => reaper.close());
+    return reaper;
+  } catch (err) {
+    t.skip(`the reaper cannot run here: ${(err as Error).message}`);
+    return undefined;
+  }
 }
 
 function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string; err: () => string } {
@@ -25,7 +30,6 @@ function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () =>
     cwd: process.cwd(),
     env: commandEnv(),
     timeoutMs: 10_000,
-    signalOnServerExit: 'SIGTERM',
     onStdout: (chunk) => out.push(chunk),
     onStderr: (chunk) => err.push(chunk),
     out: () => Buffer.concat(out).toString('utf8'),
@@ -34,13 +38,24 @@ function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () =>
   };
 }
 
-/** Runs `bash -c command` under the reaper. */
-function reaped(command: string, graceMs: number, overrides: Partial<RunOptions> = {}): ReturnType<typeof runProcess> & { opts: ReturnType<typeof options> } {
-  const { file, args } = reapedCommand('bash', ['-c', command], graceMs);
-  const opts = options(overrides);
-  return Object.assign(runProcess(file, args, opts), { opts });
+/** Runs `bash -c command` under the reaper, with its grace period of `graceMs`. */
+function reaped(reaper: ResidentReaper, command: string, graceMs: number, overrides: Partial<RunOptions> = {}): Promise<Awaited<ReturnType<ResidentReaper['run']>>> & { opts: ReturnType<typeof options> } {
+  const opts = options({ killGraceMs: graceMs, ...overrides });
+  return Object.assign(reaper.run('bash', ['-c', command], opts), { opts });
 }
 
+/** The parent of a process, from /proc. */
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The bash a marked command runs in. */
+function bashOf(marker: string): number {
+  const bash = processesWith(marker).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('bash\0'));
+  assert.ok(bash !== undefined, 'bash is running');
+  return bash;
+}
 
 test('reaperUnavailableReason finds the reaper working here, or says why not', async () => {
   const reason = await reaperUnavailableReason();
@@ -54,65 +69,130 @@ test('reaperUnavailableReason says how to install perl when it is missing', asyn
 });
 
 test('the reaper kills processes that called setsid or were double-forked when the command exits, and exits with its code', { timeout: 60_000 }, async (t) => {
-  if (!(await reaperWorks(t))) return;
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
   const marker = trackedMarker(t);
   // A grace period longer than the test may take: processes that die on SIGTERM are not waited for.
-  const run = reaped(`${escapees(marker)}; echo started; exit 3`, 600_000);
+  const run = reaped(reaper, `${escapees(marker)}; echo started; echo to stderr >&2; exit 3`, 600_000);
   const outcome = await run;
   assert.deepEqual(outcome, { exitCode: 3, exitSignal: null, timedOut: false });
   assert.equal(run.opts.out(), 'started\n');
+  assert.equal(run.opts.err(), 'to stderr\n');
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
 
-test('the reaper dies of the signal that killed the command', async (t) => {
-  if (!(await reaperWorks(t))) return;
-  const outcome = await reaped('kill -KILL $$', 2_000);
+test('the reaper runs calls at once, each with its own output, working directory and environment', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const runs = [1, 2, 3, 4].map((n) =>
+    reaped(reaper, 'sleep 0.1; echo "$N $PWD"; echo "e$N" >&2', 2_000, { cwd: n % 2 === 0 ? '/' : tmpdir(), env: commandEnv({ N: String(n) }) }),
+  );
+  const outcomes = await Promise.all(runs);
+  for (const [i, run] of runs.entries()) {
+    assert.equal(outcomes[i]!.exitCode, 0);
+    assert.equal(run.opts.out(), `${i + 1} ${(i + 1) % 2 === 0 ? '/' : tmpdir()}\n`);
+    assert.equal(run.opts.err(), `e${i + 1}\n`);
+  }
+});
+
+test('the reaper reports the signal that killed the command', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const outcome = await reaped(reaper, 'kill -KILL $$', 2_000);
   assert.deepEqual(outcome, { exitCode: null, exitSignal: 'SIGKILL', timedOut: false });
 });
 
 test('the reaper exits 127 and says so when the command cannot be run', async (t) => {
-  if (!(await reaperWorks(t))) return;
-  const { args } = reapedCommand('/nonexistent/program', [], 2_000);
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
   const opts = options();
-  const outcome = await runProcess('perl', args, opts);
+  const outcome = await reaper.run('/nonexistent/program', [], opts);
   assert.equal(outcome.exitCode, 127);
   assert.match(opts.err(), /^toolport reaper: \/nonexistent\/program: No such file or directory$/m);
 });
 
+test('the reaper reports a working directory it cannot enter as a failure to start', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const outcome = await reaper.run('true', [], options({ cwd: '/nonexistent/directory' }));
+  assert.match(outcome.spawnError?.message ?? '', /^\/nonexistent\/directory: No such file or directory$/);
+});
+
+test('the reaper refuses a NUL byte in the command as spawn does', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const outcome = await reaper.run('bash', ['-c', 'echo a\0b'], options());
+  assert.equal(outcome.spawnError?.code, 'ERR_INVALID_ARG_VALUE');
+});
+
 test('on timeout the reaper kills everything it started, with SIGKILL after the grace period for what ignores SIGTERM', async (t) => {
-  if (!(await reaperWorks(t))) return;
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
   const marker = trackedMarker(t);
   // An ignored signal is inherited: neither bash nor its sleeps die of SIGTERM.
-  const run = reaped(`trap '' TERM; ${escapees(marker)}; echo ready; wait`, 300, { timeoutMs: 500, killGraceMs: 1_300 });
+  const run = reaped(reaper, `trap '' TERM; ${escapees(marker)}; echo ready; wait`, 300, { timeoutMs: 500 });
   await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
   const termAt = Date.now();
   const outcome = await run;
   assert.equal(outcome.timedOut, true);
-  assert.equal(outcome.exitSignal, 'SIGKILL', 'bash ignored SIGTERM, so the reaper killed it, and died of the same signal');
+  assert.equal(outcome.exitSignal, 'SIGKILL', 'bash ignored SIGTERM, so the reaper killed it');
   assert.ok(Date.now() - termAt >= 300, 'SIGKILL waited for the grace period');
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
 
-test('when the server dies the reaper kills everything it started', async (t) => {
-  if (!(await reaperWorks(t))) return;
+test('an aborted call kills everything it started and says why', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
   const marker = trackedMarker(t);
-  // A stand-in for the server: it starts the reaper, naming itself as the server, and is then
-  // killed with SIGKILL, which leaves it no time to do anything.
-  const { file, args } = reapedCommand('bash', ['-c', `${escapees(marker)}; echo ready; wait`], 300);
+  const controller = new AbortController();
+  const run = reaped(reaper, `${escapees(marker)}; echo ready; wait`, 2_000, { signal: controller.signal });
+  await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
+  controller.abort('the client went away');
+  const outcome = await run;
+  assert.equal(outcome.abortReason, 'the client went away');
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
+});
+
+test('a new resident takes the next call when the last one was killed, and the calls it ran end', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const marker = trackedMarker(t);
+  const run = reaped(reaper, `${escapees(marker)}; echo ready; wait`, 2_000);
+  await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
+  const resident = parentOf(parentOf(bashOf(marker)));
+  assert.equal(readFileSync(`/proc/${resident}/cmdline`, 'utf8'), 'toolport-reaper\0');
+  process.kill(resident, 'SIGKILL');
+  // Its call reaper gets SIGTERM as its parent dies, and cleans up.
+  const outcome = await run;
+  assert.equal(outcome.exitSignal, 'SIGTERM');
+  assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
+  const next = reaped(reaper, 'echo again', 2_000);
+  assert.equal((await next).exitCode, 0);
+  assert.equal(next.opts.out(), 'again\n');
+});
+
+test('when the server dies the reaper kills everything it started', async (t) => {
+  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the reaper cannot run here');
+  const marker = trackedMarker(t);
+  // A stand-in for the server: it starts a reaper and a command, and is then killed with
+  // SIGKILL, which leaves it no time to do anything.
+  const reaperModule = path.resolve(import.meta.dirname, '../../src/tools/reaper.ts');
+  const processModule = path.resolve(import.meta.dirname, '../../src/tools/process.ts');
   const script = `
-    const { spawn } = require('node:child_process');
-    const args = JSON.parse(process.argv[2]);
-    args[args.indexOf('--') + 3] = String(process.pid);
-    const child = spawn(process.argv[1], args, { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-    child.stdout.on('data', (d) => process.stdout.write(d));
+    import { ResidentReaper } from ${JSON.stringify(reaperModule)};
+    import { commandEnv } from ${JSON.stringify(processModule)};
+    const reaper = await ResidentReaper.start();
+    void reaper.run('bash', ['-c', ${JSON.stringify(`${escapees(marker)}; echo ready; wait`)}], {
+      cwd: '/', env: commandEnv(), timeoutMs: 60_000, killGraceMs: 300, onStdout: (d) => process.stdout.write(d), onStderr() {},
+    });
   `;
-  const server = spawn(process.execPath, ['-e', script, file, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.after(() => server.kill('SIGKILL'));
   let out = '';
   server.stdout.on('data', (d) => (out += String(d)));
-  await waitFor(() => out === 'ready\n', 'the escapees to be in place');
-  // The reaper, bash and the two sleeps (one in a session of its own, one orphaned); the stand-in names the marker too.
-  assert.equal(processesWith(marker).filter((pid) => pid !== server.pid).length, 4);
+  await waitFor(() => out === 'ready\n', 'the escapees to be in place', 20_000);
+  // bash and the two sleeps (one in a session of its own, one orphaned); the stand-in names the marker too.
+  assert.equal(processesWith(marker).filter((pid) => pid !== server.pid).length, 3);
   server.kill('SIGKILL');
   await waitFor(() => processesWith(marker).length === 0, 'everything the reaper started to be gone');
 });
@@ -131,25 +211,25 @@ $SIG{__DIE__} = sub {
 `;
 
 test('the reaper kills everything it started when a second signal comes while it handles the first', async (t) => {
-  if (!(await reaperWorks(t))) return;
-  const marker = trackedMarker(t);
-  // A dying server can send several: its group kill, then PR_SET_PDEATHSIG once per thread its
-  // children are handed to as it exits. Perl blocks a signal while its handler runs, so one that
-  // comes then is handled after the handler has died; the hook holds the reaper there meanwhile.
+  // A dying server can send several: its group kill, then PR_SET_PDEATHSIG as the resident dies.
+  // Perl blocks a signal while its handler runs, so one that comes then is handled after the
+  // handler has died; the hook holds the reaper there meanwhile.
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-reaper-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(path.join(dir, 'HoldDie.pm'), HOLD_DIE_MODULE);
-  const env = commandEnv({ PERL5OPT: `-I${dir} -MHoldDie`, HOLD_DIE_DIR: dir });
-  const run = reaped(`${escapees(marker)}; echo ready; wait`, 2_000, { env });
+  // The call reapers have the resident's environment; only the command gets the one it is run with.
+  const reaper = await startReaper(t, { env: commandEnv({ PERL5OPT: `-I${dir} -MHoldDie`, HOLD_DIE_DIR: dir }) });
+  if (reaper === undefined) return;
+  const marker = trackedMarker(t);
+  const run = reaped(reaper, `${escapees(marker)}; echo ready; wait`, 2_000);
   await waitFor(() => run.opts.out() === 'ready\n', 'the escapees to be in place');
-  const reaper = processesWith(marker).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('perl\0'));
-  assert.ok(reaper !== undefined, 'the reaper is running');
-  process.kill(reaper, 'SIGTERM');
+  const callReaper = parentOf(bashOf(marker));
+  process.kill(callReaper, 'SIGTERM');
   await waitFor(() => existsSync(path.join(dir, 'dying')), 'the reaper to handle SIGTERM');
-  process.kill(reaper, 'SIGTERM');
+  process.kill(callReaper, 'SIGTERM');
   await writeFile(path.join(dir, 'go'), '');
   const outcome = await run;
-  assert.deepEqual(outcome, { exitCode: null, exitSignal: 'SIGTERM', timedOut: false }, 'the reaper exits as bash did, not of an error');
+  assert.deepEqual(outcome, { exitCode: null, exitSignal: 'SIGTERM', timedOut: false }, 'the reaper reports bash as it ended, not an error');
   assert.equal(run.opts.err(), '');
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
