@@ -76,10 +76,16 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
   });
   if (guard) app.addHook('onRequest', guard);
   if (keyring.size === 0) return;
-  app.addHook('onRequest', async (request) => {
+  // A callback hook: no promise per request on the hot path.
+  app.addHook('onRequest', (request, _reply, done) => {
     const route = request.routeOptions.url;
-    if (route !== undefined && (OPEN_ROUTES.has(route) || (publicDocs && isDocsRoute(route)))) return;
-    request.apiKey = authenticate(request.headers.authorization, keyring);
+    if (route !== undefined && (OPEN_ROUTES.has(route) || (publicDocs && isDocsRoute(route)))) return done();
+    try {
+      request.apiKey = authenticate(request.headers.authorization, keyring);
+    } catch (err) {
+      return done(err as UnauthorizedError);
+    }
+    done();
   });
 }
 

@@ -1,10 +1,16 @@
 import { getHeapStatistics } from 'node:v8';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import { ToolportError } from '../core/errors.js';
 import { LoadMonitor } from './load-monitor.js';
-import { localRateLimitStore, sharedRateLimitStore } from './rate-limit-store.js';
+import { localRateLimitStore, sharedRateLimitStore, type RateLimitStore } from './rate-limit-store.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Counts one more request against the rate limit of `request`'s caller; see `countAnotherCall`. */
+    countRateLimited?: (request: FastifyRequest) => Promise<ToolportError | undefined>;
+  }
+}
 
 /** When the process counts as overloaded; a threshold of 0 switches that check off. */
 export interface PressureOptions {
@@ -48,6 +54,12 @@ const UNSHED_ROUTES = new Set(['/healthz', '/metrics']);
  * the authentication hook is installed and before any route is registered: the rate limit runs as
  * a route-level `onRequest` hook, which Fastify runs after every app-level one, so `request.apiKey`
  * is known when the key is chosen and a refused request's body is never read.
+ *
+ * The limit is a fixed window per key (`key:<label>`, or `ip:<address>` for requests without
+ * one), counted by a callback hook: in this process a count is a Map lookup and an addition, with
+ * no promise (@fastify/rate-limit, which did this before, awaited three promises per request).
+ * A request under the limit gets its `x-ratelimit-limit`, `-remaining` and `-reset` headers; one
+ * over it, the same and a 429 RATE_LIMITED with Retry-After.
  */
 export async function installProtection(app: FastifyInstance, options: ProtectionOptions): Promise<void> {
   if (options.pressure !== false) await installLoadShedding(app, options.pressure ?? {});
@@ -55,21 +67,36 @@ export async function installProtection(app: FastifyInstance, options: Protectio
 }
 
 async function installRateLimit(app: FastifyInstance, max: number, { redis, onStoreError }: Pick<ProtectionOptions, 'redis' | 'onStoreError'>): Promise<void> {
-  // Runs before the plugin's own onRoute hook (hooks run in the order they were added).
+  const store: RateLimitStore = redis
+    ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError })
+    : localRateLimitStore(RATE_WINDOW_MS);
+  // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
+  const count = (request: FastifyRequest, reply: FastifyReply | undefined, done: (refusal: ToolportError | undefined) => void): void => {
+    store.incr(
+      request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`,
+      (err, counted) => {
+        // The stores never fail (Redis falls back to this process); a count that did is not held against the caller.
+        if (err !== null || counted === undefined) return done(undefined);
+        const over = counted.current > max;
+        if (reply !== undefined) {
+          reply
+            .header('x-ratelimit-limit', max)
+            .header('x-ratelimit-remaining', over ? 0 : max - counted.current)
+            .header('x-ratelimit-reset', Math.ceil(counted.ttl / 1000));
+        }
+        done(over ? rateLimited(request, max, counted.ttl) : undefined);
+      },
+      RATE_WINDOW_MS,
+    );
+  };
+  const limit = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => count(request, reply, (refusal) => done(refusal));
+  // Route-level, so that it runs after the app-level hooks (authentication among them).
   app.addHook('onRoute', (route) => {
-    if (UNLIMITED_ROUTES.has(route.url)) route.config = { ...route.config, rateLimit: false };
+    if (UNLIMITED_ROUTES.has(route.url)) return;
+    const own = route.onRequest;
+    route.onRequest = own === undefined ? [limit] : [...(Array.isArray(own) ? own : [own]), limit as onRequestHookHandler];
   });
-  await app.register(rateLimit, {
-    max,
-    timeWindow: RATE_WINDOW_MS,
-    hook: 'onRequest',
-    store: redis ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError }) : localRateLimitStore(RATE_WINDOW_MS),
-    // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
-    keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`),
-    // The plugin throws what this returns, with its x-ratelimit-* and retry-after headers already
-    // set; the error handler answers it in the error-body shape (and sets Retry-After from it too).
-    errorResponseBuilder: (request, context) => rateLimited(request, context.max, context.ttl),
-  });
+  app.decorate('countRateLimited', (request: FastifyRequest) => new Promise<ToolportError | undefined>((resolve) => count(request, undefined, resolve)));
 }
 
 /**
@@ -79,15 +106,8 @@ async function installRateLimit(app: FastifyInstance, max: number, { redis, onSt
  * on a server without a rate limit.
  */
 export async function countAnotherCall(request: FastifyRequest): Promise<ToolportError | undefined> {
-  const server = request.server;
-  if (!server.hasDecorator('createRateLimit')) return undefined;
-  let check = limiters.get(server);
-  if (check === undefined) limiters.set(server, (check = server.createRateLimit()));
-  const verdict = await check(request);
-  return !verdict.isAllowed && verdict.isExceeded ? rateLimited(request, verdict.max, verdict.ttl) : undefined;
+  return request.server.countRateLimited?.(request);
 }
-
-const limiters = new WeakMap<FastifyInstance, ReturnType<FastifyInstance['createRateLimit']>>();
 
 function rateLimited(request: FastifyRequest, max: number, ttlMs: number): ToolportError {
   const retryAfter = Math.ceil(ttlMs / 1000);

@@ -1,4 +1,3 @@
-import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
 import type { BaseLogger } from 'pino';
 import { throttled } from './connections.js';
@@ -27,7 +26,16 @@ interface RateLimitRedis extends Redis {
   toolportRateLimit(key: string, windowMs: number): Promise<[number, number]>;
 }
 
-type Counted = (error: Error | null, result?: { current: number; ttl: number }) => void;
+/** How a count ended: the requests counted in the key's window so far, this one included, and the ms left of it. */
+export type Counted = (error: Error | null, result?: { current: number; ttl: number }) => void;
+
+/**
+ * Where the rate limit counts: one more request of `key` in its fixed window of `windowMs`. The
+ * callback may run before `incr` returns (the counts of this process) or later (Redis).
+ */
+export interface RateLimitStore {
+  incr(key: string, callback: Counted, windowMs: number): void;
+}
 
 export interface SharedStoreOptions {
   /** A connection made with `connectRedis` (no offline queue, a command timeout); the caller owns it. */
@@ -40,14 +48,14 @@ export interface SharedStoreOptions {
 }
 
 /**
- * A store for @fastify/rate-limit that keeps the counts in Redis, so that every replica sharing
+ * A store that keeps the counts in Redis, so that every replica sharing
  * it counts a key's requests together. When Redis cannot answer (down, unreachable, too slow), the
  * request is counted in this process instead, with the same window and limit: the service stays
  * up, and a key still gets at most the limit per replica until Redis is back. Each such request is
  * reported to `onStoreError`; a warning says so at most once every 10 s, with a count, and a line
  * says when Redis counts again. Never fails a request.
  */
-export function sharedRateLimitStore(options: SharedStoreOptions): FastifyRateLimitStoreCtor {
+export function sharedRateLimitStore(options: SharedStoreOptions): RateLimitStore {
   const redis = options.redis as RateLimitRedis;
   if (typeof redis.toolportRateLimit !== 'function') redis.defineCommand('toolportRateLimit', { numberOfKeys: 1, lua: INCREMENT });
   const local = new LocalWindows();
@@ -62,9 +70,8 @@ export function sharedRateLimitStore(options: SharedStoreOptions): FastifyRateLi
     callback(null, local.incr(key, windowMs));
   };
 
-  class SharedStore implements FastifyRateLimitStore {
-    incr(key: string, callback: Counted, timeWindow?: number): void {
-      const windowMs = timeWindow ?? options.windowMs;
+  return {
+    incr(key: string, callback: Counted, windowMs: number = options.windowMs): void {
       // Without a connection the command would fail at once anyway; after a failure, give it a moment.
       if (redis.status !== 'ready') return fallBack(key, windowMs, callback, new Error(`the connection is ${redis.status}`));
       if (performance.now() < retryAt) return fallBack(key, windowMs, callback, new Error('a recent command failed'));
@@ -81,33 +88,23 @@ export function sharedRateLimitStore(options: SharedStoreOptions): FastifyRateLi
           fallBack(key, windowMs, callback, err);
         },
       );
-    }
-
-    child(): FastifyRateLimitStore {
-      return this;
-    }
-  }
-  return SharedStore;
+    },
+  };
 }
 
 /**
- * A store for @fastify/rate-limit that counts in this process, for a server without Redis. The
- * plugin's own in-memory store hands every count of a key the same object, so requests counted
- * at the same moment all read the last count: 21 requests at once under a limit of 20 were all
- * refused. Each count here is its own answer.
+ * A store that counts in this process, for a server without Redis. (The in-memory store of
+ * @fastify/rate-limit handed every count of a key the same object, so requests counted at the
+ * same moment all read the last count: 21 requests at once under a limit of 20 were all refused.)
+ * Each count here is its own answer.
  */
-export function localRateLimitStore(windowMs: number): FastifyRateLimitStoreCtor {
+export function localRateLimitStore(windowMs: number): RateLimitStore {
   const local = new LocalWindows();
-  class LocalStore implements FastifyRateLimitStore {
-    incr(key: string, callback: Counted, timeWindow?: number): void {
-      callback(null, local.incr(key, timeWindow ?? windowMs));
-    }
-
-    child(): FastifyRateLimitStore {
-      return this;
-    }
-  }
-  return LocalStore;
+  return {
+    incr(key: string, callback: Counted, timeWindow: number = windowMs): void {
+      callback(null, local.incr(key, timeWindow));
+    },
+  };
 }
 
 /** Fixed windows counted in this process (without Redis, or while it is away); bounded in size. */

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Keyring } from '../../src/core/keyring.js';
+import crypto from 'node:crypto';
+import { syncBuiltinESMExports } from 'node:module';
+import { KNOWN_TOKENS_MAX, Keyring } from '../../src/core/keyring.js';
 
 const KEYS = [
   { label: 'full', key: 'full-secret-0123456789abcdef' },
@@ -31,4 +33,33 @@ test('an empty keyring has size 0 and identifies no one', () => {
   assert.equal(keyring.size, 0);
   assert.deepEqual(keyring.scopes, []);
   assert.equal(keyring.identify('anything'), undefined);
+});
+
+test('a token that matched is found again without hashing; failures are not remembered; the memory is bounded', (t) => {
+  const keyring = new Keyring(KEYS);
+  // The keyring's named import of createHash follows the module object only once synced.
+  const hashes = t.mock.method(crypto, 'createHash');
+  syncBuiltinESMExports();
+  t.after(() => {
+    hashes.mock.restore();
+    syncBuiltinESMExports();
+  });
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.label, 'a');
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.label, 'a');
+  assert.equal(hashes.mock.callCount(), 1);
+  assert.equal(keyring.identify('not-a-key'), undefined);
+  assert.equal(keyring.identify('not-a-key'), undefined);
+  assert.equal(hashes.mock.callCount(), 3, 'a token that matched nothing is checked again every time');
+  // Many distinct tokens that match: the oldest are forgotten, the recently used are kept.
+  const many = new Keyring(Array.from({ length: KNOWN_TOKENS_MAX + 10 }, (_, i) => ({ label: `k${i}`, key: `secret-${i}` })));
+  for (let i = 0; i < KNOWN_TOKENS_MAX + 10; i++) {
+    many.identify(`secret-${i}`);
+    many.identify('secret-0');
+  }
+  hashes.mock.resetCalls();
+  assert.equal(many.identify('secret-0')?.label, 'k0');
+  assert.equal(many.identify(`secret-${KNOWN_TOKENS_MAX + 9}`)?.label, `k${KNOWN_TOKENS_MAX + 9}`);
+  assert.equal(hashes.mock.callCount(), 0);
+  assert.equal(many.identify('secret-1')?.label, 'k1');
+  assert.equal(hashes.mock.callCount(), 1, 'a token not used for a while was forgotten and is checked again');
 });
