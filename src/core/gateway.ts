@@ -109,8 +109,8 @@ export class Gateway {
     this.#observer = observer;
     for (const scope of [undefined, ...scopes]) {
       for (const format of API_FORMATS) {
-        this.registry.listJSON(format, scope);
-        if (hasStrictMode(format)) this.registry.listJSON(format, scope, { strict: true });
+        this.registry.listBytes(format, scope);
+        if (hasStrictMode(format)) this.registry.listBytes(format, scope, { strict: true });
       }
     }
   }
@@ -206,6 +206,11 @@ export class Gateway {
   /** The tools the caller may see, in a provider's format, as JSON text made once (at start-up for the keys' scopes). */
   list(caller: Caller, format: APIFormat = 'anthropic', options?: ListOptions): string {
     return this.registry.listJSON(format, caller.scope, options);
+  }
+
+  /** `list` as UTF-8 bytes, the same Buffer every time (until a new `register`); never change it. */
+  listBytes(caller: Caller, format: APIFormat = 'anthropic', options?: ListOptions): Buffer {
+    return this.registry.listBytes(format, caller.scope, options);
   }
 
   /** One tool's definition in a provider's format; throws FORBIDDEN outside the caller's scope, TOOL_NOT_FOUND for no such tool. */

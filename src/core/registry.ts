@@ -97,6 +97,12 @@ export class ToolRegistry {
     return (publication.text ??= JSON.stringify(publication.shaped));
   }
 
+  /** `listJSON` as UTF-8 bytes, made once too: what an HTTP answer sends, with nothing to encode per request. */
+  listBytes(format: APIFormat = 'anthropic', scope?: ToolScope, options?: ListOptions): Buffer {
+    const publication = this.#publication(format, scope, options?.strict === true);
+    return (publication.bytes ??= Buffer.from(this.listJSON(format, scope, options)));
+  }
+
   /**
    * The tools in `scope` (all of them when undefined), in registration order: the same array for
    * the same scope until the next `register`, so a caller may cache what it derives from it.
@@ -110,7 +116,7 @@ export class ToolRegistry {
     const key = strict ? `${format}+strict` : format;
     let publication = published.formats.get(key);
     if (publication === undefined) {
-      publication = { shaped: formatTools(published.tools, format, { strict }), text: undefined };
+      publication = { shaped: formatTools(published.tools, format, { strict }), text: undefined, bytes: undefined };
       published.formats.set(key, publication);
     }
     return publication;
@@ -135,10 +141,11 @@ interface Published {
   formats: Map<string, Publication>;
 }
 
-/** A tool list in one format, and its JSON text once asked for. */
+/** A tool list in one format, and its JSON text and bytes once asked for. */
 interface Publication {
   shaped: unknown;
   text: string | undefined;
+  bytes: Buffer | undefined;
 }
 
 /** Walks a schema and returns the first property name (at any depth) that breaks the rule. */

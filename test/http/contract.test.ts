@@ -68,6 +68,13 @@ class Contract {
     assert.ok(op, `${method} ${path} is not in the document`);
     const status = String(res.statusCode);
     assert.ok(op.responses[status], `${op.operationId} answered ${status}, which the document does not name: ${res.body}`);
+    if (status === '304') {
+      // Not Modified: no body, and the document promises none.
+      assert.equal(res.body, '');
+      assert.equal((op.responses[status] as { content?: unknown }).content, undefined, `${op.operationId} 304 documents a body`);
+      this.seen.add(`${op.operationId} ${status}`);
+      return;
+    }
     assert.match(String(res.headers['content-type']), /^application\/json/, `${op.operationId} ${status} is not JSON`);
     const pointer = `openapi.json#/paths/${template.replaceAll('~', '~0').replaceAll('/', '~1')}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
     let validate = this.#validators.get(pointer);
@@ -143,6 +150,8 @@ test('every status of every operation in the OpenAPI document is produced by a r
     await contract.replay(plain, { url: `/tools?format=${format}` }, 200);
     await contract.replay(plain, { url: `/tools/Picture?format=${format}` }, 200);
   }
+  const listed = await contract.replay(plain, { url: '/tools' }, 200);
+  await contract.replay(plain, { url: '/tools', headers: { 'if-none-match': String(listed.headers.etag) } }, 304);
   for (const format of ['openai', 'openai-responses']) {
     await contract.replay(plain, { url: `/tools?format=${format}&strict=true` }, 200);
     await contract.replay(plain, { url: `/tools/Echo?format=${format}&strict=true` }, 200);

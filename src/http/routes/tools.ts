@@ -4,6 +4,7 @@ import { ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
+import { entityTag, noneMatch } from '../entity-tag.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
 import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
@@ -42,6 +43,10 @@ const CALL_RESPONSES = {
     description: 'Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool\'s queue is full (QUEUE_FULL); Retry-After says when to retry.',
   },
 };
+const NOT_MODIFIED = {
+  type: 'null',
+  description: 'The list is the one whose ETag the request gave in If-None-Match: no body; use the one you have.',
+};
 // Only the generic route, which names the tool in its path, can be asked for a tool that does not exist.
 const NO_SUCH_TOOL = { ...ErrorRef, description: 'No such tool (TOOL_NOT_FOUND); the message lists the available ones.' };
 
@@ -74,16 +79,23 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       schema: {
         operationId: 'listTools',
         summary: 'List the tools, in a model provider\'s format',
+        description:
+          'The list carries a strong ETag (and Cache-Control: no-cache): send it back in If-None-Match to be answered 304 with no body while the list is the same.',
         tags: ['service'],
         querystring: FormatQuery,
-        response: { ...REFUSALS, 200: ToolListAnswer, 400: BAD_QUERY },
+        response: { ...REFUSALS, 200: ToolListAnswer, 304: NOT_MODIFIED, 400: BAD_QUERY },
       },
-      // The list is JSON text made once; a schema-driven serialiser would only be in the way.
+      // The list is JSON made once, as bytes; a schema-driven serialiser would only be in the way.
       serializerCompiler: stringify,
     },
-    async (request, reply) => {
+    // Not async: a list is answered without a promise.
+    (request, reply) => {
       const { format, strict } = listQuery(request.query);
-      return reply.type(JSON_TYPE).serializer(String).send(gateway.list(new RequestCaller(request), format, { strict }));
+      const body = gateway.listBytes(new RequestCaller(request), format, { strict });
+      const tag = entityTag(body);
+      reply.header('etag', tag).header('cache-control', 'no-cache');
+      if (noneMatch(request.headers['if-none-match'], tag)) reply.code(304).send();
+      else reply.type(JSON_TYPE).send(body);
     },
   );
 
