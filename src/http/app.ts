@@ -97,6 +97,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The tool a per-tool route calls. */
     tool?: string;
+    /** The route runs tool calls, which may keep its connection silent for minutes (see `installConnectionGuards`). */
+    runsTools?: boolean;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler, onSendHookHandler } from 'fastify';
 import type { BaseLogger } from 'pino';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../defaults.js';
 
@@ -74,18 +74,30 @@ export function installConnectionGuards(app: FastifyInstance, limits: Connection
   const server = app.server;
   server.maxConnections = limits.maxConnections;
   // Calls whose response has not started, per socket (more than one when requests are pipelined).
+  // Only the routes that run tools (config.runsTools) count them: nothing else keeps a socket
+  // silent for long, and every other request is spared two hooks.
   const running = new WeakMap<Socket, number>();
-  app.addHook('onRequest', (request, _reply, done) => {
+  const counted = new WeakSet<FastifyRequest>();
+  const enter = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const socket = request.raw.socket;
     running.set(socket, (running.get(socket) ?? 0) + 1);
+    counted.add(request);
     done();
-  });
-  app.addHook('onSend', (request, _reply, payload, done) => {
-    const socket = request.raw.socket;
-    const left = (running.get(socket) ?? 1) - 1;
-    if (left > 0) running.set(socket, left);
-    else running.delete(socket);
+  };
+  // A request refused before its route's hooks ran was never counted.
+  const leave = (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void => {
+    if (counted.delete(request)) {
+      const socket = request.raw.socket;
+      const left = (running.get(socket) ?? 1) - 1;
+      if (left > 0) running.set(socket, left);
+      else running.delete(socket);
+    }
     done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    if (route.config?.runsTools !== true) return;
+    route.onRequest = [enter as onRequestHookHandler, ...hooksOf(route.onRequest)];
+    route.onSend = [...hooksOf(route.onSend), leave as onSendHookHandler];
   });
   // With a listener here, Node leaves the socket to it instead of destroying it.
   server.on('timeout', (socket: Socket) => {
@@ -117,4 +129,10 @@ export function throttled(log: Pick<BaseLogger, 'warn' | 'error'>, level: 'warn'
     last = now;
     held = 0;
   };
+}
+
+/** A route's own hooks of one kind, as an array (Fastify takes one, many or none). */
+function hooksOf<Hook>(hooks: Hook | Hook[] | undefined): Hook[] {
+  if (hooks === undefined) return [];
+  return Array.isArray(hooks) ? hooks : [hooks];
 }

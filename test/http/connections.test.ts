@@ -12,6 +12,8 @@ import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { LOG_INTERVAL_MS, throttled, type ConnectionLimits } from '../../src/http/connections.js';
 import { Echo } from '../../src/tools/echo.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
+import { CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY } from '../../src/mcp/era.js';
+import { MODERN_VERSIONS } from '../../src/mcp/versions.js';
 
 const LONG = 60_000;
 const REQUEST_TIMEOUT_BODY = {
@@ -114,6 +116,44 @@ test('a call that runs longer than the header, request and idle timeouts still g
   const { status, body } = await answer;
   assert.equal(status, 200);
   assert.deepEqual(JSON.parse(body), { content: [{ type: 'text', text: 'finished late' }], isError: false });
+});
+
+test('a call through POST /calls or POST /mcp that runs longer than the idle timeout still gets its answer', async (t) => {
+  const gated = gatedTool();
+  const { port } = await listening(t, { idleTimeoutMs: 100 }, [gated.tool]);
+  const version = MODERN_VERSIONS[0]!;
+  const calls = [
+    { path: '/calls', headers: {}, body: [{ type: 'tool_use', id: 'toolu_1', name: 'Gated', input: { id: 'calls' } }] },
+    {
+      path: '/mcp',
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': version, 'mcp-method': 'tools/call', 'mcp-name': 'Gated' },
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'Gated', arguments: { id: 'mcp' }, _meta: { [PROTOCOL_VERSION_KEY]: version, [CLIENT_CAPABILITIES_KEY]: {} } },
+      },
+    },
+  ];
+  for (const [i, call] of calls.entries()) {
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const headers = { 'content-type': 'application/json', ...call.headers };
+      const req = request({ port, host: '127.0.0.1', path: call.path, method: 'POST', agent: false, headers }, (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += String(chunk)));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify(call.body));
+    });
+    const run = (await gated.started(i + 1))[i];
+    // A connection opened after the call started, and silent, was closed: the idle timeout passed.
+    await rawConnection(port).closed;
+    run!.release(`finished late through ${call.path}`);
+    const { status, body } = await answer;
+    assert.equal(status, 200, call.path);
+    assert.match(body, new RegExp(`finished late through ${call.path}`));
+  }
 });
 
 test('a client that stops reading a large response is cut off after the idle timeout', async (t) => {

@@ -53,6 +53,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
     '/calls',
     {
       onError: refusedBeforeGateway,
+      config: { runsTools: true },
       schema: {
         operationId: 'callTools',
         summary: 'Run the tool calls of an assistant\'s turn; answer the next turn',

@@ -56,7 +56,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     return setErrorHeaders(reply, refusal).code(refusal.statusCode).type(JSON_TYPE).send(JSON.stringify(body));
   };
 
-  app.post('/mcp', { schema: { hide: true }, onError: refusedBeforeDispatch, errorHandler: answerRefusal }, async (request, reply) => {
+  app.post('/mcp', { schema: { hide: true }, config: { runsTools: true }, onError: refusedBeforeDispatch, errorHandler: answerRefusal }, async (request, reply) => {
     const message = request.body;
     const headers = request.headers;
     const protocolVersion = headerOf(headers['mcp-protocol-version']);

@@ -155,7 +155,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       serializerCompiler: stringify,
       onRequest: checkScope,
       onError: refusedBeforeGateway,
-      config: { tool: tool.name, swaggerTransform: withBody(tool) },
+      config: { tool: tool.name, runsTools: true, swaggerTransform: withBody(tool) },
       schema: {
         querystring: CallQuery,
         operationId: tool.name,
@@ -171,6 +171,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     serializerCompiler: stringify,
     onRequest: checkScope,
     onError: refusedBeforeGateway,
+    config: { runsTools: true },
     schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: { ...CALL_RESPONSES, 404: NO_SUCH_TOOL } },
   }, call);
 }
