@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { Config } from './config.js';
 import { createAjv } from './core/validator.js';
@@ -37,7 +37,8 @@ const KeyEntry = Type.Object(
 const KeysFile = Type.Array(KeyEntry);
 type KeyEntry = Static<typeof KeyEntry>;
 
-const validateKeysFile = createAjv().compile<Static<typeof KeysFile>>(KeysFile);
+// Compiled when a keys file is first read: most servers have none, and an Ajv costs start-up time.
+let validateKeysFile: ValidateFunction<Static<typeof KeysFile>> | undefined;
 
 /**
  * The keys a server accepts: `TOOLPORT_API_KEYS` (labelled `key-1`, `key-2`, ... in order, each
@@ -90,6 +91,7 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
     // Newer V8 messages quote the text around the error, which may be a key: report only where it is.
     fail(`it is not valid JSON${jsonErrorLocation(text, (err as Error).message)}`);
   }
+  validateKeysFile ??= createAjv().compile<Static<typeof KeysFile>>(KeysFile);
   if (!validateKeysFile(data)) {
     fail([...new Set((validateKeysFile.errors ?? []).map((e) => describeSchemaError(e, data)))].join('; '));
   }

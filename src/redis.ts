@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { redactedUrl } from './config.js';
 import { throttled } from './http/connections.js';
@@ -28,7 +28,9 @@ export class RedisUnavailableError extends Error {
  * and the return once. Close it with `quit()`.
  */
 export async function connectRedis(url: string, log: Logger, timeoutMs = REDIS_STARTUP_TIMEOUT_MS): Promise<Redis> {
-  const redis = new Redis(url, {
+  // Loaded here, not at start-up: ioredis is 70 modules, and only servers that share limits use it.
+  const { Redis: RedisClient } = await import('ioredis');
+  const redis = new RedisClient(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

@@ -26,8 +26,13 @@ const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: 
  * `compileInputSchema` pairs it with one that stops at the first, for untrusted input.
  */
 export function createAjv(): Ajv {
-  return addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: true }));
+  const ajv = addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: true }));
+  standardInstances.add(ajv);
+  return ajv;
 }
+
+// Instances made by createAjv: a schema that stands alone compiles the same in any of them.
+const standardInstances = new WeakSet<Ajv>();
 
 // Ajv's own advice is not to run allErrors on untrusted input: the first-error twin of each
 // instance does the check. One twin per instance, so $ids stay apart as they do in the instances.
@@ -119,9 +124,7 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
  * not an internal error.
  */
 export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
-  const dialect = ajvFor(schema, ajv);
-  const collectAll = dialect.all.compile<ToolInput>(schema);
-  const firstOnly = dialect.first.compile<ToolInput>(schema);
+  const { firstOnly, collectAll } = compiled(schema, ajv);
   const check = (input: unknown): input is ToolInput => {
     try {
       return firstOnly(input);
@@ -134,7 +137,7 @@ export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv())
   return Object.assign(check, {
     explain: (input: unknown) => {
       try {
-        return explain(input, firstOnly, collectAll);
+        return explain(input, firstOnly, collectAll());
       } catch (err) {
         if (!(err instanceof RangeError)) throw err;
         return { violations: [{ path: '$', message: 'is nested too deeply to check' }], omitted: 0, complete: true };
@@ -151,6 +154,54 @@ export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv())
       }
     },
   });
+}
+
+/** The two compiled forms of a schema; the one that collects every error only once an input fails. */
+interface Compiled {
+  firstOnly: ValidateFunction<ToolInput>;
+  collectAll: () => ValidateFunction<ToolInput>;
+}
+
+// By schema object, for schemas that stand alone: the same tool registered in several registries
+// (TOOLPORT_TOOLS, the keys' workspaces) is compiled once. Compiling is most of what registering costs.
+const compiledSchemas = new WeakMap<ObjectSchema, Compiled>();
+
+/**
+ * Compiles `schema` for checking now (which also checks the schema itself, so a bad one fails at
+ * registration) and for explaining later, on the first input that fails.
+ */
+function compiled(schema: ObjectSchema, ajv: Ajv): Compiled {
+  const shareable = standardInstances.has(ajv) && standsAlone(schema);
+  const known = shareable ? compiledSchemas.get(schema) : undefined;
+  if (known !== undefined) return known;
+  const dialect = ajvFor(schema, ajv);
+  const firstOnly = dialect.first.compile<ToolInput>(schema);
+  let collectAll: ValidateFunction<ToolInput> | undefined;
+  const result = { firstOnly, collectAll: () => (collectAll ??= dialect.all.compile<ToolInput>(schema)) };
+  if (shareable) compiledSchemas.set(schema, result);
+  return result;
+}
+
+/**
+ * True when a schema means the same in any Ajv instance: no `$id` (which registers it in the
+ * instance, where another schema could refer to it) and no reference outside itself.
+ */
+function standsAlone(schema: ObjectSchema): boolean {
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      stack.push(...node);
+      continue;
+    }
+    for (const [keyword, value] of Object.entries(node)) {
+      if (keyword === '$id' || keyword === '$anchor' || keyword === '$dynamicAnchor' || keyword === '$recursiveAnchor') return false;
+      if ((keyword === '$ref' || keyword === '$dynamicRef' || keyword === '$recursiveRef') && !(typeof value === 'string' && value.startsWith('#'))) return false;
+      if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
+    }
+  }
+  return true;
 }
 
 /**
