@@ -16,6 +16,7 @@ import { installMetrics, ServiceMetrics } from './metrics.js';
 import { installProtection, type PressureOptions } from './protection.js';
 import { requestLog } from './request-log.js';
 import { installJsonBody } from './json-body.js';
+import { lazySchemaCompilers } from './lazy-compilers.js';
 import { registerOpenAPI } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { callsRoutes } from './routes/calls.js';
@@ -142,6 +143,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
     // Unknown query parameters are refused like unknown tool input, not silently dropped.
     ajv: { customOptions: { removeAdditional: false } },
+    // Each route's schemas compiled on its first request, not all of them before listening.
+    schemaController: { compilersFactory: lazySchemaCompilers() },
     // Errors raised before routing (a malformed %-escape, an over-long parameter) skip the hooks
     // and the error handler; answer them in the same shape, with the request id.
     frameworkErrors: (err, request, reply) => {
