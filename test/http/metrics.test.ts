@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
+import { ServiceMetrics } from '../../src/http/metrics.js';
 import { Echo } from '../../src/tools/echo.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
@@ -127,4 +128,16 @@ test('/metrics is left out of the OpenAPI document', async (t) => {
   t.after(() => app.close());
   await app.ready();
   assert.equal(Object.keys((app.swagger() as { paths: object }).paths).includes('/metrics'), false);
+});
+
+test('call durations fall in the first bucket whose bound they do not exceed, and the buckets are cumulative', async () => {
+  const metrics = new ServiceMetrics(['Echo']);
+  for (const seconds of [0.005, 0.006, 700]) metrics.observer.callFinished('Echo', 'ok', seconds, 'rest');
+  metrics.observer.callFinished('Echo', 'aborted', undefined, 'rest');
+  const m = parseMetrics(await metrics.registry.metrics());
+  const bucket = (le: string): number | undefined => m.get(`toolport_tool_call_duration_seconds_bucket{le="${le}",tool="Echo"}`);
+  assert.deepEqual([bucket('0.005'), bucket('0.01'), bucket('600'), bucket('+Inf')], [1, 2, 2, 3]);
+  assert.equal(m.get('toolport_tool_call_duration_seconds_count{tool="Echo"}'), 3, 'a call that never ran has no duration');
+  assert.equal(m.get('toolport_tool_call_duration_seconds_sum{tool="Echo"}'), 700.011);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="aborted",tool="Echo",transport="rest"}'), 1);
 });
