@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { ToolScope } from '../core/keyring.js';
 import { VERSION } from '../version.js';
 import { namedSchemas } from './components.js';
+import { docsRoutes } from './docs.js';
 import { PUBLISHED_SCHEMAS } from './schemas.js';
 import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
 
@@ -66,7 +66,7 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  if (options.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (options.docs) docsRoutes(app);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // Made once per key scope, on first request (the document exists once the app is ready).
   const toolsDocuments = new Map<ToolScope | undefined, string>();
