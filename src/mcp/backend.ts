@@ -1,3 +1,4 @@
+import type { AbortSource } from '../core/call-abort.js';
 import type { ObjectSchema, ToolAnnotations, ToolResult } from '../core/types.js';
 
 /**
@@ -57,8 +58,8 @@ export interface McpServerInfo {
 export interface McpCallOptions {
   /** The id to log the call with: the transport's request id, or the JSON-RPC id. */
   requestId: string;
-  /** Aborts on `notifications/cancelled`, a closed connection or shutdown. */
-  signal: AbortSignal;
+  /** Aborts on `notifications/cancelled`, a closed connection or shutdown (an AbortSignal, or a cheaper `CallAbort`). */
+  signal: AbortSource;
   /** Present when the client asked for progress (`_meta.progressToken`); the MCP layer bounds the rate. */
   onProgress?: (update: ProgressUpdate) => void;
   /** A call after the first of a batch, which the transport's per-request rate limit did not count. */

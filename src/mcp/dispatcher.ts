@@ -1,4 +1,5 @@
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
+import type { AbortSource } from '../core/call-abort.js';
 import type { McpBackend } from './backend.js';
 import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
 import { httpStatusOf, methodError } from './errors.js';
@@ -39,7 +40,7 @@ export interface DispatchContext<Caller> {
   /** The id to log calls with (HTTP's request id); defaults to the JSON-RPC id. */
   requestId?: string;
   /** Aborts the calls this message started: the connection closed or the server is shutting down. */
-  signal?: AbortSignal;
+  signal?: AbortSource;
   /** Where progress notifications go; without it, `progressToken` is ignored. */
   notify?: (notification: JsonRpcNotification) => void;
   /** The calls `notifications/cancelled` may abort (one set per stdio process or per client). */

@@ -18,7 +18,7 @@ export class ProgressReporter {
   readonly #token: string | number;
   readonly #send: (notification: JsonRpcNotification) => void;
   readonly #intervalMs: number;
-  readonly #signal: AbortSignal | undefined;
+  readonly #signal: { readonly aborted: boolean } | undefined;
   #last = -Infinity;
   #lastSentAt = -Infinity;
   #pending: ProgressUpdate | undefined;
@@ -30,7 +30,7 @@ export class ProgressReporter {
     token: string | number,
     send: (notification: JsonRpcNotification) => void,
     intervalMs = DEFAULT_PROGRESS_INTERVAL_MS,
-    signal?: AbortSignal,
+    signal?: { readonly aborted: boolean },
   ) {
     this.#token = token;
     this.#send = send;

@@ -1,3 +1,4 @@
+import type { AbortSource } from '../core/call-abort.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
 import { toMcpCallResult } from './content.js';
@@ -15,7 +16,7 @@ export interface ToolsCallDeps<Caller> {
   progressIntervalMs: number;
 }
 
-const NEVER_ABORTED = new AbortController().signal;
+const NEVER_ABORTED: AbortSource = { aborted: false, reason: undefined, addEventListener: () => {}, removeEventListener: () => {} };
 
 /**
  * One `tools/call`: checks the params, runs the call through the backend with a signal that

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { CallAbort } from '../../core/call-abort.js';
 import { ToolportError } from '../../core/errors.js';
 import type { CallRequest, Gateway } from '../../core/gateway.js';
 import { resultSize } from '../../core/result.js';
@@ -94,9 +95,10 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
       }
 
       const caller = new RequestCaller(request);
-      const controller = new AbortController();
+      // Aborts the turn's calls when the client goes away, with no AbortController unless a tool asks for a signal.
+      const abort = new CallAbort();
       const onClose = (): void => {
-        if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
+        if (!reply.raw.writableFinished) abort.abort(CLIENT_GONE);
       };
       reply.raw.once('close', onClose);
       let answerBytes = 0;
@@ -123,7 +125,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
               gateway.refused(identity, refusal);
               return { id: call.id, result: refusalResult(refusal) };
             }
-            const callRequest: CallRequest = { ...identity, input: call.input, signal: controller.signal, extra: i > 0 };
+            const callRequest: CallRequest = { ...identity, input: call.input, signal: abort, extra: i > 0 };
             return { id: call.id, result: withinBudget(await gateway.callSafe(callRequest), call.name) };
           }),
         );

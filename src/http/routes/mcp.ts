@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CallAbort } from '../../core/call-abort.js';
 import type { Caller, Gateway } from '../../core/gateway.js';
 import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
@@ -79,10 +80,11 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
       return send(reply, outcome.status, outcome.reply);
     }
 
-    // Tool calls: aborted when the client goes away (and by shutdown, through the gateway).
-    const controller = new AbortController();
+    // Tool calls: aborted when the client goes away (and by shutdown, through the gateway); with
+    // no AbortController unless a tool asks for a signal.
+    const abort = new CallAbort();
     const onClose = (): void => {
-      if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
+      if (!reply.raw.writableFinished) abort.abort(CLIENT_GONE);
     };
     reply.raw.once('close', onClose);
     const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
@@ -90,7 +92,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
       const outcome = await dispatcher.handle(message, {
         caller,
         requestId: request.id,
-        signal: controller.signal,
+        signal: abort,
         ...(protocolVersion ? { protocolVersion } : {}),
         ...(stream ? { notify: stream.notify } : {}),
       });
