@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import type { ObjectSchema, ToolInput } from './types.js';
 
 // ajv-formats ships CommonJS with a default export that NodeNext sees as the module object.
@@ -33,6 +34,14 @@ export function createAjv(): Ajv {
 
 // Instances made by createAjv: a schema that stands alone compiles the same in any of them.
 const standardInstances = new WeakSet<Ajv>();
+
+/**
+ * An Ajv that compiles as the first-error instances do and keeps the code, for Ajv's standalone
+ * code (`npm run validators` writes the built-in tools' validators with it).
+ */
+export function createStandaloneAjv(): Ajv {
+  return addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: false, code: { source: true, esm: true } }));
+}
 
 // Ajv's own advice is not to run allErrors on untrusted input: the first-error twin of each
 // instance does the check. One twin per instance, so $ids stay apart as they do in the instances.
@@ -175,7 +184,9 @@ function compiled(schema: ObjectSchema, ajv: Ajv): Compiled {
   const known = shareable ? compiledSchemas.get(schema) : undefined;
   if (known !== undefined) return known;
   const dialect = ajvFor(schema, ajv);
-  const firstOnly = dialect.first.compile<ToolInput>(schema);
+  // Compiled ahead of time for the built-in tools, from a schema with this very text.
+  const precompiled = standardInstances.has(ajv) && dialect.all === ajv ? PRECOMPILED_VALIDATORS.get(JSON.stringify(schema)) : undefined;
+  const firstOnly = (precompiled as ValidateFunction<ToolInput> | undefined) ?? dialect.first.compile<ToolInput>(schema);
   let collectAll: ValidateFunction<ToolInput> | undefined;
   const result = { firstOnly, collectAll: () => (collectAll ??= dialect.all.compile<ToolInput>(schema)) };
   if (shareable) compiledSchemas.set(schema, result);

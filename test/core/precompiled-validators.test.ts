@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { precompiledValidatorsSource } from '../../scripts/precompiled-validators.js';
+import { PRECOMPILED_VALIDATORS } from '../../src/core/precompiled-validators.js';
+import { createAjv } from '../../src/core/validator.js';
+import { builtinTools } from '../../src/tools/index.js';
+
+const COMMITTED = path.resolve(import.meta.dirname, '../../src/core/precompiled-validators.ts');
+
+async function withWorkspace<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-validators-'));
+  try {
+    return await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('the committed precompiled validators are what the built-in tools\' schemas give (npm run validators rewrites them)', async () => {
+  const generated = await withWorkspace(precompiledValidatorsSource);
+  assert.ok(generated === (await readFile(COMMITTED, 'utf8')), 'src/core/precompiled-validators.ts is out of date: run npm run validators');
+});
+
+test('every built-in tool has a precompiled validator that judges input as Ajv compiling its schema does', async () => {
+  const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
+  const inputs: unknown[] = [{}, { unknown: 1 }, null, [], 'text', { command: 'ls', timeout: 0 }, { path: 1 }, { file_path: '/a', offset: -1 }, { pattern: 'x', output_mode: 'lines' }];
+  for (const tool of tools) {
+    const precompiled = PRECOMPILED_VALIDATORS.get(JSON.stringify(tool.inputSchema)) as ((data: unknown) => boolean) & { errors?: unknown };
+    assert.ok(precompiled !== undefined, `${tool.name} has a precompiled validator`);
+    const compiled = createAjv().compile(tool.inputSchema);
+    for (const input of inputs) {
+      const valid = precompiled(input);
+      assert.equal(valid, compiled(input), `${tool.name} judges ${JSON.stringify(input)} the same`);
+      // The precompiled one stops at the first violation; it is the first the other lists.
+      if (!valid) assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(input)}`);
+    }
+  }
+});
