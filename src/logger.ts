@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { logDestination } from './log-destination.js';
 
 /** Log paths that may carry credentials; their values never reach the log (see `redactSecrets`). */
 export const REDACTED_PATHS = [
@@ -74,30 +75,5 @@ export function createLogger(
   return pino(options, logDestination());
 }
 
-// What may wait for a slow or failing destination; past it, new lines are dropped.
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-/** Lines are written once this many bytes wait (about 20 audit lines)... */
-export const LOG_BUFFER_BYTES = 4096;
-/** ...or this often, whichever comes first; and at exit, synchronously (pino's exit hook). */
-export const LOG_FLUSH_INTERVAL_MS = 250;
-
-/**
- * A file descriptor (standard output by default) as a buffered log destination whose failures
- * cannot end the process. Lines are written in batches of `LOG_BUFFER_BYTES`, at least every
- * `LOG_FLUSH_INTERVAL_MS`, and flushed when the process exits: a write per line took 9% of the
- * CPU of a tool call. pino's own destination swallows EPIPE (the reader went away) and re-emits
- * any other write error (ENOSPC, EIO...) as an 'error' event, which with no listener throws. Here
- * a line that cannot be written is lost, the next line tries again, and what waits meanwhile is
- * bounded.
- */
-export function logDestination(fd = 1): ReturnType<typeof pino.destination> {
-  const stream = pino.destination({
-    dest: fd,
-    sync: false,
-    minLength: LOG_BUFFER_BYTES,
-    maxLength: MAX_BUFFERED_BYTES,
-    periodicFlush: LOG_FLUSH_INTERVAL_MS,
-  });
-  stream.on('error', () => {});
-  return stream;
-}
+export { BatchedDestination, LOG_BATCH_BYTES, LOG_FLUSH_INTERVAL_MS } from './log-destination.js';
+export { logDestination };

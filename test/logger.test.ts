@@ -53,6 +53,19 @@ test('the log destination writes a buffered line within its flush interval, with
   await until(() => readFileSync(file, 'utf8').includes('"msg":"tool call"'));
 });
 
+test('the log destination hands lines over in batches, in order, and flush(callback) calls back once they are written', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'log');
+  const destination = logDestination(openSync(file, 'w'));
+  t.after(() => destination.destroy());
+  const log = createLogger('info', { destination });
+  for (let i = 0; i < 5000; i++) log.info({ i }, 'tool call');
+  await new Promise<void>((resolve, reject) => destination.flush((err) => (err ? reject(err) : resolve())));
+  const seen = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { i: number }).i);
+  assert.deepEqual(seen, Array.from({ length: 5000 }, (_, i) => i));
+});
+
 test('lines still buffered when the process exits are written before it ends', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
   try {
