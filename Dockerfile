@@ -16,7 +16,7 @@ RUN node --version >/dev/null 2>&1 || { apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libatomic1 \
  && apt-get clean && rm -rf /var/lib/apt/lists/*; }
 
-# --- build: all dependencies, compile TypeScript to dist/ ---------------------------------------
+# --- build: all dependencies, compile TypeScript to dist/ and bundle the server ------------------
 FROM base AS build
 WORKDIR /app
 # Manifests first: the npm ci layer is reused until the lockfile changes.
@@ -24,6 +24,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# npm run build bundles what dist/server.js loads into one file, with this script.
+COPY scripts/bundle.ts ./scripts/
 RUN npm run build
 
 # --- deps: production dependencies only -------------------------------------------------------

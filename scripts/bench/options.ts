@@ -24,7 +24,7 @@ export interface BenchOptions {
   bashCalls: number;
   /** Cold starts of each kind per round. */
   starts: number;
-  /** Skip `tsc -p tsconfig.build.json` and measure the `dist/` already there. */
+  /** Skip the build (tsc and the server's bundle) and measure the `dist/` already there. */
   skipBuild: boolean;
   /** Run only the rows whose id or label contains one of these (case-insensitive); empty: every row. */
   only: string[];

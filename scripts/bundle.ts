@@ -1,0 +1,41 @@
+/**
+ * The second half of `npm run build`: bundles dist/run-server.js, what `node dist/server.js`
+ * loads, with its dependencies into that one file. Start-up loaded about a thousand modules
+ * (373 of them typebox's), and resolving, reading and linking them was most of a cold start;
+ * one file of 3 MB loads in a fraction of that. The rest of dist/ stays as tsc wrote it, for the
+ * package's API and the command line.
+ *
+ * Left out, loaded from node_modules as before: packages that read files of their own at run
+ * time (@fastify/swagger-ui's static files; pino's transports, started in worker threads by file
+ * name), and ioredis, which only servers with TOOLPORT_REDIS_URL load.
+ */
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const ENTRY = path.join(ROOT, 'dist/run-server.js');
+
+// CommonJS packages inside an ES module bundle still call require and read __dirname.
+const BANNER = [
+  "import { createRequire as __toolportCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __toolportFileURLToPath } from 'node:url';",
+  "import { dirname as __toolportDirname } from 'node:path';",
+  'const require = __toolportCreateRequire(import.meta.url);',
+  'const __filename = __toolportFileURLToPath(import.meta.url);',
+  'const __dirname = __toolportDirname(__filename);',
+].join('\n');
+
+await build({
+  entryPoints: [ENTRY],
+  outfile: ENTRY,
+  allowOverwrite: true,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  external: ['@fastify/swagger-ui', 'pino', 'pino-pretty', 'thread-stream', 'ioredis'],
+  banner: { js: BANNER },
+  sourcemap: true,
+  sourcesContent: false,
+  logLevel: 'warning',
+});
