@@ -9,6 +9,7 @@ import type { ToolResult } from '../../core/types.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
+import { whenClientGoes } from '../client-gone.js';
 import { asToolportError } from '../error-handler.js';
 import { ErrorRef, TurnAnswer } from '../schemas.js';
 import { REST_TRANSPORT } from './tools.js';
@@ -97,10 +98,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
       const caller = new RequestCaller(request);
       // Aborts the turn's calls when the client goes away, with no AbortController unless a tool asks for a signal.
       const abort = new CallAbort();
-      const onClose = (): void => {
-        if (!reply.raw.writableFinished) abort.abort(CLIENT_GONE);
-      };
-      reply.raw.once('close', onClose);
+      const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
       let answerBytes = 0;
       const withinBudget = (result: ToolResult, name: string): ToolResult => {
         const size = resultSize(result);
@@ -131,7 +129,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
         );
         return await reply.type(JSON_TYPE).send(JSON.stringify(render(turn.dialect, answered)));
       } finally {
-        reply.raw.off('close', onClose);
+        stopWatching();
       }
     },
   );

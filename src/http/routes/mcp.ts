@@ -10,6 +10,7 @@ import { VERSION } from '../../version.js';
 import { ToolportError } from '../../core/errors.js';
 import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/versions.js';
 import { RequestCaller } from '../caller.js';
+import { whenClientGoes } from '../client-gone.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
 
 /** The transport label of calls that come through `POST /mcp`. */
@@ -83,10 +84,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     // Tool calls: aborted when the client goes away (and by shutdown, through the gateway); with
     // no AbortController unless a tool asks for a signal.
     const abort = new CallAbort();
-    const onClose = (): void => {
-      if (!reply.raw.writableFinished) abort.abort(CLIENT_GONE);
-    };
-    reply.raw.once('close', onClose);
+    const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
     const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
     try {
       const outcome = await dispatcher.handle(message, {
@@ -100,7 +98,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
       return send(reply, outcome.status, outcome.reply);
     } finally {
       stream?.stopKeepAlive();
-      reply.raw.off('close', onClose);
+      stopWatching();
     }
   });
 

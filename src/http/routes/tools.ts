@@ -4,6 +4,7 @@ import { ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
+import { whenClientGoes } from '../client-gone.js';
 import { entityTag, noneMatch } from '../entity-tag.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
@@ -129,10 +130,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
     const shape = shapeQuery(request.query as CallShape);
     const call = new RestCall(request);
     // The call is aborted when the client goes away (and by shutdown, through the gateway).
-    const onClose = (): void => {
-      if (!reply.raw.writableFinished) gateway.cancel(call, CLIENT_GONE);
-    };
-    reply.raw.once('close', onClose);
+    const stopWatching = whenClientGoes(request, () => gateway.cancel(call, CLIENT_GONE));
     try {
       // In a provider's shape, a refusal is an error result for the model like any other failure.
       if (shape !== undefined) return await reply.type(JSON_TYPE).send(shape(await gateway.callSafe(call)));
@@ -143,7 +141,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       if (err instanceof ToolportError) return sendError(reply, err);
       throw err;
     } finally {
-      reply.raw.off('close', onClose);
+      stopWatching();
     }
   };
 
