@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { CallAbort } from '../../core/call-abort.js';
 import { ToolportError } from '../../core/errors.js';
 import type { CallRequest, Gateway } from '../../core/gateway.js';
-import { resultSize } from '../../core/result.js';
+import { errorResult, resultSize } from '../../core/result.js';
 import type { ToolResult } from '../../core/types.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
@@ -106,11 +106,8 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
           answerBytes += size;
           return result;
         }
-        return refusalResult(
-          new ToolportError(
-            'PAYLOAD_TOO_LARGE',
-            `Tool "${name}" ran, but its result (${size} bytes) is left out: the results of one turn may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Make fewer or smaller calls per turn (a Read with offset and limit, say).`,
-          ),
+        return errorResult(
+          `Tool "${name}" ran, but its result (${size} bytes) is left out: the results of one turn may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Make fewer or smaller calls per turn (a Read with offset and limit, say).`,
         );
       };
       try {
@@ -121,7 +118,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
             if (call.problem !== undefined) {
               const refusal = new ToolportError(call.problem.kind === 'arguments-not-json' ? 'INVALID_JSON' : 'INVALID_INPUT', call.problem.message);
               gateway.refused(identity, refusal);
-              return { id: call.id, result: refusalResult(refusal) };
+              return { id: call.id, result: errorResult(refusal.message) };
             }
             const callRequest: CallRequest = { ...identity, input: call.input, signal: abort, extra: i > 0 };
             return { id: call.id, result: withinBudget(await gateway.callSafe(callRequest), call.name) };
@@ -158,8 +155,4 @@ function render(dialect: Dialect, answered: AnsweredCall[]): unknown {
     case 'openai-responses':
       return toOpenAIFunctionCallOutputs(answered);
   }
-}
-
-function refusalResult(error: ToolportError): ToolResult {
-  return { content: [{ type: 'text', text: error.message }], isError: true };
 }
