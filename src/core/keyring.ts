@@ -35,25 +35,43 @@ export const KNOWN_TOKENS_MAX = 4096;
  * whose it is. Each identity and each scope is made once, so answers cost no allocation.
  */
 export class Keyring {
-  readonly #keys: StoredKey[];
+  #keys: StoredKey[] = [];
   // The tokens that matched lately, in two generations: a token is looked up in the recent one,
   // then in the older one (and moved back into the recent one). When the recent one is full it
   // becomes the older one, and the tokens not seen since are forgotten. Failures are never kept.
   #recent = new Map<string, KeyIdentity>();
   #older = new Map<string, KeyIdentity>();
-  /** Every distinct scope among the keys, so per-scope answers can be made once at start-up. */
-  readonly scopes: readonly ToolScope[];
+  #scopes: readonly ToolScope[] = [];
 
   constructor(keys: readonly KeySpec[]) {
+    this.replace(keys);
+  }
+
+  /** Every distinct scope among the keys, so per-scope answers can be made once (at start-up, and after `replace`). */
+  get scopes(): readonly ToolScope[] {
+    return this.#scopes;
+  }
+
+  /**
+   * Puts `keys` in place of the keys held, from the next `identify` on: a token of a key left out
+   * matches nothing, a key whose tools changed answers with the new scope. Every remembered token
+   * is forgotten, so none keeps a removed key (or an old scope) alive. A scope equal to one held
+   * before is the same object again, so what was made for it (tool lists) stays valid.
+   */
+  replace(keys: readonly KeySpec[]): void {
+    // Reused only in the same order, since a refusal lists the tools in the order of the scope.
+    const previous = new Map(this.#scopes.map((scope) => [[...scope].join('\n'), scope]));
     const scopes = new Map<string, ToolScope>();
     const scopeOf = (tools: readonly string[] | undefined): ToolScope | undefined => {
       if (tools === undefined) return undefined;
-      const id = [...tools].sort().join('\n');
-      if (!scopes.has(id)) scopes.set(id, new Set(tools));
+      const id = scopeId(tools);
+      if (!scopes.has(id)) scopes.set(id, previous.get(tools.join('\n')) ?? new Set(tools));
       return scopes.get(id);
     };
     this.#keys = keys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools), workspace: k.workspace }) }));
-    this.scopes = [...scopes.values()];
+    this.#scopes = [...scopes.values()];
+    this.#recent = new Map();
+    this.#older = new Map();
   }
 
   /** How many keys there are; none means no authentication. */
@@ -102,6 +120,11 @@ export class Keyring {
     }
     this.#recent.set(token, identity);
   }
+}
+
+/** Scopes with the same tools, in any order, are one. */
+function scopeId(tools: readonly string[]): string {
+  return [...tools].sort().join('\n');
 }
 
 function sha256(text: string): Buffer {

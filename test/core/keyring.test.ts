@@ -63,3 +63,36 @@ test('a token that matched is found again without hashing; failures are not reme
   assert.equal(many.identify('secret-1')?.label, 'k1');
   assert.equal(hashes.mock.callCount(), 1, 'a token not used for a while was forgotten and is checked again');
 });
+
+test('replace: a token remembered for a removed key matches nothing from the next identify on', () => {
+  const keyring = new Keyring(KEYS);
+  // Twice, so the token is remembered (and found again without hashing) before the keys change.
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.label, 'a');
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.label, 'a');
+  keyring.replace(KEYS.filter((k) => k.label !== 'a'));
+  assert.equal(keyring.identify('a-secret-0123456789abcdef'), undefined);
+  assert.equal(keyring.size, 3);
+  assert.equal(keyring.identify('b-secret-0123456789abcdef')?.label, 'b');
+});
+
+test('replace: a remembered token of a key whose tools changed answers with the new scope; a new key is identified', () => {
+  const keyring = new Keyring(KEYS);
+  assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['LS']);
+  keyring.replace([...KEYS.filter((k) => k.label !== 'c'), { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['Grep', 'LS'] }, { label: 'new', key: 'new-secret-0123456789abcdef' }]);
+  assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['Grep', 'LS']);
+  assert.equal(keyring.identify('c-secret-0123456789abcdef')?.workspace, undefined);
+  assert.deepEqual(keyring.identify('new-secret-0123456789abcdef'), { label: 'new', tools: undefined, workspace: undefined });
+  assert.deepEqual(keyring.scopes.map((scope) => [...scope]), [['Echo', 'Read'], ['Grep', 'LS']]);
+});
+
+test('replace keeps the scope object of tools that did not change, so what was made for it stays valid', () => {
+  const keyring = new Keyring(KEYS);
+  const before = keyring.identify('a-secret-0123456789abcdef')?.tools;
+  keyring.replace(KEYS.filter((k) => k.label !== 'c'));
+  assert.equal(keyring.identify('a-secret-0123456789abcdef')?.tools, before);
+  assert.deepEqual(keyring.scopes, [before]);
+  // The same tools in another order: a new scope, since a refusal names them in the key's order.
+  keyring.replace([{ label: 'a', key: 'a-secret-0123456789abcdef', tools: ['Read', 'Echo'] }]);
+  assert.notEqual(keyring.identify('a-secret-0123456789abcdef')?.tools, before);
+  assert.deepEqual([...keyring.scopes[0]!], ['Read', 'Echo']);
+});
