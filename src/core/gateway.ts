@@ -107,6 +107,14 @@ export class Gateway {
     this.#toolsets = toolsets;
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#observer = observer;
+    this.prepareLists(scopes);
+  }
+
+  /**
+   * Makes the tool lists of every scope given (and of no scope) now, so no request pays for them:
+   * at start-up, and for the scopes of keys put in place by a reload.
+   */
+  prepareLists(scopes: readonly ToolScope[]): void {
     for (const scope of [undefined, ...scopes]) {
       for (const format of API_FORMATS) {
         this.registry.listBytes(format, scope);

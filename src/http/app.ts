@@ -89,6 +89,14 @@ export interface Toolport {
    * through its signal, then closes the server.
    */
   shutdown(graceMs: number): Promise<void>;
+  /**
+   * Puts `keys` in place of the keys in use (a reload of the keys file), from the next request
+   * on: a key left out gets 401, a key whose tools changed gets its new scope, a new key works.
+   * Requests already past the key check, and their calls, go on as they began. Throws, changing
+   * nothing, when the app was built without keys (a reload cannot switch authentication on), when
+   * `keys` is empty, or when a key's workspace has no tools bound in `toolsets`.
+   */
+  replaceKeys(keys: readonly ApiKey[]): void;
 }
 
 declare module 'fastify' {
@@ -120,6 +128,13 @@ function requestId(): (req: { headers: Record<string, string | string[] | undefi
 function trustedProxies(trust: boolean | number | readonly string[]): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof trust === 'number') return (_address, hop) => hop < trust;
   return typeof trust === 'boolean' ? trust : [...trust];
+}
+
+/** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
+function assertToolsetsBound(keys: readonly ApiKey[], toolsets: ReadonlyMap<string, ToolRegistry>): void {
+  for (const key of keys) {
+    if (key.workspace !== undefined && !toolsets.has(key.workspace)) throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
+  }
 }
 
 /** Builds the REST service around a registry. Never listens: the caller owns the process. */
@@ -162,9 +177,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT, MCP_TRANSPORT]);
   const keyring = new Keyring(options.apiKeys ?? []);
   const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
-  for (const key of options.apiKeys ?? []) {
-    if (key.workspace !== undefined && !toolsets.has(key.workspace)) throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
-  }
+  assertToolsetsBound(options.apiKeys ?? [], toolsets);
   const gateway = new Gateway({
     registry: options.registry,
     logger,
@@ -191,6 +204,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         await gateway.drained(graceMs);
       }
       await app.close();
+    },
+    replaceKeys(keys: readonly ApiKey[]) {
+      if (keyring.size === 0) throw new Error('The server was started without API keys: a reload cannot switch authentication on.');
+      if (keys.length === 0) throw new Error('A reload must leave at least one API key.');
+      assertToolsetsBound(keys, toolsets);
+      // Both synchronous: no request sees the new keys before their lists are made.
+      keyring.replace(keys);
+      gateway.prepareLists(keyring.scopes);
     },
   } satisfies Toolport);
 

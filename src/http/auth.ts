@@ -16,7 +16,7 @@ declare module 'fastify' {
     apiKey?: AuthenticatedKey;
   }
   interface FastifyInstance {
-    /** Every distinct scope among the configured keys, so per-scope answers can be made once at start-up. */
+    /** Every distinct scope among the keys in use, so per-scope answers can be made once (at start-up, and after a reload). */
     toolScopes: readonly ToolScope[];
   }
 }
@@ -65,7 +65,8 @@ const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
  */
 export function installAccessControl(app: FastifyInstance, options: AccessControlOptions): void {
   const { keyring, publicDocs } = options;
-  app.decorate('toolScopes', keyring.scopes);
+  // A getter: a reload of the keys (`Keyring.replace`) changes the scopes.
+  app.decorate('toolScopes', { getter: () => keyring.scopes });
   app.decorateRequest('apiKey', undefined);
 
   const guard = hostAndOriginGuard({
