@@ -18,6 +18,15 @@ export interface KeyWorkspaces {
   keys: ApiKey[];
   /** Closes every workspace opened here (not the server's, which the caller opened). */
   close(): Promise<void>;
+  /**
+   * The keys of a reload, checked against the workspaces open, each `workspace` made canonical
+   * (left out when it is the server's). Opens and closes nothing. Throws `ApiKeysError`, naming
+   * the key: for a workspace not opened at start-up; for the server's workspace when keys have
+   * workspaces of their own and no key used the server's at start-up (the others' Bash would not
+   * hide it, nor its Bash them); for a keys file now inside a workspace in use; and for a key
+   * given Bash without the sandbox while keys work in two workspaces or more.
+   */
+  admit(keys: readonly ApiKey[]): Promise<ApiKey[]>;
 }
 
 export interface KeyWorkspacesOptions {
@@ -44,31 +53,16 @@ export interface KeyWorkspacesOptions {
  */
 export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<KeyWorkspaces> {
   const { config, server, served, log } = options;
-  const fail = (problem: string): never => {
-    throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(config.apiKeysFile ?? '')}: ${problem}.`);
-  };
-  const roots = new Map<string, string[]>();
-  const keys: ApiKey[] = [];
-  for (const key of options.keys) {
-    const { workspace, ...rest } = key;
-    const root = workspace === undefined ? server.root : await directory(workspace, (why) => fail(`the workspace ${JSON.stringify(workspace)} of key "${key.label}" ${why}`));
-    if (root === server.root) {
-      keys.push(rest);
-      continue;
-    }
-    roots.set(root, [...(roots.get(root) ?? []), key.label]);
-    keys.push({ ...rest, workspace: root });
+  const cwd = options.cwd ?? process.cwd();
+  const fail = failure(config);
+  const start = await resolveKeys(options.keys, server, fail);
+  const noneOpened = new Map<string, ToolRegistry>();
+  if (start.roots.size === 0) {
+    return { registry: served, toolsets: noneOpened, keys: start.keys, close: async () => {}, admit: (keys) => admit(keys, { ...options, cwd, registry: served, toolsets: noneOpened, serverBound: true }) };
   }
-  if (roots.size === 0) return { registry: served, toolsets: new Map(), keys, close: async () => {} };
-
-  const keysFile = config.apiKeysFile === undefined ? undefined : await realpath(path.resolve(options.cwd ?? process.cwd(), config.apiKeysFile));
-  const owners = (root: string): string => `key${roots.get(root)!.length > 1 ? 's' : ''} ${roots.get(root)!.map((l) => JSON.stringify(l)).join(', ')}`;
-  for (const root of roots.keys()) {
-    if (keysFile !== undefined && isWithin(keysFile, root)) fail(`the workspace ${JSON.stringify(root)} of ${owners(root)} holds the keys file, where the file tools can read it; keep it outside`);
-  }
-  const serverInUse = keys.some((k) => k.workspace === undefined);
-  const inUse = [...roots.keys(), ...(serverInUse ? [server.root] : [])];
-  const name = (root: string): string => (root === server.root ? `TOOLPORT_WORKSPACE ${JSON.stringify(root)}` : `the workspace ${JSON.stringify(root)} of ${owners(root)}`);
+  await assertKeysFileOutside(config, cwd, start, fail);
+  const { inUse } = start;
+  const name = (root: string): string => (root === server.root ? `TOOLPORT_WORKSPACE ${JSON.stringify(root)}` : `the workspace ${JSON.stringify(root)} of ${owners(start, root)}`);
   for (const a of inUse) {
     const b = inUse.find((other) => other !== a && isWithin(a, other));
     if (b !== undefined) fail(`${name(a)} is inside ${name(b)}, so one key could read another's files; give each key a directory of its own, none inside another`);
@@ -83,29 +77,125 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
       const builtins = await builtinTools({
         workspace: ws,
         bashSandbox: config.bashSandbox,
-        secretFiles: secretFiles(config, options.cwd ?? process.cwd()),
+        secretFiles: secretFiles(config, cwd),
         hiddenDirectories: inUse.filter((root) => root !== ws.root),
         log: log?.child({ workspace: ws.root }),
         sweepLeftovers: sweepLeftovers && log !== undefined,
+        workspaceQuota: config.workspaceQuota,
       });
       const registry = new ToolRegistry();
       for (const tool of served.list()) registry.register(builtins.find((t) => t.name === tool.name) ?? tool);
       return registry;
     };
     const toolsets = new Map<string, ToolRegistry>();
-    for (const root of roots.keys()) {
+    for (const root of start.roots.keys()) {
       const ws = await Workspace.open(root);
       opened.push(ws);
       toolsets.set(root, await bind(ws, true));
     }
     // Swept already, by createToolset.
-    const registry = serverInUse ? await bind(server, false) : served;
-    if (inUse.length > 1) assertBashConfined(served, [...(serverInUse ? [registry] : []), ...toolsets.values()], keys, fail);
-    return { registry, toolsets, keys, close };
+    const registry = start.serverInUse ? await bind(server, false) : served;
+    if (inUse.length > 1) assertBashConfined(served, [...(start.serverInUse ? [registry] : []), ...toolsets.values()], start.keys, fail);
+    const reloadWith = { ...options, cwd, registry, toolsets, serverBound: start.serverInUse };
+    return { registry, toolsets, keys: start.keys, close, admit: (keys) => admit(keys, reloadWith) };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+/** The keys each workspace in use serves, and which are in use. */
+interface Resolved {
+  /** The keys, each `workspace` canonical, and left out when it is the server's. */
+  keys: ApiKey[];
+  /** The labels of the keys of each workspace of their own, by canonical root. */
+  roots: Map<string, string[]>;
+  /** Some key works in the server's workspace. */
+  serverInUse: boolean;
+  /** Every workspace in use: the keys' own, and the server's when some key works there. */
+  inUse: string[];
+}
+
+async function resolveKeys(given: readonly ApiKey[], server: Workspace, fail: (problem: string) => never): Promise<Resolved> {
+  const roots = new Map<string, string[]>();
+  const keys: ApiKey[] = [];
+  for (const key of given) {
+    const { workspace, ...rest } = key;
+    const root = workspace === undefined ? server.root : await directory(workspace, (why) => fail(`the workspace ${JSON.stringify(workspace)} of key "${key.label}" ${why}`));
+    if (root === server.root) {
+      keys.push(rest);
+      continue;
+    }
+    roots.set(root, [...(roots.get(root) ?? []), key.label]);
+    keys.push({ ...rest, workspace: root });
+  }
+  const serverInUse = keys.some((k) => k.workspace === undefined);
+  return { keys, roots, serverInUse, inUse: [...roots.keys(), ...(serverInUse ? [server.root] : [])] };
+}
+
+interface AdmitOptions extends KeyWorkspacesOptions {
+  cwd: string;
+  /** The tools of keys without a workspace of their own. */
+  registry: ToolRegistry;
+  toolsets: ReadonlyMap<string, ToolRegistry>;
+  /** At start-up the server's workspace was in use, so the other workspaces' Bash hides it. */
+  serverBound: boolean;
+}
+
+async function admit(given: readonly ApiKey[], options: AdmitOptions): Promise<ApiKey[]> {
+  const { config, server, toolsets } = options;
+  const fail = failure(config);
+  const next = await resolveKeys(given, server, fail);
+  for (const root of next.roots.keys()) {
+    if (!toolsets.has(root)) fail(`the workspace ${JSON.stringify(root)} of ${owners(next, root)} was not open at start-up, and a reload opens no workspace; restart the server to add it`);
+  }
+  if (next.serverInUse && toolsets.size > 0 && !options.serverBound) {
+    const labels = next.keys.filter((k) => k.workspace === undefined).map((k) => JSON.stringify(k.label));
+    fail(
+      `key${labels.length > 1 ? 's' : ''} ${labels.join(', ')} would work in the server's workspace (TOOLPORT_WORKSPACE), which no key used at start-up, ` +
+        "so the Bash of the keys' own workspaces does not hide it; restart the server to add such a key",
+    );
+  }
+  await assertKeysFileOutsideWorkspace(config, server, options.cwd);
+  await assertKeysFileOutside(config, options.cwd, next, fail);
+  if (next.inUse.length > 1) {
+    const registries = [...(next.serverInUse ? [options.registry] : []), ...[...next.roots.keys()].map((root) => toolsets.get(root)!)];
+    assertBashConfined(options.served, registries, next.keys, fail);
+  }
+  return next.keys;
+}
+
+/**
+ * A keys file inside the server's workspace could be read with the file tools, and a key scoped
+ * to Read would then hold every other key: refused at start-up and on a reload.
+ */
+export async function assertKeysFileOutsideWorkspace(config: Pick<ToolsetConfig, 'apiKeysFile'>, ws: Workspace, cwd = process.cwd()): Promise<void> {
+  if (config.apiKeysFile === undefined) return;
+  if (ws.contains(await realpath(path.resolve(cwd, config.apiKeysFile)))) {
+    throw new ApiKeysError(
+      `Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(config.apiKeysFile)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside`,
+    );
+  }
+}
+
+/** The keys file must lie outside every workspace of a key's own. */
+async function assertKeysFileOutside(config: ToolsetConfig, cwd: string, resolved: Resolved, fail: (problem: string) => never): Promise<void> {
+  if (config.apiKeysFile === undefined || resolved.roots.size === 0) return;
+  const keysFile = await realpath(path.resolve(cwd, config.apiKeysFile));
+  for (const root of resolved.roots.keys()) {
+    if (isWithin(keysFile, root)) fail(`the workspace ${JSON.stringify(root)} of ${owners(resolved, root)} holds the keys file, where the file tools can read it; keep it outside`);
+  }
+}
+
+function failure(config: ToolsetConfig): (problem: string) => never {
+  return (problem) => {
+    throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(config.apiKeysFile ?? '')}: ${problem}.`);
+  };
+}
+
+function owners(resolved: Resolved, root: string): string {
+  const labels = resolved.roots.get(root)!;
+  return `key${labels.length > 1 ? 's' : ''} ${labels.map((l) => JSON.stringify(l)).join(', ')}`;
 }
 
 /**

@@ -1,4 +1,3 @@
-import { realpath } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { loadApiKeys } from './api-keys.js';
 import { loadConfig, type Config } from './config.js';
@@ -6,7 +5,8 @@ import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from './
 import { Workspace } from './tools/workspace.js';
 import { buildApp } from './http/app.js';
 import type { ConnectionLimits } from './http/connections.js';
-import { openKeyWorkspaces } from './key-workspaces.js';
+import { keysReloader } from './key-reload.js';
+import { assertKeysFileOutsideWorkspace, openKeyWorkspaces } from './key-workspaces.js';
 import { createLogger } from './logger.js';
 import { connectRedis } from './redis.js';
 import { assertSafeExposure, isLoopback } from './safety.js';
@@ -20,7 +20,8 @@ const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
  * and the keys' own), refuses an unsafe exposure (tools that change things, on a non-loopback
  * address, without keys), connects to Redis when limits are shared, builds the app, listens, and shuts
  * down gracefully on SIGTERM or SIGINT (stop taking calls, let calls in flight finish up to the
- * grace period, abort the rest, exit 0). Start-up errors are printed on one line and exit with status 1.
+ * grace period, abort the rest, exit 0). SIGHUP reloads the keys (`keysReloader`). Start-up errors
+ * are printed on one line and exit with status 1.
  */
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<FastifyInstance | undefined> {
   let app: FastifyInstance;
@@ -37,7 +38,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const served = await createToolset(config, process.cwd(), logger, workspace);
     const tools = served.list();
     const loadedKeys = await loadApiKeys(config, tools.map((t) => t.name));
-    await assertKeysOutsideWorkspace(config, workspace);
+    await assertKeysFileOutsideWorkspace(config, workspace);
     const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
     const apiKeys = workspaces.keys;
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
@@ -77,7 +78,15 @@ export async function serve(env: Record<string, string | undefined> = process.en
     app.addHook('onClose', async () => {
       await Promise.all([workspaces.close(), workspace.close(), redis?.quit()]);
     });
-    handleSignals(app, config);
+    const reload = keysReloader({
+      config,
+      servedTools: tools.map((t) => t.name),
+      keys: apiKeys,
+      workspaces,
+      replaceKeys: (keys) => app.toolport.replaceKeys(keys),
+      log: logger,
+    });
+    handleSignals(app, config, reload);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
@@ -106,9 +115,10 @@ export async function serve(env: Record<string, string | undefined> = process.en
 
 /**
  * SIGTERM or SIGINT: stop taking calls, let calls in flight finish up to the grace period, abort
- * the rest, exit 0. Installed before the server listens, so no signal finds it without a handler.
+ * the rest, exit 0. SIGHUP: reload the keys; the process goes on (by default SIGHUP ends it).
+ * Installed before the server listens, so no signal finds it without a handler.
  */
-function handleSignals(app: FastifyInstance, config: Config): void {
+function handleSignals(app: FastifyInstance, config: Config, reload: () => Promise<unknown>): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -135,17 +145,5 @@ function handleSignals(app: FastifyInstance, config: Config): void {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-}
-
-/**
- * A keys file inside the workspace could be read with the file tools, and a key scoped to Read
- * would then hold every other key: refuse to start.
- */
-async function assertKeysOutsideWorkspace(config: Pick<Config, 'apiKeysFile'>, ws: Workspace): Promise<void> {
-  if (config.apiKeysFile === undefined) return;
-  if (ws.contains(await realpath(config.apiKeysFile))) {
-    throw new Error(
-      `Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(config.apiKeysFile)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside`,
-    );
-  }
+  process.on('SIGHUP', () => void reload());
 }

@@ -190,3 +190,79 @@ test('in the sandbox, each workspace\'s Bash cannot see the other workspaces in 
   assert.equal(await seen(opened.registry), 'the file of server');
   assert.notEqual(opened.registry, served);
 });
+
+const RELOAD_TOOLS = ['Read', 'LS'];
+
+test('admit: a reload may move keys between the workspaces open, drop them and bring them back, and opens nothing', async (t) => {
+  const s = await setup(t);
+  const tools = RELOAD_TOOLS;
+  const opened = await s.open([key('admin', { tools }), key('team-a', { workspace: s.dir('a'), tools }), key('team-b', { workspace: s.dir('b'), tools })]);
+  await symlink(s.dir('b'), s.dir('b-link'));
+  assert.deepEqual(await opened.admit([key('team-a', { workspace: s.dir('b-link'), tools }), key('team-b', { workspace: `${s.dir('server')}/`, tools })]), [
+    key('team-a', { workspace: s.dir('b'), tools }),
+    key('team-b', { tools }),
+  ]);
+  assert.deepEqual(await opened.admit([key('team-a', { workspace: s.dir('a'), tools })]), [key('team-a', { workspace: s.dir('a'), tools })]);
+  assert.deepEqual([...opened.toolsets.keys()], [s.dir('a'), s.dir('b')]);
+});
+
+test('admit refuses a workspace not opened at start-up, naming the key, since a reload opens none', async (t) => {
+  const s = await setup(t);
+  const file = JSON.stringify(s.dir('keys.json'));
+  const withOwn = await s.open([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS })]);
+  assert.equal(
+    await rejection(withOwn.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('team-b', { workspace: s.dir('b'), tools: RELOAD_TOOLS })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('b'))} of key "team-b" was not open at start-up, and a reload opens no workspace; restart the server to add it.`,
+  );
+  const without = await s.open([key('admin')]);
+  assert.equal(
+    await rejection(without.admit([key('admin'), key('team-a', { workspace: s.dir('a') })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('a'))} of key "team-a" was not open at start-up, and a reload opens no workspace; restart the server to add it.`,
+  );
+  assert.equal(
+    await rejection(without.admit([key('admin'), key('lost', { workspace: s.dir('missing') })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('missing'))} of key "lost" does not exist.`,
+  );
+});
+
+test('admit refuses a key in the server\'s workspace when no key worked there at start-up beside keys with their own', async (t) => {
+  const s = await setup(t);
+  const opened = await s.open([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS })]);
+  assert.equal(
+    await rejection(opened.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('admin', { tools: RELOAD_TOOLS }), key('ops', { tools: RELOAD_TOOLS })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(s.dir('keys.json'))}: keys "admin", "ops" would work in the server's workspace (TOOLPORT_WORKSPACE), which no key used at start-up, ` +
+      "so the Bash of the keys' own workspaces does not hide it; restart the server to add such a key.",
+  );
+  // Without workspaces of their own at start-up, keys come and go in the server's freely.
+  const plain = await s.open([key('admin')]);
+  assert.deepEqual(await plain.admit([key('ops'), key('ci', { tools: ['Read'] })]), [key('ops'), key('ci', { tools: ['Read'] })]);
+});
+
+test('admit refuses Bash without the sandbox for a key while keys work in two workspaces, and a keys file now inside a workspace', async (t) => {
+  const s = await setup(t);
+  const file = s.dir('keys.json');
+  const opened = await s.open([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Read', 'Grep'] })]);
+  assert.equal(
+    await rejection(opened.admit([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Read', 'Bash'] })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: keys have workspaces of their own, but Bash runs without the sandbox (TOOLPORT_BASH_SANDBOX=false), ` +
+      'so a key\'s commands could read every other key\'s files; make the sandbox work (TOOLPORT_BASH_SANDBOX, bubblewrap), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
+  );
+  // One workspace in use: Bash reads nothing of another key's.
+  assert.deepEqual(await opened.admit([key('team-a', { workspace: s.dir('a') })]), [key('team-a', { workspace: s.dir('a') })]);
+
+  // The keys file is now a link into a workspace in use.
+  await rm(file);
+  await writeFile(s.dir('a/keys.json'), '[]');
+  await symlink(s.dir('a/keys.json'), file);
+  assert.equal(
+    await rejection(opened.admit([key('team-a', { workspace: s.dir('a'), tools: ['Read'] })])),
+    `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: the workspace ${JSON.stringify(s.dir('a'))} of key "team-a" holds the keys file, where the file tools can read it; keep it outside.`,
+  );
+  await rm(file);
+  await writeFile(s.dir('server/keys.json'), '[]');
+  await symlink(s.dir('server/keys.json'), file);
+  assert.equal(
+    await rejection(opened.admit([key('admin', { tools: ['Read'] })])),
+    `Invalid TOOLPORT_API_KEYS_FILE: ${JSON.stringify(file)} is inside the workspace (TOOLPORT_WORKSPACE), where the file tools can read it; keep it outside`,
+  );
+});
