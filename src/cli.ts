@@ -20,6 +20,7 @@ Commands:
   list [--format F]         Print the tool definitions (F: ${API_FORMATS.join(', ')}; default anthropic)
   call <name> [json]        Run a tool in-process and print its ToolResult; exit 1 when isError
   openapi [--out FILE]      Print (or write) the OpenAPI document
+  reload <pid>              Make the server with this process id reload its API keys (sends it SIGHUP)
 
 Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
 TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
@@ -45,6 +46,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
   if (command === 'serve') return (await serve(env)) ? 0 : 1;
   if (command === 'mcp') return serveMcpStdio(env);
+  if (command === 'reload') return reload(rest);
 
   const config = loadConfig(env);
   const registry = await createToolset(config);
@@ -94,6 +96,27 @@ export async function main(argv: string[], env: Record<string, string | undefine
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
+}
+
+/**
+ * Sends SIGHUP, as `kill -HUP <pid>` does: the operating system lets only the server's own user
+ * (or root) do it, so a reload needs no key and no route of its own. The outcome is in the
+ * server's log, which the signal cannot carry back.
+ */
+function reload(args: string[]): number {
+  const [pid, ...extra] = args;
+  // Process ids are positive 32-bit numbers; kill() would read 0 or -1 as "a whole group".
+  if (pid === undefined || extra.length > 0 || !/^[1-9]\d{0,9}$/.test(pid) || Number(pid) > 2 ** 31 - 1) {
+    throw new UsageError('reload needs the process id of the server: toolport reload <pid>');
+  }
+  try {
+    process.kill(Number(pid), 'SIGHUP');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(code === 'ESRCH' ? `no process has the id ${pid}` : code === 'EPERM' ? `not permitted to signal process ${pid} (it runs as another user)` : (err as Error).message);
+  }
+  process.stdout.write(`Sent SIGHUP to process ${pid}; its log says whether the keys were reloaded or kept.\n`);
+  return 0;
 }
 
 function print(value: unknown): void {

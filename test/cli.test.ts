@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { Echo } from '../src/tools/index.js';
 import { createToolset } from '../src/toolset.js';
+import { kill, startServer } from './fixtures/server-process.js';
 
 // Each test spawns the real CLI (about half a second each on an idle machine), so they run a
 // few at a time; the generous kill timeout is for a loaded CI machine, not a sleep.
@@ -185,6 +186,44 @@ describe('toolport CLI', { concurrency: 4 }, () => {
     assert.equal(document.openapi, '3.1.0');
     assert.ok(document.paths['/tools/Echo'], Object.keys(document.paths).join(', '));
     assert.equal(run.stdout, printed(document));
+  });
+
+  test('reload <pid> makes that server reload its keys file: a removed key is refused, and the server runs on', async (t) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'toolport-cli-keys-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'keys.json');
+    const admin = { label: 'admin', key: 'admin-secret-0123456789abcdef' };
+    const bot = { label: 'bot', key: 'bot-secret-0123456789abcdef' };
+    writeFileSync(file, JSON.stringify([admin, bot]));
+    const server = await startServer({ TOOLPORT_API_KEYS_FILE: file, TOOLPORT_TOOLS: 'Echo', TOOLPORT_BASH_SANDBOX: 'false' });
+    t.after(() => kill(server));
+    const tools = (who: { key: string }) => fetch(`${server.url}/tools`, { headers: { authorization: `Bearer ${who.key}` } }).then((r) => r.status);
+    assert.equal(await tools(bot), 200);
+    writeFileSync(`${file}.new`, JSON.stringify([admin]));
+    renameSync(`${file}.new`, file);
+
+    const run = await cli(['reload', String(server.pid)]);
+    assert.deepEqual(run, { code: 0, stdout: `Sent SIGHUP to process ${server.pid}; its log says whether the keys were reloaded or kept.\n`, stderr: '' });
+    await server.logLine((l) => l.msg === 'API keys reloaded');
+    assert.equal(await tools(bot), 401);
+    assert.equal(await tools(admin), 200);
+    assert.equal(server.child.exitCode, null);
+  });
+
+  test('reload without one process id exits 2 with the usage', async () => {
+    for (const args of [[], ['abc'], ['0'], ['12', '13'], ['2147483648'], ['1.5']]) {
+      const run = await cli(['reload', ...args]);
+      assert.equal(run.code, 2, args.join(' '));
+      assert.equal(run.stdout, '', args.join(' '));
+      assert.ok(run.stderr.startsWith('toolport: reload needs the process id of the server: toolport reload <pid>\n'), run.stderr);
+      assert.match(run.stderr, /Usage: toolport <command>/);
+    }
+  });
+
+  test('reload of a process id no process has exits 1 and says so', async () => {
+    // Above any pid_max Linux allows (2^22).
+    const run = await cli(['reload', '2147483647']);
+    assert.deepEqual(run, { code: 1, stdout: '', stderr: 'toolport: no process has the id 2147483647\n' });
   });
 
   test('a configuration error (PORT=abc) exits 1 with a message naming PORT', async () => {
