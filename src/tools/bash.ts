@@ -4,8 +4,10 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
-import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashSandboxSetting } from './bash-isolation.js';
-import { KILL_GRACE_MS, type RunOutcome } from './process.js';
+import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from './bash-isolation.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from './bash-limits.js';
+import { limitNotes, LimitSigns } from './limit-notes.js';
+import { KILL_GRACE_MS } from './process.js';
 import type { Workspace } from './workspace.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
@@ -22,6 +24,8 @@ export interface BashToolOptions {
   secretFiles?: readonly string[];
   /** Directories the sandbox hides whole: the other keys' workspaces. */
   hiddenDirectories?: readonly string[];
+  /** Bounds on each call's processes, memory, files, CPU time and /tmp (default: `DEFAULT_BASH_LIMITS`). */
+  limits?: BashLimits;
   /** Where to say, once, which mode runs and why. */
   log?: Logger;
 }
@@ -71,6 +75,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     setting: options.sandbox ?? 'auto',
     secretFiles: options.secretFiles,
     hiddenDirectories: options.hiddenDirectories,
+    limits: options.limits ?? DEFAULT_BASH_LIMITS,
   });
   if (options.log) logBashIsolation(options.log, isolation);
 
@@ -87,6 +92,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
+      const signs = new LimitSigns();
       const progress = context.progress ? outputProgress(context.progress) : undefined;
       const outcome = await isolation.run(command, {
         cwd: root,
@@ -101,11 +107,23 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
         onStderr: progress
           ? (chunk) => {
               stderr.write(chunk);
+              signs.write(chunk);
               progress(chunk.length);
             }
-          : (chunk) => stderr.write(chunk),
+          : (chunk) => {
+              stderr.write(chunk);
+              signs.write(chunk);
+            },
       });
-      return formatResult(outcome, stdout, stderr, timeoutMs);
+      const notes = limitNotes({
+        ...outcome,
+        signs,
+        cgroup: outcome.cgroup,
+        limits: isolation.limits,
+        processesLimited: isolation.enforced.processes !== 'none',
+        tmpLimited: isolation.enforced.tmp !== 'none',
+      });
+      return formatResult(outcome, stdout, stderr, timeoutMs, notes);
     },
   });
   ISOLATIONS.set(tool, isolation);
@@ -131,8 +149,8 @@ function outputProgress(report: (update: { progress: number; message: string }) 
   };
 }
 
-/** stdout, then stderr under a `[stderr]` line, then notes on how the command ended. */
-function formatResult(outcome: RunOutcome, stdout: OutputCapture, stderr: OutputCapture, timeoutMs: number): ToolResult {
+/** stdout, then stderr under a `[stderr]` line, then the limits the command ran into, then notes on how it ended. */
+function formatResult(outcome: BashOutcome, stdout: OutputCapture, stderr: OutputCapture, timeoutMs: number, limitNotes: readonly string[]): ToolResult {
   if (outcome.spawnError) return errorResult(`Could not start the command: ${outcome.spawnError.message}`);
 
   // Share the character budget: the shorter stream keeps up to half, the longer takes the rest.
@@ -152,6 +170,7 @@ function formatResult(outcome: RunOutcome, stdout: OutputCapture, stderr: Output
   if (stdout.totalBytes > 0) parts.push(withoutFinalNewline(out.text));
   if (stderr.totalBytes > 0) parts.push(`[stderr]\n${withoutFinalNewline(err.text)}`);
   if (parts.length === 0) parts.push('(no output)');
+  parts.push(...limitNotes);
 
   const { exitCode, exitSignal, timedOut, abortReason } = outcome;
   if (timedOut) parts.push(`(Command timed out after ${timeoutMs} ms and was killed)`);
@@ -182,9 +201,25 @@ function describe(isolation: BashIsolation): string {
       ? '- Background processes: when the command ends, every process it started is killed, including ones that call setsid or daemonise; nothing outlives the command, so this tool cannot keep a server running.'
       : '- Background processes: when the command ends, the processes still in its process group (such as `cmd &`) are killed. A process that leaves the group (setsid, or a program that daemonises) is not killed and keeps running after the command; do not rely on it being cleaned up.',
     `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,
+    describeLimits(isolation),
     '- isError is true when the command exits with a non-zero code, is killed by a signal, times out or is aborted.',
     '- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server\'s own variables are not passed.',
     boundary,
     '- Prefer the dedicated tools (Read, Write, Edit, Glob, Grep) for files; use Bash for builds, tests, git and other programs.',
   ].join('\n');
+}
+
+/** The description's line on the bounds a call runs under, for the ones that hold here. */
+function describeLimits(isolation: BashIsolation): string {
+  const { limits, enforced } = isolation;
+  const mib = (bytes: number): string => `${Math.round(bytes / 1024 ** 2)} MiB`;
+  const bounds: string[] = [];
+  if (enforced.processes !== 'none') bounds.push(`${limits.maxProcesses} processes and threads at once (a fork past it fails)`);
+  if (enforced.memory !== 'none') bounds.push(`${mib(limits.maxMemory)} of memory for the whole command (past it the kernel kills a process)`);
+  if (limits.maxAddressSpace > 0) bounds.push(`${mib(limits.maxAddressSpace)} of address space per process`);
+  if (limits.maxFileSize > 0) bounds.push(`files of at most ${mib(limits.maxFileSize)} (a process writing past it is stopped)`);
+  if (limits.maxCpuSeconds > 0) bounds.push(`${limits.maxCpuSeconds} s of CPU time per process, and no more than the timeout`);
+  if (enforced.tmp !== 'none') bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm (kept in memory; write large files to the workspace)`);
+  if (bounds.length === 0) return '- Limits: none beyond the timeout.';
+  return `- Limits per call: ${bounds.join('; ')}. The result says which limit a command ran into.`;
 }

@@ -46,17 +46,25 @@ const SHARED_DIRECTORIES = new Set(['/var/lib', '/var/cache', '/var/log', '/var/
  *
  * The workspace is bound after /tmp, /run and the hidden directories so that a workspace below
  * one of them stays visible; hidden files are never inside the workspace (see `hiddenPaths`).
+ *
+ * With `tmpSize` (bytes, 0 for none), no file system a command can write to is held in memory
+ * without a bound: /tmp and /dev/shm are tmpfs of that size each (bwrap's --size, 0.8.0 and
+ * later); bwrap's own /dev tmpfs (where /dev/shm would otherwise be a directory), /run and the
+ * hidden directories are made read-only once everything below them is mounted.
  */
-export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_HIDDEN): string[] {
+export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): string[] {
+  const sized = tmpSize > 0 ? ['--size', String(tmpSize)] : [];
   return [
     '--ro-bind', '/', '/',
     '--dev', '/dev',
+    ...(tmpSize > 0 ? [...sized, '--tmpfs', '/dev/shm', '--remount-ro', '/dev'] : []),
     '--proc', '/proc',
-    '--tmpfs', '/tmp',
+    ...sized, '--tmpfs', '/tmp',
     '--tmpfs', '/run',
     ...hidden.directories.flatMap((dir) => ['--tmpfs', dir]),
     ...hidden.files.flatMap((file) => ['--ro-bind', '/dev/null', file]),
     '--bind', workspaceRoot, workspaceRoot,
+    ...(tmpSize > 0 ? ['/run', ...hidden.directories].flatMap((dir) => ['--remount-ro', dir]) : []),
     '--chdir', workspaceRoot,
     '--unshare-all',
     '--die-with-parent',
@@ -64,9 +72,9 @@ export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_H
   ];
 }
 
-/** The program and arguments that run `bash -c command` inside the sandbox. */
-export function sandboxedBash(workspaceRoot: string, command: string, hidden: HiddenPaths = NOTHING_HIDDEN): { file: string; args: string[] } {
-  return { file: BWRAP, args: [...bwrapArgs(workspaceRoot, hidden), '--', 'bash', '-c', command] };
+/** The program and arguments that run `bash -c command` inside the sandbox (see `bwrapArgs` for `tmpSize`). */
+export function sandboxedBash(workspaceRoot: string, command: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): { file: string; args: string[] } {
+  return { file: BWRAP, args: [...bwrapArgs(workspaceRoot, hidden, tmpSize), '--', 'bash', '-c', command] };
 }
 
 /**
@@ -110,11 +118,12 @@ export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly s
 
 /**
  * Tries the sandbox once with a trivial command. Returns why it cannot work here (bwrap missing,
- * namespaces refused by the kernel or the container runtime, ...), or undefined when it works.
+ * namespaces refused by the kernel or the container runtime, a bwrap older than 0.8.0 given a
+ * `tmpSize`, ...), or undefined when it works.
  */
-export async function sandboxUnavailableReason(workspaceRoot: string, bwrap = BWRAP, hidden: HiddenPaths = NOTHING_HIDDEN): Promise<string | undefined> {
+export async function sandboxUnavailableReason(workspaceRoot: string, bwrap = BWRAP, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): Promise<string | undefined> {
   const stderr: Buffer[] = [];
-  const { args } = sandboxedBash(workspaceRoot, 'exit 0', hidden);
+  const { args } = sandboxedBash(workspaceRoot, 'exit 0', hidden, tmpSize);
   const outcome = await runProcess(bwrap, args, {
     cwd: workspaceRoot,
     env: commandEnv({ TMPDIR: '/tmp' }),
