@@ -177,7 +177,7 @@ async function openCgroups(limits: BashLimits): Promise<{ cgroups: CallCgroups |
   }
 }
 
-/** Runs one call in a cgroup of its own (when there are cgroups), then reads what the cgroup counted and removes it. */
+/** Runs one call in a cgroup of its own (when there are cgroups), then reads what the cgroup counted and releases it. */
 async function runLimited(
   limits: BashLimits,
   cgroups: CallCgroups | undefined,
@@ -195,7 +195,7 @@ async function runLimited(
     const outcome = await launch(cgroup, cpuSeconds);
     return { ...outcome, cpuSeconds, ...(cgroup ? { cgroup: await cgroup.events() } : {}) };
   } finally {
-    cgroup?.remove();
+    void cgroup?.release();
   }
 }
 

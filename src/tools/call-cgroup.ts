@@ -20,8 +20,11 @@ export interface CgroupSources {
 const SELF: CgroupSources = { cgroupFile: '/proc/self/cgroup', mountinfoFile: '/proc/self/mountinfo' };
 const LIMIT_FILES: Record<CgroupController, string> = { pids: 'pids.max', memory: 'memory.limit_in_bytes' };
 const CALL_NAME = /^toolport-(\d+)-\d+$/;
-const REMOVE_POLL_MS = 20;
-const REMOVE_TIMEOUT_MS = 10_000;
+const EMPTY_POLL_MS = 20;
+const EMPTY_TIMEOUT_MS = 10_000;
+// Above the Bash tool's calls at once: a cgroup is kept for the next call, since making and
+// removing one cost about 10 ms per call here (cgroup v1), more than the sandbox itself.
+const MAX_IDLE = 8;
 
 /**
  * Makes a cgroup per Bash call below the server's own, in each cgroup v1 hierarchy of a controller
@@ -36,6 +39,7 @@ export class CallCgroups {
   readonly controllers: readonly CgroupController[];
   readonly #bases: ReadonlyMap<CgroupController, string>;
   readonly #limits: CgroupLimits;
+  readonly #idle: CallCgroup[] = [];
   #next = 0;
 
   private constructor(bases: ReadonlyMap<CgroupController, string>, limits: CgroupLimits) {
@@ -65,7 +69,7 @@ export class CallCgroups {
       const trial = new CallCgroups(new Map([[controller, base]]), limits);
       try {
         await trial.#sweep(base);
-        (await trial.create()).remove();
+        await (await trial.create()).remove();
         bases.set(controller, base);
       } catch (err) {
         unusable.push(`${controller}: ${(err as Error).message}`);
@@ -75,8 +79,10 @@ export class CallCgroups {
     return { cgroups: new CallCgroups(bases, limits), unusable };
   }
 
-  /** A new cgroup for one call, with its limits set. */
+  /** A cgroup for one call, with its limits set and no process in it: one a finished call left, or a new one. */
   async create(): Promise<CallCgroup> {
+    const idle = this.#idle.pop();
+    if (idle !== undefined) return idle.renewed();
     const name = `toolport-${process.pid}-${this.#next++}`;
     const dirs: Array<[CgroupController, string]> = [];
     try {
@@ -88,10 +94,10 @@ export class CallCgroups {
         await writeFile(path.join(dir, LIMIT_FILES[controller]), String(limit));
       }
     } catch (err) {
-      new CallCgroup(dirs).remove();
+      void new CallCgroup(dirs, []).remove();
       throw new Error(`could not make the call's cgroup: ${(err as Error).message}`);
     }
-    return new CallCgroup(dirs);
+    return new CallCgroup(dirs, this.#idle).renewed();
   }
 
   /** Removes the call cgroups of servers that are gone (left behind when one was killed). */
@@ -103,12 +109,22 @@ export class CallCgroups {
   }
 }
 
-/** One call's cgroups: the files its command joins through, what they counted, and their removal. */
+/** One call's cgroups: the files its command joins through, what they counted, and their release. */
 export class CallCgroup {
   readonly #dirs: ReadonlyArray<readonly [CgroupController, string]>;
+  readonly #idle: CallCgroup[];
+  // The counters when the call began: a cgroup serves one call after another.
+  #before: CgroupCounts = { forksRefused: 0, oomKills: 0 };
 
-  constructor(dirs: ReadonlyArray<readonly [CgroupController, string]>) {
+  constructor(dirs: ReadonlyArray<readonly [CgroupController, string]>, idle: CallCgroup[]) {
     this.#dirs = dirs;
+    this.#idle = idle;
+  }
+
+  /** This cgroup, with its counters read afresh for a new call. */
+  async renewed(): Promise<CallCgroup> {
+    this.#before = await this.#counts();
+    return this;
   }
 
   /**
@@ -120,20 +136,53 @@ export class CallCgroup {
     return `{ ${writes}; } 2>/dev/null || { echo "toolport: could not join the call's cgroup" >&2; exit 126; }`;
   }
 
-  /** Whether the pids controller refused a fork, and whether the memory controller killed a process. */
+  /** Whether, during this call, the pids controller refused a fork, and the memory controller killed a process. */
   async events(): Promise<CgroupEvents> {
-    const events: CgroupEvents = { processes: false, memory: false };
-    for (const [controller, dir] of this.#dirs) {
-      if (controller === 'pids') events.processes = (await counter(path.join(dir, 'pids.events'), 'max')) > 0;
-      else events.memory = (await counter(path.join(dir, 'memory.oom_control'), 'oom_kill')) > 0;
-    }
-    return events;
+    const now = await this.#counts();
+    return { processes: now.forksRefused > this.#before.forksRefused, memory: now.oomKills > this.#before.oomKills };
   }
 
-  /** Removes the cgroups once their last process has exited (polling for a while), in the background. */
-  remove(): void {
-    for (const [, dir] of this.#dirs) void removeWhenEmpty(dir);
+  /**
+   * Once its last process has exited (polled for a while, in the background), keeps the cgroup
+   * for the next call, or removes it when enough are kept. Resolves when that is done.
+   */
+  async release(): Promise<void> {
+    if (!(await this.#whenEmpty())) return;
+    if (this.#idle.length < MAX_IDLE) this.#idle.push(this);
+    else await this.remove();
   }
+
+  /** Removes the cgroups, once their last process has exited (polled for a while). */
+  async remove(): Promise<void> {
+    if (!(await this.#whenEmpty())) return;
+    for (const [, dir] of this.#dirs) await rmdir(dir).catch(() => {});
+  }
+
+  async #counts(): Promise<CgroupCounts> {
+    const counts: CgroupCounts = { forksRefused: 0, oomKills: 0 };
+    for (const [controller, dir] of this.#dirs) {
+      if (controller === 'pids') counts.forksRefused = await counter(path.join(dir, 'pids.events'), 'max');
+      else counts.oomKills = await counter(path.join(dir, 'memory.oom_control'), 'oom_kill');
+    }
+    return counts;
+  }
+
+  /** True once no process is left in any of the cgroups; false when some still are after a while. */
+  async #whenEmpty(): Promise<boolean> {
+    const deadline = Date.now() + EMPTY_TIMEOUT_MS;
+    for (;;) {
+      const contents = await Promise.all(this.#dirs.map(([, dir]) => readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '')));
+      if (contents.every((text) => text.trim() === '')) return true;
+      if (Date.now() >= deadline) return false;
+      // Unreferenced: a cgroup left for the next start's sweep never holds the server open.
+      await new Promise((resolve) => setTimeout(resolve, EMPTY_POLL_MS).unref());
+    }
+  }
+}
+
+interface CgroupCounts {
+  forksRefused: number;
+  oomKills: number;
 }
 
 /** The directory of this process's own cgroup in each v1 hierarchy, by controller. */
@@ -166,21 +215,6 @@ async function counter(file: string, name: string): Promise<number> {
     return match ? Number(match[1]) : 0;
   } catch {
     return 0;
-  }
-}
-
-async function removeWhenEmpty(dir: string): Promise<void> {
-  const deadline = Date.now() + REMOVE_TIMEOUT_MS;
-  for (;;) {
-    try {
-      await rmdir(dir);
-      return;
-    } catch (err) {
-      // EBUSY while a process of the call is still exiting; anything else will not change.
-      if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() >= deadline) return;
-    }
-    // Unreferenced: a cgroup left for the next start's sweep never holds the server open.
-    await new Promise((resolve) => setTimeout(resolve, REMOVE_POLL_MS).unref());
   }
 }
 
