@@ -25,6 +25,8 @@ const EMPTY_TIMEOUT_MS = 10_000;
 // Above the Bash tool's calls at once: a cgroup is kept for the next call, since making and
 // removing one cost about 10 ms per call here (cgroup v1), more than the sandbox itself.
 const MAX_IDLE = 8;
+// One sequence for the process: each Bash tool (one per workspace) has cgroups of its own, all named after the process.
+let nextName = 0;
 
 /**
  * Makes a cgroup per Bash call below the server's own, in each cgroup v1 hierarchy of a controller
@@ -40,7 +42,6 @@ export class CallCgroups {
   readonly #bases: ReadonlyMap<CgroupController, string>;
   readonly #limits: CgroupLimits;
   readonly #idle: CallCgroup[] = [];
-  #next = 0;
 
   private constructor(bases: ReadonlyMap<CgroupController, string>, limits: CgroupLimits) {
     this.#bases = bases;
@@ -83,7 +84,7 @@ export class CallCgroups {
   async create(): Promise<CallCgroup> {
     const idle = this.#idle.pop();
     if (idle !== undefined) return idle.renewed();
-    const name = `toolport-${process.pid}-${this.#next++}`;
+    const name = `toolport-${process.pid}-${nextName++}`;
     const dirs: Array<[CgroupController, string]> = [];
     try {
       for (const [controller, base] of this.#bases) {
