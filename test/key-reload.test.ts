@@ -43,13 +43,13 @@ async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => 
   await write(typeof keys === 'function' ? keys(dir) : keys);
   const workspace = await Workspace.open(path.join(base, 'server'));
   t.after(() => workspace.close());
-  const config: ToolsetConfig & { apiKeys: string[] } = {
+  const config: ToolsetConfig & { apiKeys: string[]; apiKeysFile: string | undefined } = {
     workspace: workspace.root,
     bashSandbox: false,
     plugins: [],
     tools: undefined,
     apiKeys: [],
-    ...(keysFile && { apiKeysFile: file }),
+    apiKeysFile: keysFile ? file : undefined,
   };
   const served = await createToolset(config, base, undefined, workspace);
   const servedTools = served.list().map((tool) => tool.name);
