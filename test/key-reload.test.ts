@@ -78,7 +78,7 @@ async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => 
 
 const readFirstLine = async (app: Awaited<ReturnType<typeof server>>['app'], key: ApiKey, file: string) => {
   const res = await app.inject({ method: 'POST', url: '/tools/Read', headers: bearer(key), payload: { file_path: file } });
-  return { status: res.statusCode, text: res.statusCode === 200 ? (res.json() as { content: Array<{ text: string }> }).content[0]!.text.split('\n')[0] : res.body };
+  return { status: res.statusCode, text: res.statusCode === 200 ? (res.json() as { content: Array<{ text: string }> }).content[0]!.text.split('\n')[0]! : res.body };
 };
 
 test('a reload puts the file\'s keys in place: a removed key is refused, a changed scope applies, a new key works, and the log names only labels', async (t) => {
