@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './core/executor.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from './tools/bash-limits.js';
 import {
   DEFAULT_BODY_LIMIT,
   DEFAULT_HEADERS_TIMEOUT_MS,
@@ -29,6 +30,8 @@ export interface Config {
   workspace: string;
   /** Run Bash inside the bubblewrap sandbox: `auto` when a trial run at start-up works, `true` always (or fail), `false` never. */
   bashSandbox: boolean | 'auto';
+  /** Bounds on each Bash call (TOOLPORT_BASH_MAX_PROCESSES, _TMP_SIZE, _MAX_FILE_SIZE, _MAX_MEMORY, _MAX_ADDRESS_SPACE, _MAX_CPU_SECONDS); 0 switches one off. */
+  bashLimits: BashLimits;
   /** Serve the API browser at /docs. */
   docs: boolean;
   /** Keys with access to every served tool (TOOLPORT_API_KEYS). */
@@ -94,6 +97,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: text(env, 'TOOLPORT_WORKSPACE', cwd),
     bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
+    bashLimits: bashLimits(env),
     docs: boolean(env, 'TOOLPORT_DOCS', true),
     apiKeys: list(env, 'TOOLPORT_API_KEYS', { secret: true }) ?? [],
     apiKeysFile: raw(env, 'TOOLPORT_API_KEYS_FILE'),
@@ -146,6 +150,21 @@ function booleanOrAuto(env: Env, name: string): boolean | 'auto' {
   if (['true', '1', 'yes'].includes(value)) return true;
   if (['false', '0', 'no'].includes(value)) return false;
   throw new ConfigError(name, 'auto, true or false', value);
+}
+
+const MAX_BYTES = 1024 ** 5;
+
+/** Each bound an integer from 0 (off); sizes in bytes, up to a PiB; CPU seconds up to a day. */
+function bashLimits(env: Env): BashLimits {
+  const d = DEFAULT_BASH_LIMITS;
+  return {
+    maxProcesses: integer(env, 'TOOLPORT_BASH_MAX_PROCESSES', d.maxProcesses, 0, 1_000_000),
+    tmpSize: integer(env, 'TOOLPORT_BASH_TMP_SIZE', d.tmpSize, 0, MAX_BYTES),
+    maxFileSize: integer(env, 'TOOLPORT_BASH_MAX_FILE_SIZE', d.maxFileSize, 0, MAX_BYTES),
+    maxMemory: integer(env, 'TOOLPORT_BASH_MAX_MEMORY', d.maxMemory, 0, MAX_BYTES),
+    maxAddressSpace: integer(env, 'TOOLPORT_BASH_MAX_ADDRESS_SPACE', d.maxAddressSpace, 0, MAX_BYTES),
+    maxCpuSeconds: integer(env, 'TOOLPORT_BASH_MAX_CPU_SECONDS', d.maxCpuSeconds, 0, 86_400),
+  };
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {

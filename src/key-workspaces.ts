@@ -77,6 +77,7 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
       const builtins = await builtinTools({
         workspace: ws,
         bashSandbox: config.bashSandbox,
+        bashLimits: config.bashLimits,
         secretFiles: secretFiles(config, cwd),
         hiddenDirectories: inUse.filter((root) => root !== ws.root),
         log: log?.child({ workspace: ws.root }),

@@ -12,7 +12,7 @@ export class UnknownToolError extends Error {
 }
 
 /** What createToolset reads of the configuration; without `apiKeysFile`, no keys file is hidden. */
-export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile'>>;
+export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile' | 'bashLimits'>>;
 
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
@@ -26,6 +26,7 @@ export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), 
   const builtins = await builtinTools({
     workspace: workspace ?? config.workspace,
     bashSandbox: config.bashSandbox,
+    bashLimits: config.bashLimits,
     secretFiles: secretFiles(config, cwd),
     log,
     sweepLeftovers: log !== undefined,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createBashTool } from './bash.js';
 import type { BashSandboxSetting } from './bash-isolation.js';
+import type { BashLimits } from './bash-limits.js';
 import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob.js';
@@ -19,6 +20,8 @@ export interface BuiltinToolOptions {
   workspace: string | Workspace;
   /** Run Bash inside the bubblewrap sandbox: `auto` (the default) when it works here, `true` always (or fail), `false` never. */
   bashSandbox?: BashSandboxSetting;
+  /** Bounds on each Bash call (default: `DEFAULT_BASH_LIMITS`). */
+  bashLimits?: BashLimits;
   /** Files the server reads secrets or configuration from (the API keys file); the Bash sandbox hides them. */
   secretFiles?: readonly string[];
   /** Directories the Bash sandbox hides whole: the other keys' workspaces. */
@@ -47,6 +50,7 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
     await createBashTool({
       workspace: ws,
       sandbox: options.bashSandbox ?? 'auto',
+      limits: options.bashLimits,
       secretFiles: options.secretFiles,
       hiddenDirectories: options.hiddenDirectories,
       log: options.log,
