@@ -209,17 +209,21 @@ function describe(isolation: BashIsolation): string {
   ].join('\n');
 }
 
-/** The description's line on the bounds a call runs under, for the ones that hold here. */
+/**
+ * The description's line on the bounds a call runs under: the configured ones, not what this
+ * machine enforces, so the description (and the OpenAPI document made from it) is the same on
+ * every machine. /tmp's only in the sandbox, whose /tmp is the call's own.
+ */
 function describeLimits(isolation: BashIsolation): string {
-  const { limits, enforced } = isolation;
+  const { limits } = isolation;
   const mib = (bytes: number): string => `${Math.round(bytes / 1024 ** 2)} MiB`;
   const bounds: string[] = [];
-  if (enforced.processes !== 'none') bounds.push(`${limits.maxProcesses} processes and threads at once (a fork past it fails)`);
-  if (enforced.memory !== 'none') bounds.push(`${mib(limits.maxMemory)} of memory for the whole command (past it the kernel kills a process)`);
+  if (limits.maxProcesses > 0) bounds.push(`${limits.maxProcesses} processes and threads at once (a fork past it fails)`);
+  if (limits.maxMemory > 0) bounds.push(`${mib(limits.maxMemory)} of memory for the whole command (past it the kernel kills a process)`);
   if (limits.maxAddressSpace > 0) bounds.push(`${mib(limits.maxAddressSpace)} of address space per process`);
   if (limits.maxFileSize > 0) bounds.push(`files of at most ${mib(limits.maxFileSize)} (a process writing past it is stopped)`);
   if (limits.maxCpuSeconds > 0) bounds.push(`${limits.maxCpuSeconds} s of CPU time per process, and no more than the timeout`);
-  if (enforced.tmp !== 'none') bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm (kept in memory; write large files to the workspace)`);
+  if (isolation.mode === 'sandbox' && limits.tmpSize > 0) bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm each (held in memory; write large files to the workspace)`);
   if (bounds.length === 0) return '- Limits: none beyond the timeout.';
-  return `- Limits per call: ${bounds.join('; ')}. The result says which limit a command ran into.`;
+  return `- Limits per call, where this server can enforce them: ${bounds.join('; ')}. The result says which limit a command ran into.`;
 }
