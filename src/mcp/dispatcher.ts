@@ -62,6 +62,12 @@ export interface DispatchOutcome {
 export interface DispatcherOptions {
   /** Most messages in one batch (2025-03-26 only); larger batches are refused whole. Default 64. */
   maxBatch?: number;
+  /**
+   * Most messages of one batch handled at once; the rest wait their turn, in order, so one batch
+   * cannot take a tool's every slot. Default 8, the cap `POST /calls` puts on a turn's calls
+   * (`MAX_TURN_CONCURRENCY`, which the adapters pass here).
+   */
+  maxBatchConcurrency?: number;
   /** Shortest gap between two progress notifications of one call, in ms. Default 20. */
   progressIntervalMs?: number;
   /** `ttlMs` of `tools/list` and `server/discover` results in the stateless revisions. Default 60000. */
@@ -84,6 +90,7 @@ const TOOLS_CAPABILITY = { tools: { listChanged: false } };
 export class McpDispatcher<Caller> {
   readonly #backend: McpBackend<Caller>;
   readonly #maxBatch: number;
+  readonly #maxBatchConcurrency: number;
   readonly #listTtlMs: number;
   readonly #listCacheScope: 'public' | 'private';
   readonly #resultMeta: Record<string, unknown>;
@@ -95,6 +102,7 @@ export class McpDispatcher<Caller> {
   constructor(backend: McpBackend<Caller>, options: DispatcherOptions = {}) {
     this.#backend = backend;
     this.#maxBatch = options.maxBatch ?? 64;
+    this.#maxBatchConcurrency = options.maxBatchConcurrency ?? 8;
     this.#listTtlMs = options.listTtlMs ?? 60_000;
     this.#listCacheScope = options.listCacheScope ?? 'private';
     this.#resultMeta = { [SERVER_INFO_KEY]: { ...backend.serverInfo } };
@@ -159,8 +167,9 @@ export class McpDispatcher<Caller> {
       return invalidBatch(why);
     }
     let calls = 0;
-    const outcomes = await Promise.all(
-      messages.map((message) => {
+    const outcomes = await inTurns(
+      this.#maxBatchConcurrency,
+      messages.map((message) => async (): Promise<DispatchOutcome> => {
         const refusal = batchRefusal(message);
         if (refusal) {
           this.#refusedCall(message, context, refusal.error.message);
@@ -290,6 +299,19 @@ function batchRefusal(message: unknown): JsonRpcErrorResponse | undefined {
   return undefined;
 }
 
+/** Runs the tasks at most `size` at a time, in order; the answers keep the tasks' order. */
+async function inTurns<T>(size: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results = new Array<T>(tasks.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < tasks.length) {
+      const i = next++;
+      results[i] = await tasks[i]!();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(size, tasks.length) }, worker));
+  return results;
+}
 
 function invalidBatch(why: string): DispatchOutcome {
   return { reply: errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: ${why}`), status: 400 };

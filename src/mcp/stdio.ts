@@ -1,7 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
+import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './in-flight.js';
-import { encode, errorResponse, isPlainObject, parseMessage, RpcCodes, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
 
 export interface StdioOptions<Caller> {
   /** Who is calling: the whole stream is one caller (the user who launched the process). */
@@ -40,40 +41,25 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   let active = 0;
   let initializing = false;
   let ended = false;
-  let outputBlocked = false;
   let protocolVersion: string | undefined;
   let graceTimer: NodeJS.Timeout | undefined;
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
 
-  const write = (message: JsonRpcResponse | JsonRpcResponse[] | JsonRpcNotification): void => {
-    if (output.destroyed || output.writableEnded) return;
-    const text = Array.isArray(message) ? `[${message.map(encode).join(',')}]` : encode(message);
-    try {
-      if (!output.write(`${text}\n`) && !outputBlocked) {
-        outputBlocked = true;
-        output.once('drain', onDrain);
-      }
-    } catch {
-      // The client closed its end; what is left to say has nowhere to go.
-    }
-  };
-
-  const onDrain = (): void => {
-    outputBlocked = false;
-    pump();
-  };
+  // A reader that does not keep up gets each call's latest progress, not a queue of it: only the
+  // responses (one per request, and reading pauses while the output is blocked) are always written.
+  const out = new BoundedOutput(output, { frame: (text) => `${text}\n`, onDrain: () => pump() });
 
   const start = (line: string): void => {
     const parsed = parseMessage(line);
-    if ('reply' in parsed) return write(parsed.reply);
+    if ('reply' in parsed) return out.send(parsed.reply);
     const isInitialize = isPlainObject(parsed.value) && parsed.value['method'] === 'initialize';
     active++;
     if (isInitialize) initializing = true;
-    const context = { caller: options.caller, calls, notify: write, signal: shutdown.signal, ...(protocolVersion ? { protocolVersion } : {}) };
+    const context = { caller: options.caller, calls, notify: out.progress, signal: shutdown.signal, ...(protocolVersion ? { protocolVersion } : {}) };
     void dispatcher.handle(parsed.value, context).then((outcome) => {
       if (outcome.negotiatedVersion !== undefined) protocolVersion = outcome.negotiatedVersion;
-      if (outcome.reply !== undefined) write(outcome.reply);
+      if (outcome.reply !== undefined) out.send(outcome.reply);
       active--;
       if (isInitialize) initializing = false;
       pump();
@@ -87,7 +73,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
       if (active === 0 && lines.length === 0) finish();
       return;
     }
-    if (lines.length > 0 || outputBlocked) input.pause();
+    if (lines.length > 0 || out.blocked) input.pause();
     else input.resume();
   };
 
@@ -116,7 +102,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
 
   const endLine = (): void => {
     if (oversized) {
-      write(errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: the message is longer than ${maxLineBytes} bytes`));
+      out.send(errorResponse(null, RpcCodes.INVALID_REQUEST, `Invalid Request: the message is longer than ${maxLineBytes} bytes`));
     } else if (partBytes > 0) {
       const line = Buffer.concat(parts, partBytes).toString('utf8').trim();
       if (line !== '') lines.push(line);
@@ -162,7 +148,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
     if (graceTimer) clearTimeout(graceTimer);
     input.off('end', onEnd);
     input.off('error', onEnd);
-    output.off('drain', onDrain);
+    out.close();
     options.signal?.removeEventListener('abort', onAbort);
     resolveDone();
   };

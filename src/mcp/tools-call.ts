@@ -19,6 +19,12 @@ export interface ToolsCallDeps<Caller> {
 const NEVER_ABORTED: AbortSource = { aborted: false, reason: undefined, addEventListener: () => {}, removeEventListener: () => {} };
 
 /**
+ * Longest progress token taken, in bytes (UTF-8). Every progress notification repeats the token,
+ * so a long one multiplies what each report costs the server and the connection.
+ */
+export const MAX_PROGRESS_TOKEN_BYTES = 256;
+
+/**
  * One `tools/call`: checks the params, runs the call through the backend with a signal that
  * `notifications/cancelled` and the transport can abort and, when the client sent a progress
  * token, a progress reporter; renders the result or the refusal for the revision.
@@ -39,6 +45,9 @@ export async function toolsCall<Caller>(
   if (typeof name !== 'string') return malformed('Invalid params: name must be a string');
   const args = params['arguments'] ?? {};
   if (!isPlainObject(args)) return malformed('Invalid params: arguments must be an object');
+  const meta = params['_meta'];
+  const token = progressTokenOf(isPlainObject(meta) ? meta['progressToken'] : undefined);
+  if (typeof token === 'object') return malformed(token.problem);
 
   // A controller of its own only when cancellation by id is possible: the transport's signal is
   // handed over as it is otherwise (AbortControllers are not free on the hot path).
@@ -50,12 +59,7 @@ export async function toolsCall<Caller>(
     else outer.addEventListener('abort', abortFromOuter, { once: true });
   }
   const signal = controller?.signal ?? outer ?? NEVER_ABORTED;
-  const meta = params['_meta'];
-  const token = isPlainObject(meta) ? meta['progressToken'] : undefined;
-  const progress =
-    context.notify && (typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)))
-      ? new ProgressReporter(token, context.notify, deps.progressIntervalMs, signal)
-      : undefined;
+  const progress = context.notify && token !== undefined ? new ProgressReporter(token, context.notify, deps.progressIntervalMs, signal) : undefined;
 
   let outcome;
   try {
@@ -85,6 +89,22 @@ export async function toolsCall<Caller>(
     result['_meta'] = deps.resultMeta;
   }
   return { reply: resultResponse(request.id, result), status: 200 };
+}
+
+/**
+ * The progress token, `undefined` when there is none (`null` counts as none), or why it is
+ * refused. A token is a string of at most `MAX_PROGRESS_TOKEN_BYTES`, or an integer that a JSON
+ * number carries exactly, so that every notification names the very token the client sent.
+ */
+function progressTokenOf(token: unknown): string | number | undefined | { problem: string } {
+  if (token === undefined || token === null) return undefined;
+  if (typeof token === 'string') {
+    const bytes = Buffer.byteLength(token);
+    if (bytes <= MAX_PROGRESS_TOKEN_BYTES) return token;
+    return { problem: `Invalid params: _meta.progressToken is a string of ${bytes} bytes; at most ${MAX_PROGRESS_TOKEN_BYTES} are taken` };
+  }
+  if (typeof token === 'number' && Number.isSafeInteger(token)) return token;
+  return { problem: `Invalid params: _meta.progressToken must be a string of at most ${MAX_PROGRESS_TOKEN_BYTES} bytes or an integer from -(2^53 - 1) to 2^53 - 1` };
 }
 
 /** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */

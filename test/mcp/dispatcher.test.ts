@@ -673,7 +673,7 @@ describe('progress', () => {
 
   for (const [what, token, notify] of [
     ['no progressToken', undefined, true],
-    ['a progressToken that is not a string or an integer', 1.5, true],
+    ['a null progressToken', null, true],
     ['no way to send notifications', 'p', false],
   ] as const) {
     test(`a call with ${what} gets no onProgress`, async () => {
@@ -683,6 +683,63 @@ describe('progress', () => {
       assert.equal(backend.calls[0]!.options.onProgress, undefined);
     });
   }
+});
+
+describe('progress tokens', () => {
+  const TOKEN_TYPE = 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1';
+
+  test('a token of 256 bytes (UTF-8) is taken and named in every notification', async () => {
+    const token = 'é'.repeat(128);
+    const sent: JsonRpcNotification[] = [];
+    const backend = fakeBackend({
+      Slow: async (_args, { onProgress }) => {
+        onProgress?.({ progress: 1 });
+        return { content: [{ type: 'text', text: 'ok' }], isError: false };
+      },
+    });
+    const outcome = await new McpDispatcher(backend).handle(request('tools/call', { name: 'Slow', _meta: { progressToken: token } }), context({ notify: (n) => sent.push(n) }));
+    assert.equal(outcome.status, 200);
+    assert.deepEqual(sent.map((n) => n.params?.['progressToken']), [token]);
+  });
+
+  for (const [what, token, message] of [
+    ['a string of 257 bytes', 'x'.repeat(257), 'Invalid params: _meta.progressToken is a string of 257 bytes; at most 256 are taken'],
+    ['a string of 900,000 bytes', 't'.repeat(900_000), 'Invalid params: _meta.progressToken is a string of 900000 bytes; at most 256 are taken'],
+    ['a string of 129 two-byte characters', 'é'.repeat(129), 'Invalid params: _meta.progressToken is a string of 258 bytes; at most 256 are taken'],
+    ['a number with a fraction', 1.5, TOKEN_TYPE],
+    ['an integer past 2^53 - 1', 2 ** 53, TOKEN_TYPE],
+    ['a huge number', 1e300, TOKEN_TYPE],
+    ['an object', { a: 1 }, TOKEN_TYPE],
+    ['a boolean', true, TOKEN_TYPE],
+  ] as const) {
+    test(`a progress token that is ${what} is refused with -32602, the tool never runs, and the refusal is audited`, async () => {
+      const backend = fakeBackend();
+      const heard: string[] = [];
+      backend.refused = (_caller, name, why, _requestId, kind) => void heard.push(`${kind} ${name} ${why}`);
+      const sent: JsonRpcNotification[] = [];
+      const calls = new InFlightCalls();
+      const outcome = await new McpDispatcher(backend).handle(
+        request('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: { progressToken: token } }, 7),
+        context({ notify: (n) => sent.push(n), calls }),
+      );
+      assert.deepEqual(outcome, { reply: { jsonrpc: '2.0', id: 7, error: { code: -32602, message } }, status: 200 });
+      assert.equal(backend.calls.length, 0);
+      assert.deepEqual(heard, [`params Echo ${message}`]);
+      assert.deepEqual(sent, []);
+      assert.equal(calls.size, 0);
+    });
+  }
+
+  test('the same refusal in the stateless revision, and without a way to send notifications', async () => {
+    const dispatcher = new McpDispatcher(fakeBackend());
+    const message = 'Invalid params: _meta.progressToken is a string of 300 bytes; at most 256 are taken';
+    const big = { name: 'Echo', arguments: { text: 'x' }, _meta: { progressToken: 'y'.repeat(300) } };
+    assert.deepEqual(await dispatcher.handle(modern('tools/call', big), context({ protocolVersion: MODERN })), {
+      reply: { jsonrpc: '2.0', id: 1, error: { code: -32602, message } },
+      status: 200,
+    });
+    assert.deepEqual(await dispatcher.handle(request('tools/call', big), context()), { reply: { jsonrpc: '2.0', id: 1, error: { code: -32602, message } }, status: 200 });
+  });
 });
 
 describe('malformed messages', () => {
@@ -828,5 +885,76 @@ describe('batches', () => {
     const outcome = await dispatcher.handle([request('tools/list')], context());
     const replies = outcome.reply as object[];
     assert.equal(`[${replies.map((r) => encode(r as never)).join(',')}]`, JSON.stringify(replies));
+  });
+});
+
+describe('batch concurrency', () => {
+  /** A backend whose Slow calls wait for the test, counting how many run at once. */
+  function heldCalls() {
+    const started: Array<{ id: unknown; release: () => void }> = [];
+    let running = 0;
+    let most = 0;
+    let wake: (() => void) | undefined;
+    const backend = fakeBackend({
+      Slow: (args) =>
+        new Promise((resolve) => {
+          running += 1;
+          most = Math.max(most, running);
+          started.push({
+            id: args['n'],
+            release: () => {
+              running -= 1;
+              resolve({ content: [{ type: 'text', text: `done ${String(args['n'])}` }], isError: false });
+            },
+          });
+          wake?.();
+        }),
+    });
+    /** Resolves once `n` calls have started. */
+    const startedCount = (n: number): Promise<void> =>
+      started.length >= n ? Promise.resolve() : new Promise((resolve) => (wake = () => started.length >= n && resolve()));
+    return { backend, started, startedCount, most: () => most };
+  }
+
+  const turns = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  test('the calls of a batch of 64 run at most 8 at once, start in the batch\'s order, and are answered in it', async () => {
+    const { backend, started, startedCount, most } = heldCalls();
+    const batch = Array.from({ length: 64 }, (_, n) => request('tools/call', { name: 'Slow', arguments: { n } }, n));
+    const answered = new McpDispatcher(backend).handle(batch, context());
+    await startedCount(8);
+    await turns(20);
+    assert.equal(started.length, 8, 'a ninth call started while eight were running');
+    // Release the calls one at a time: each release lets exactly one more start.
+    for (let released = 0; released < 64; released++) {
+      await startedCount(Math.min(64, released + 8));
+      await turns(2);
+      assert.ok(started.length - released <= 8, `${started.length} calls started while ${released} were released`);
+      started[released]!.release();
+    }
+    const outcome = await answered;
+    assert.equal(most(), 8);
+    assert.deepEqual(
+      (outcome.reply as unknown as Array<{ id: number; result: { content: Array<{ text: string }> } }>).map((r) => [r.id, r.result.content[0]!.text]),
+      batch.map((_, n) => [n, `done ${n}`]),
+    );
+    assert.deepEqual(backend.calls.map((c) => c.args['n']), batch.map((_, n) => n));
+  });
+
+  test('maxBatchConcurrency sets the cap', async () => {
+    const { backend, started, startedCount, most } = heldCalls();
+    const batch = Array.from({ length: 5 }, (_, n) => request('tools/call', { name: 'Slow', arguments: { n } }, n));
+    const answered = new McpDispatcher(backend, { maxBatchConcurrency: 2 }).handle(batch, context());
+    await startedCount(2);
+    await turns(20);
+    assert.equal(started.length, 2);
+    for (let i = 0; i < 5; i++) {
+      await startedCount(i + 1);
+      started[i]!.release();
+    }
+    await answered;
+    assert.equal(most(), 2);
   });
 });

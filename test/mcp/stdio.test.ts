@@ -216,3 +216,73 @@ test('a closed output (EPIPE) ends the session like the end of input, with nothi
   await done;
   input.destroy();
 });
+
+test('a progress token over 256 bytes, or a number that is not a safe integer, is refused on its line with -32602', async () => {
+  const { send, lineCount, input, done } = harness();
+  send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Echo', arguments: { text: 'x' }, _meta: { progressToken: 't'.repeat(900_000) } } });
+  send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'Echo', arguments: { text: 'x' }, _meta: { progressToken: 2 ** 60 } } });
+  send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'Echo', arguments: { text: 'x' }, _meta: { progressToken: 'ok' } } });
+  const lines = await lineCount(3);
+  input.end();
+  await done;
+  assert.deepEqual(
+    [...lines].sort((a, b) => Number(a.id) - Number(b.id)),
+    [
+      { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params: _meta.progressToken is a string of 900000 bytes; at most 256 are taken' } },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        error: { code: -32602, message: 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1' },
+      },
+      { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'x' }], isError: false } },
+    ],
+  );
+});
+
+test('an output that is not read gets each call\'s latest progress, not a queue of it; the responses are still written', async () => {
+  const held: Array<() => void> = [];
+  const taken: string[] = [];
+  const output = new Writable({
+    decodeStrings: false,
+    write(chunk: string, _encoding, callback) {
+      taken.push(String(chunk));
+      held.push(callback);
+    },
+  });
+  const reports = 20_000;
+  const reported = { count: 0 };
+  let allReported!: () => void;
+  const finished = new Promise<void>((resolve) => (allReported = resolve));
+  const backend = fakeBackend({
+    Flood: async (_args, { onProgress }) => {
+      for (let n = 1; n <= reports; n++) onProgress?.({ progress: n, message: 'x'.repeat(1000) });
+      if (++reported.count === 3) allReported();
+      return { content: [{ type: 'text', text: 'flooded' }], isError: false };
+    },
+  });
+  const input = new PassThrough();
+  const done = serveStdio(new McpDispatcher(backend, { progressIntervalMs: 0 }), input, output, { caller: ANYONE });
+  // One chunk, so all three start before reading pauses for the blocked output.
+  input.write([1, 2, 3].map((id) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'Flood', _meta: { progressToken: `t${id}` } } })}\n`).join(''));
+  await finished;
+  // 60,000 reports of a kilobyte each: what the output holds is its buffer (its high-water mark
+  // and the write that crossed it), a notification per call and the three responses.
+  const bound = output.writableHighWaterMark + 8 * 1024;
+  assert.ok(output.writableLength < bound, `the output holds ${output.writableLength} bytes, over ${bound}`);
+  input.end();
+  while (held.length > 0 || taken.length === 0) {
+    held.shift()?.();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await done;
+  const lines = taken.join('').split('\n').filter(Boolean).map((text) => JSON.parse(text) as Line);
+  assert.deepEqual(lines.filter((l) => l.id !== undefined).map((l) => l.id).sort(), [1, 2, 3]);
+  const notifications = lines.filter((l) => l.method === 'notifications/progress');
+  assert.ok(notifications.length < 100, `${notifications.length} notifications were written`);
+  for (const token of ['t1', 't2', 't3']) {
+    const own = notifications.filter((n) => n.params?.['progressToken'] === token);
+    assert.equal(own.at(-1)?.params?.['progress'], reports, `the last report of ${token} reached the reader`);
+    const answer = lines.findIndex((l) => l.id === Number(token.slice(1)));
+    assert.ok(lines.indexOf(own.at(-1)!) < answer, `the progress of ${token} came before its response`);
+  }
+});

@@ -5,6 +5,7 @@ import type { Caller, Gateway } from '../../core/gateway.js';
 import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
 import { checkStandardHeaders } from '../../mcp/http-headers.js';
+import { BoundedOutput } from '../../mcp/bounded-output.js';
 import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
 import { VERSION } from '../../version.js';
 import { ToolportError } from '../../core/errors.js';
@@ -12,6 +13,7 @@ import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/versions.
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
+import { MAX_TURN_CONCURRENCY } from './calls.js';
 
 /** The transport label of calls that come through `POST /mcp`. */
 export const MCP_TRANSPORT = 'mcp';
@@ -39,7 +41,10 @@ const CLIENT_GONE = new Error('the client disconnected');
  * call. There is no stream to open and no session to end, so GET and DELETE answer 405.
  */
 export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpRoutesOptions): void {
-  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
+  // A batch's calls run at most as many at once as a /calls turn's: one cap for both.
+  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
+    maxBatchConcurrency: MAX_TURN_CONCURRENCY,
+  });
   const keepAliveMs = Math.max(1000, Math.floor(idleTimeoutMs / 2));
 
   // Runs only for errors raised before the handler (the dispatcher answers everything it sees).
@@ -85,7 +90,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     // no AbortController unless a tool asks for a signal.
     const abort = new CallAbort();
     const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
+    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs, idleTimeoutMs) : undefined;
     try {
       const outcome = await dispatcher.handle(message, {
         caller,
@@ -97,7 +102,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
       if (stream?.started) return stream.end(outcome.reply);
       return send(reply, outcome.status, outcome.reply);
     } finally {
-      stream?.stopKeepAlive();
+      stream?.stop();
       stopWatching();
     }
   });
@@ -115,18 +120,31 @@ function send(reply: FastifyReply, status: number, message: JsonRpcResponse | Js
 }
 
 /**
+ * The buffer of an SSE stream, before the socket's own: the stream counts as blocked once it holds
+ * this much (on each of its two sides) that the socket has not taken.
+ */
+const STREAM_BUFFER_BYTES = 16 * 1024;
+
+/**
  * An SSE answer, started by the first notification: a call that reports no progress is answered
- * with plain JSON. The stream goes through `reply.send`, so the app's onSend hooks still run.
+ * with plain JSON. The stream goes through `reply.send`, so the app's onSend hooks still run. It
+ * is bounded: what the client has not taken stays within the stream's buffer, the socket's and
+ * one notification, since while they are full only the latest progress waits (`BoundedOutput`);
+ * and a stream that takes nothing for `stallMs` (a client that stopped reading) is dropped: its
+ * connection is closed, which aborts the call as any client that went away does.
  */
 class ProgressStream {
   readonly #reply: FastifyReply;
   readonly #keepAliveMs: number;
+  readonly #stallMs: number;
   #body: PassThrough | undefined;
+  #out: BoundedOutput | undefined;
   #keepAlive: NodeJS.Timeout | undefined;
 
-  constructor(reply: FastifyReply, keepAliveMs: number) {
+  constructor(reply: FastifyReply, keepAliveMs: number, stallMs: number) {
     this.#reply = reply;
     this.#keepAliveMs = keepAliveMs;
+    this.#stallMs = stallMs;
   }
 
   get started(): boolean {
@@ -134,42 +152,41 @@ class ProgressStream {
   }
 
   readonly notify = (notification: JsonRpcNotification): void => {
-    if (this.#body === undefined) this.#start();
-    this.#event(notification);
+    (this.#out ?? this.#start()).progress(notification);
   };
 
   end(message: JsonRpcResponse | JsonRpcResponse[] | undefined): FastifyReply {
-    this.stopKeepAlive();
+    this.stop();
     // A cancelled call has no response; the stream just ends.
-    if (message !== undefined && !Array.isArray(message)) this.#event(message);
+    if (message !== undefined && !Array.isArray(message)) this.#out?.send(message);
+    this.#out?.close();
     this.#body?.end();
     return this.#reply;
   }
 
-  stopKeepAlive(): void {
+  /** The call is over: no more keep-alive comments. */
+  stop(): void {
     if (this.#keepAlive) clearInterval(this.#keepAlive);
     this.#keepAlive = undefined;
   }
 
-  #start(): void {
-    const body = new PassThrough();
+  #start(): BoundedOutput {
+    const body = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
+    const reply = this.#reply;
+    const out = new BoundedOutput(body, {
+      frame: (text) => `event: message\ndata: ${text}\n\n`,
+      stallMs: this.#stallMs,
+      onStall: () => {
+        reply.log.info({ stallMs: this.#stallMs }, 'progress stream dropped: the client took nothing');
+        reply.raw.destroy();
+      },
+    });
     this.#body = body;
-    void this.#reply
-      .code(200)
-      .header('content-type', 'text/event-stream')
-      .header('cache-control', 'no-cache')
-      .header('x-accel-buffering', 'no')
-      .send(body);
+    this.#out = out;
+    void reply.code(200).header('content-type', 'text/event-stream').header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
     // A comment line keeps the idle timeout from closing a call that is silent for a while.
-    this.#keepAlive = setInterval(() => {
-      if (!body.destroyed && !body.writableEnded) body.write(':\n\n');
-    }, this.#keepAliveMs);
-  }
-
-  #event(message: JsonRpcNotification | JsonRpcResponse): void {
-    const body = this.#body;
-    // The client may have gone: then the stream is destroyed and there is no one to tell.
-    if (body && !body.destroyed && !body.writableEnded) body.write(`event: message\ndata: ${encode(message)}\n\n`);
+    this.#keepAlive = setInterval(() => out.optional(':\n\n'), this.#keepAliveMs);
+    return out;
   }
 }
 

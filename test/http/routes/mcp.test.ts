@@ -12,6 +12,7 @@ import type { ApiKey } from '../../../src/http/auth.js';
 import { createLogger } from '../../../src/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { scrapeMetrics } from '../../fixtures/metrics-text.js';
+import { gatedTool } from '../../fixtures/gated-tool.js';
 import { controllableTool, NoArgs } from '../../fixtures/tools.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
@@ -341,4 +342,60 @@ test('a tools/call refused by the MCP layer itself (bad envelope, unsupported re
     ['batch', 'Echo', 'BAD_REQUEST'],
   ]);
   assert.equal(lines.filter((l) => l.msg === 'tool call').length, 0);
+});
+
+test('the tools/calls of a 2025-03-26 batch of 64 run at most 8 at once (as a /calls turn), and are answered in the batch\'s order', { timeout: 30_000 }, async (t) => {
+  const gated = gatedTool('Gated');
+  // The tool itself would take 32 at once (16 of one caller): the cap of 8 is the batch's own.
+  const { app } = await appWith([gated.tool], { maxConcurrency: 32, queueSize: 128 });
+  t.after(() => app.close());
+  const batch = Array.from({ length: 64 }, (_, n) => rpc('tools/call', { name: 'Gated', arguments: { id: `c${n}` } }, n));
+  const answer = post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
+  await gated.started(8);
+  for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(gated.runs.length, 8, 'a ninth call ran while eight were running');
+  for (let released = 0; released < 64; released += 1) {
+    await gated.started(Math.min(64, released + 8));
+    for (let turn = 0; turn < 2; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(gated.runs.length - released <= 8, `${gated.runs.length} calls ran while ${released} had finished`);
+    gated.runs[released]!.release(`done ${gated.runs[released]!.id}`);
+  }
+  const res = await answer;
+  assert.equal(res.statusCode, 200);
+  const replies = res.json() as Array<{ id: number; result: { content: Array<{ text: string }> } }>;
+  assert.deepEqual(replies.map((r) => [r.id, r.result.content[0]!.text]), batch.map((_, n) => [n, `done c${n}`]));
+  assert.deepEqual(gated.runs.map((run) => run.id), batch.map((_, n) => `c${n}`), 'the calls ran in the batch\'s order');
+});
+
+for (const [what, token, message] of [
+  ['a string of 900,000 bytes', 't'.repeat(900_000), 'Invalid params: _meta.progressToken is a string of 900000 bytes; at most 256 are taken'],
+  ['a string of 257 bytes', 'x'.repeat(257), 'Invalid params: _meta.progressToken is a string of 257 bytes; at most 256 are taken'],
+  ['a number past 2^53 - 1', 1e300, 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1'],
+  ['a number with a fraction', 0.5, 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1'],
+] as const) {
+  test(`POST /mcp refuses a progress token that is ${what}: 200, -32602, no stream, the tool never runs, audited`, async (t) => {
+    const { app, lines } = await appWith();
+    t.after(() => app.close());
+    const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }, 5), {
+      accept: 'application/json, text/event-stream',
+      'x-request-id': 'big-token',
+    });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    assert.deepEqual(res.json(), { jsonrpc: '2.0', id: 5, error: { code: -32602, message } });
+    assert.equal(lines.filter((l) => l.msg === 'tool call').length, 0, 'the tool never ran');
+    const refused = lines.find((l) => l.msg === 'tool call refused');
+    assert.deepEqual([refused?.reqId, refused?.tool, refused?.transport, refused?.code], ['big-token', 'Steps', 'mcp', 'INVALID_INPUT']);
+  });
+}
+
+test('POST /mcp takes a progress token of 256 bytes and an integer token, and names them in the stream', async (t) => {
+  const { app } = await appWith();
+  t.after(() => app.close());
+  for (const token of ['é'.repeat(128), 2 ** 53 - 1]) {
+    const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }), { accept: 'application/json, text/event-stream' });
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    const first = JSON.parse(res.body.split('\n\n')[0]!.split('\n')[1]!.slice('data: '.length)) as { params: { progressToken: unknown } };
+    assert.equal(first.params.progressToken, token);
+  }
 });

@@ -1,0 +1,135 @@
+import type { Writable } from 'node:stream';
+import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+
+export interface BoundedOutputOptions {
+  /** Wraps one encoded message for the wire: a line for stdio, an SSE event for HTTP. */
+  frame: (text: string) => string;
+  /** How long the output may take nothing (a write refused and no drain since) before `onStall` runs, in ms. Default: never. */
+  stallMs?: number;
+  /** The output stalled for `stallMs`: its reader is not reading. */
+  onStall?: () => void;
+  /** The output took what it held and takes writes again. */
+  onDrain?: () => void;
+}
+
+/**
+ * Writes MCP messages to a stream without queueing progress for a reader that does not keep up.
+ * While the stream takes writes (`write` returns true), everything is written at once. Once it
+ * refuses one, it is blocked until 'drain': a progress notification then waits in place of the
+ * one before it for the same token (progress is a state, and the latest report holds all of it),
+ * so what waits is one notification per call, never a queue. Responses are always written: they
+ * are the answers, one per request, and the progress that waits goes out before them. Waiting
+ * notifications go out at 'drain'. A stream blocked for `stallMs` is reported through `onStall`.
+ */
+export class BoundedOutput {
+  readonly #output: Writable;
+  readonly #frame: (text: string) => string;
+  readonly #stallMs: number | undefined;
+  readonly #onStall: (() => void) | undefined;
+  readonly #onDrain: (() => void) | undefined;
+  readonly #waiting = new Map<string, JsonRpcNotification>();
+  #blocked = false;
+  #stallTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(output: Writable, options: BoundedOutputOptions) {
+    this.#output = output;
+    this.#frame = options.frame;
+    this.#stallMs = options.stallMs;
+    this.#onStall = options.onStall;
+    this.#onDrain = options.onDrain;
+  }
+
+  /** True from a refused write until the stream drains. */
+  get blocked(): boolean {
+    return this.#blocked;
+  }
+
+  /** Progress notifications waiting for the stream to drain (at most one per progress token). */
+  get waiting(): number {
+    return this.#waiting.size;
+  }
+
+  /** A progress notification: written now, or, while the stream is blocked, kept as its token's latest. */
+  readonly progress = (notification: JsonRpcNotification): void => {
+    if (this.#closed) return;
+    if (this.#blocked) {
+      const key = tokenKey(notification);
+      this.#waiting.delete(key);
+      this.#waiting.set(key, notification);
+      return;
+    }
+    this.#write(this.#frame(encode(notification)));
+  };
+
+  /** A response (or a batch of them): written whatever the backpressure, after the progress that waits. */
+  send(message: JsonRpcResponse | JsonRpcResponse[]): void {
+    if (this.#closed) return;
+    this.#flushWaiting(true);
+    this.#write(this.#frame(Array.isArray(message) ? `[${message.map(encode).join(',')}]` : encode(message)));
+  }
+
+  /** Text that matters only while the stream keeps up (a keep-alive comment): skipped while it is blocked. */
+  optional(text: string): void {
+    if (!this.#closed && !this.#blocked) this.#write(text);
+  }
+
+  /** Stops: nothing more is written, what waits is forgotten, no stall is reported. */
+  close(): void {
+    this.#closed = true;
+    this.#waiting.clear();
+    this.#clearStall();
+    this.#output.off('drain', this.#drained);
+  }
+
+  #write(text: string): void {
+    const output = this.#output;
+    if (output.destroyed || output.writableEnded) return;
+    let taken: boolean;
+    try {
+      taken = output.write(text);
+    } catch {
+      // The reader closed its end; the stream's 'error' or 'close' tells its owner.
+      return;
+    }
+    if (!taken && !this.#blocked) {
+      this.#blocked = true;
+      output.once('drain', this.#drained);
+      if (this.#stallMs !== undefined && this.#onStall) this.#stallTimer = setTimeout(this.#stalled, this.#stallMs);
+    }
+  }
+
+  /** Writes what waits, in the order it came; unless `all`, stops as soon as the stream blocks again. */
+  #flushWaiting(all: boolean): void {
+    for (const [key, notification] of this.#waiting) {
+      if (this.#blocked && !all) return;
+      this.#waiting.delete(key);
+      this.#write(this.#frame(encode(notification)));
+    }
+  }
+
+  readonly #drained = (): void => {
+    this.#blocked = false;
+    this.#clearStall();
+    if (this.#closed) return;
+    this.#flushWaiting(false);
+    if (!this.#blocked) this.#onDrain?.();
+  };
+
+  readonly #stalled = (): void => {
+    this.#stallTimer = undefined;
+    if (!this.#closed && this.#blocked) this.#onStall?.();
+  };
+
+  #clearStall(): void {
+    if (this.#stallTimer) clearTimeout(this.#stallTimer);
+    this.#stallTimer = undefined;
+  }
+}
+
+// The number 1 and the string "1" are different tokens.
+function tokenKey(notification: JsonRpcNotification): string {
+  const params = notification.params;
+  const token = isPlainObject(params) ? params['progressToken'] : undefined;
+  return typeof token === 'number' ? `n:${token}` : `s:${String(token)}`;
+}
