@@ -50,6 +50,10 @@ export interface Config {
   maxConcurrency: number;
   /** Most calls of any one tool that may wait for a slot; past it, 503. */
   queueSize: number;
+  /** Most calls of one caller (key, or client address without keys) that run at once, per tool; undefined: half the tool's slots, rounded up. */
+  maxConcurrencyPerCaller: number | undefined;
+  /** Most calls of one caller that may wait for a slot, per tool; undefined: a quarter of the queue, rounded up. */
+  queuePerCaller: number | undefined;
   /** Time for a request's headers to arrive, in ms (at most `requestTimeoutMs`). */
   headersTimeoutMs: number;
   /** Time for a whole request, body included, to arrive, in ms; the response may take longer. */
@@ -107,6 +111,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     redisUrl: redisUrl(env, 'TOOLPORT_REDIS_URL'),
     maxConcurrency: integer(env, 'TOOLPORT_MAX_CONCURRENCY', 16, 1, 10_000),
     queueSize: integer(env, 'TOOLPORT_QUEUE_SIZE', 64, 0, 100_000),
+    maxConcurrencyPerCaller: optionalInteger(env, 'TOOLPORT_MAX_CONCURRENCY_PER_CALLER', 1, 10_000),
+    queuePerCaller: optionalInteger(env, 'TOOLPORT_QUEUE_PER_CALLER', 0, 100_000),
     headersTimeoutMs: headersTimeout(env, 'TOOLPORT_HEADERS_TIMEOUT_MS', requestTimeoutMs),
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'TOOLPORT_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_KEEP_ALIVE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),

@@ -73,6 +73,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
       rateLimit: config.rateLimit,
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
+      maxConcurrencyPerCaller: config.maxConcurrencyPerCaller,
+      queuePerCaller: config.queuePerCaller,
     });
     // After the last call: closes every workspace and the Redis connection.
     app.addHook('onClose', async () => {

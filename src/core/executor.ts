@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { CallAbort, type AbortSource } from './call-abort.js';
 import { ToolportError } from './errors.js';
-import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from './limiter.js';
+import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE, defaultShareOfQueue, defaultShareOfSlots } from './limiter.js';
 import { violationLines, type InputViolation } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
@@ -39,6 +39,13 @@ export interface ExecutorOptions {
   maxConcurrency?: number;
   /** Most calls of any one tool that wait for a slot (default 64); past it, calls fail with `QUEUE_FULL`. */
   queueSize?: number;
+  /**
+   * Most calls of one caller (`CallOptions.caller`) that run at once, per tool (at most the tool's
+   * limit); default: half of the tool's slots, rounded up, so one caller always leaves room.
+   */
+  maxConcurrencyPerCaller?: number;
+  /** Most calls of one caller that wait for a slot, per tool (at most `queueSize`); default: a quarter of the queue, rounded up. */
+  queuePerCaller?: number;
   /** Told about every call, for metrics. */
   observer?: CallObserver;
 }
@@ -65,6 +72,11 @@ export interface CallOptions {
    * another workspace. Concurrency limits are per tool name, shared by every registry.
    */
   registry?: ToolRegistry;
+  /**
+   * Who is calling, for fair admission: calls of one caller hold at most its share of a tool's
+   * slots and queue, and waiting callers take turns. Undefined: the tool's limits only.
+   */
+  caller?: string;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -95,6 +107,8 @@ export class ToolExecutor {
   readonly #defaultTimeoutMs: number;
   readonly #maxConcurrency: number;
   readonly #queueSize: number;
+  readonly #maxConcurrencyPerCaller: number | undefined;
+  readonly #queuePerCaller: number | undefined;
   readonly #observer: CallObserver | undefined;
   readonly #limiters = new Map<string, ConcurrencyLimiter>();
   #nextId = 0;
@@ -105,12 +119,20 @@ export class ToolExecutor {
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     this.#maxConcurrency = options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY;
     this.#queueSize = options.queueSize ?? DEFAULT_QUEUE_SIZE;
+    this.#maxConcurrencyPerCaller = options.maxConcurrencyPerCaller;
+    this.#queuePerCaller = options.queuePerCaller;
     this.#observer = options.observer;
     if (!(Number.isInteger(this.#maxConcurrency) && this.#maxConcurrency > 0)) {
       throw new RangeError(`maxConcurrency must be a positive integer, got ${this.#maxConcurrency}`);
     }
     if (!(Number.isInteger(this.#queueSize) && this.#queueSize >= 0)) {
       throw new RangeError(`queueSize must be a non-negative integer, got ${this.#queueSize}`);
+    }
+    if (this.#maxConcurrencyPerCaller !== undefined && !(Number.isInteger(this.#maxConcurrencyPerCaller) && this.#maxConcurrencyPerCaller > 0)) {
+      throw new RangeError(`maxConcurrencyPerCaller must be a positive integer, got ${this.#maxConcurrencyPerCaller}`);
+    }
+    if (this.#queuePerCaller !== undefined && !(Number.isInteger(this.#queuePerCaller) && this.#queuePerCaller >= 0)) {
+      throw new RangeError(`queuePerCaller must be a non-negative integer, got ${this.#queuePerCaller}`);
     }
   }
 
@@ -168,7 +190,7 @@ export class ToolExecutor {
     const unfollow = options.abort === undefined && options.signal !== undefined ? abort.follow(options.signal) : undefined;
     try {
       // Synchronous up to here: a call is queued (or refused) in the order call() was called.
-      const admitted = limiter.acquire(abort);
+      const admitted = limiter.acquire(abort, options.caller);
       const requestId = options.requestId ?? `call-${++this.#nextId}`;
       let waitMs: number | undefined;
       if (admitted !== true) {
@@ -194,7 +216,7 @@ export class ToolExecutor {
       } finally {
         // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
         // holding it until such a tool settled would lose the slot for good to a tool that hangs.
-        limiter.release();
+        limiter.release(options.caller);
       }
     } finally {
       unfollow?.();
@@ -217,10 +239,13 @@ export class ToolExecutor {
     let limiter = this.#limiters.get(tool.name);
     if (limiter === undefined) {
       const observer = this.#observer;
+      const limit = Math.min(tool.maxConcurrency ?? Infinity, this.#maxConcurrency);
       limiter = new ConcurrencyLimiter({
         tool: tool.name,
-        limit: Math.min(tool.maxConcurrency ?? Infinity, this.#maxConcurrency),
+        limit,
         queueSize: this.#queueSize,
+        limitPerCaller: this.#maxConcurrencyPerCaller ?? defaultShareOfSlots(limit),
+        queuePerCaller: this.#queuePerCaller ?? defaultShareOfQueue(this.#queueSize),
         onChange: observer && ((running, waiting) => observer.loadChanged(tool.name, running, waiting)),
       });
       this.#limiters.set(tool.name, limiter);

@@ -26,6 +26,15 @@ export interface Caller {
   countAnotherCall?(): Promise<ToolportError | undefined>;
 }
 
+/**
+ * The name a caller's calls share their slots and queue under: its key's label or, without keys,
+ * its client address (with keys configured every call has a label, so the two never mix).
+ * Undefined (in-process callers, stdio) shares only the tools' own limits.
+ */
+export function admissionName(caller: Caller): string | undefined {
+  return caller.label ?? caller.ip;
+}
+
 /** A caller with every tool and no key: in-process callers (the CLI), and servers without keys. */
 export const ANYONE: Caller = Object.freeze({ scope: undefined });
 
@@ -154,6 +163,7 @@ export class Gateway {
         transport: request.transport,
         onProgress: request.onProgress,
         registry,
+        caller: admissionName(request.caller),
       });
     } catch (err) {
       if (err instanceof ToolportError) this.refused(request, err);

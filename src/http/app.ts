@@ -72,6 +72,10 @@ export interface AppOptions {
   maxConcurrency?: number;
   /** Most calls of one tool waiting for a slot; past it, 503 (default 64). */
   queueSize?: number;
+  /** Most calls of one caller (key, or client address) running at once, per tool (default: half the tool's slots). */
+  maxConcurrencyPerCaller?: number;
+  /** Most calls of one caller waiting for a slot, per tool (default: a quarter of the queue). */
+  queuePerCaller?: number;
   /** When to shed load with 503 OVERLOADED (default: event-loop delay over 1 s, heap near its limit); false: never. */
   pressure?: PressureOptions | false;
 }
@@ -184,6 +188,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     defaultTimeoutMs: options.toolTimeoutMs,
     maxConcurrency: options.maxConcurrency,
     queueSize: options.queueSize,
+    maxConcurrencyPerCaller: options.maxConcurrencyPerCaller,
+    queuePerCaller: options.queuePerCaller,
     observer: metrics.observer,
     scopes: keyring.scopes,
     toolsets,

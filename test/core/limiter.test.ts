@@ -145,4 +145,141 @@ describe('ConcurrencyLimiter', () => {
     assert.throws(() => limiter({ limit: 1.5 }), RangeError);
     assert.throws(() => limiter({ queueSize: -1 }), RangeError);
   });
+  test('a named caller holds at most its share of the slots; another caller takes a free one at once', () => {
+    const l = limiter({ limit: 4, queueSize: 8, limitPerCaller: 2, queuePerCaller: 4 });
+    assert.equal(l.acquire(undefined, 'A'), true);
+    assert.equal(l.acquire(undefined, 'A'), true);
+    assert.ok(l.acquire(undefined, 'A') instanceof Promise, "A's third call waits although two slots are free");
+    assert.equal(l.acquire(undefined, 'B'), true, 'B runs at once');
+    assert.deepEqual({ running: l.running, waiting: l.waiting, A: l.loadOf('A'), B: l.loadOf('B') }, {
+      running: 3,
+      waiting: 1,
+      A: { running: 2, waiting: 1 },
+      B: { running: 1, waiting: 0 },
+    });
+  });
+
+  test("past its share of the queue a caller is refused with QUEUE_FULL naming the share, while others still queue", () => {
+    const l = limiter({ limit: 2, queueSize: 8, limitPerCaller: 1, queuePerCaller: 2 });
+    l.acquire(undefined, 'A');
+    void l.acquire(undefined, 'A');
+    void l.acquire(undefined, 'A');
+    assert.throws(
+      () => l.acquire(undefined, 'A'),
+      (err: unknown) => {
+        assert.ok(err instanceof ToolportError);
+        assert.deepEqual(
+          { code: err.code, status: err.statusCode, message: err.message, details: err.details, retryAfterSeconds: err.retryAfterSeconds },
+          {
+            code: 'QUEUE_FULL',
+            status: 503,
+            message: `Tool "Bash" is busy with this caller's calls: 1 running and 2 waiting, the most one caller may have (1 running, 2 waiting); retry later.`,
+            details: { tool: 'Bash', running: 1, waiting: 2, maxConcurrencyPerCaller: 1, queuePerCaller: 2 },
+            retryAfterSeconds: 1,
+          },
+        );
+        return true;
+      },
+    );
+    assert.equal(l.acquire(undefined, 'B'), true);
+    assert.ok(l.acquire(undefined, 'C') instanceof Promise, 'C queues behind a full house, not refused');
+  });
+
+  test('the whole queue full is refused with the tool-wide message even when the caller has room in its share', () => {
+    const l = limiter({ limit: 1, queueSize: 2, limitPerCaller: 1, queuePerCaller: 2 });
+    l.acquire(undefined, 'A');
+    void l.acquire(undefined, 'A');
+    void l.acquire(undefined, 'B');
+    assertQueueFull(l, 'Tool "Bash" is busy: 1 call running and 2 waiting; retry later.', {
+      tool: 'Bash',
+      running: 1,
+      waiting: 2,
+      maxConcurrency: 1,
+      queueSize: 2,
+    });
+  });
+
+  test('waiting callers take turns: a flood from one caller does not hold back a later caller by more than one slot', async () => {
+    const l = limiter({ limit: 1, queueSize: 100, limitPerCaller: 1, queuePerCaller: 50 });
+    l.acquire(undefined, 'A');
+    const order: string[] = [];
+    const wait = (caller: string, n: number): Promise<unknown> => (l.acquire(undefined, caller) as Promise<boolean>).then(() => order.push(`${caller}${n}`));
+    const waiters = [1, 2, 3, 4, 5].map((n) => wait('A', n));
+    waiters.push(wait('B', 1), wait('B', 2), wait('C', 1));
+    for (let i = 0; i < 8; i++) {
+      const holder = i === 0 ? 'A' : order.at(-1)!.slice(0, 1);
+      l.release(holder);
+      await Promise.resolve();
+    }
+    await Promise.all(waiters);
+    assert.deepEqual(order, ['A1', 'B1', 'C1', 'A2', 'B2', 'A3', 'A4', 'A5']);
+  });
+
+  test("a caller's waiting call runs as soon as one of its own calls ends, when the tool has free slots", async () => {
+    const l = limiter({ limit: 4, queueSize: 4, limitPerCaller: 1, queuePerCaller: 4 });
+    l.acquire(undefined, 'A');
+    const next = l.acquire(undefined, 'A') as Promise<boolean>;
+    l.release('A');
+    assert.equal(await next, true);
+    assert.deepEqual({ running: l.running, waiting: l.waiting }, { running: 1, waiting: 0 });
+  });
+
+  test('calls without a caller share only the tool-wide limits', () => {
+    const l = limiter({ limit: 3, queueSize: 3, limitPerCaller: 1, queuePerCaller: 0 });
+    assert.equal(l.acquire(), true);
+    assert.equal(l.acquire(), true);
+    assert.equal(l.acquire(), true);
+    assert.ok(l.acquire() instanceof Promise);
+  });
+
+  test('a waiting caller whose signal aborts leaves its turn; the slot goes to the next caller', async () => {
+    const l = limiter({ limit: 1, queueSize: 4, limitPerCaller: 1, queuePerCaller: 2 });
+    l.acquire(undefined, 'A');
+    const controller = new AbortController();
+    const b = l.acquire(controller.signal, 'B') as Promise<boolean>;
+    const c = l.acquire(undefined, 'C') as Promise<boolean>;
+    controller.abort();
+    assert.equal(await b, false);
+    l.release('A');
+    assert.equal(await c, true);
+    assert.deepEqual({ running: l.running, waiting: l.waiting, B: l.loadOf('B'), C: l.loadOf('C') }, {
+      running: 1,
+      waiting: 0,
+      B: { running: 0, waiting: 0 },
+      C: { running: 1, waiting: 0 },
+    });
+  });
+
+  test('release for a caller that holds no slot is a wiring mistake and throws, changing no count', () => {
+    const l = limiter({ limit: 2, queueSize: 2 });
+    l.acquire(undefined, 'A');
+    assert.throws(() => l.release('B'), /holds no slot/);
+    assert.deepEqual({ running: l.running, A: l.loadOf('A') }, { running: 1, A: { running: 1, waiting: 0 } });
+  });
+
+  test('shares above the tool-wide limits are lowered to them; a share that is not a positive integer is refused', () => {
+    const l = limiter({ limit: 2, queueSize: 3, limitPerCaller: 10, queuePerCaller: 10 });
+    assert.deepEqual({ limitPerCaller: l.limitPerCaller, queuePerCaller: l.queuePerCaller }, { limitPerCaller: 2, queuePerCaller: 3 });
+    assert.throws(() => limiter({ limitPerCaller: 0 }), RangeError);
+    assert.throws(() => limiter({ queuePerCaller: -1 }), RangeError);
+  });
+  test('a freed slot goes to the waiting caller with the fewest calls running, whatever the order of arrival', async () => {
+    const l = limiter({ limit: 3, queueSize: 10, limitPerCaller: 2, queuePerCaller: 5 });
+    l.acquire(undefined, 'A');
+    l.acquire(undefined, 'A');
+    l.acquire(undefined, 'C');
+    const order: string[] = [];
+    const a = (l.acquire(undefined, 'A') as Promise<boolean>).then(() => order.push('A'));
+    const c = (l.acquire(undefined, 'C') as Promise<boolean>).then(() => order.push('C'));
+    const b = (l.acquire(undefined, 'B') as Promise<boolean>).then(() => order.push('B'));
+    l.release('A');
+    await Promise.resolve();
+    assert.deepEqual(order, ['B'], 'B (none running) goes before A and C (one running each), though it came last');
+    l.release('C');
+    await Promise.resolve();
+    assert.deepEqual(order, ['B', 'C'], 'C, with none running now, before A with one');
+    l.release('B');
+    await Promise.all([a, b, c]);
+    assert.deepEqual(order, ['B', 'C', 'A']);
+  });
 });
