@@ -4,10 +4,6 @@ import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse }
 export interface BoundedOutputOptions {
   /** Wraps one encoded message for the wire: a line for stdio, an SSE event for HTTP. */
   frame: (text: string) => string;
-  /** How long the output may take nothing (a write refused and no drain since) before `onStall` runs, in ms. Default: never. */
-  stallMs?: number;
-  /** The output stalled for `stallMs`: its reader is not reading. */
-  onStall?: () => void;
   /** The output took what it held and takes writes again. */
   onDrain?: () => void;
 }
@@ -19,24 +15,20 @@ export interface BoundedOutputOptions {
  * one before it for the same token (progress is a state, and the latest report holds all of it),
  * so what waits is one notification per call, never a queue. Responses are always written: they
  * are the answers, one per request, and the progress that waits goes out before them. Waiting
- * notifications go out at 'drain'. A stream blocked for `stallMs` is reported through `onStall`.
+ * notifications go out at 'drain'. A reader that takes nothing at all is the transport's to drop
+ * (HTTP: the connection's idle timeout, which no write re-arms while the stream is blocked).
  */
 export class BoundedOutput {
   readonly #output: Writable;
   readonly #frame: (text: string) => string;
-  readonly #stallMs: number | undefined;
-  readonly #onStall: (() => void) | undefined;
   readonly #onDrain: (() => void) | undefined;
   readonly #waiting = new Map<string, JsonRpcNotification>();
   #blocked = false;
-  #stallTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(output: Writable, options: BoundedOutputOptions) {
     this.#output = output;
     this.#frame = options.frame;
-    this.#stallMs = options.stallMs;
-    this.#onStall = options.onStall;
     this.#onDrain = options.onDrain;
   }
 
@@ -74,11 +66,10 @@ export class BoundedOutput {
     if (!this.#closed && !this.#blocked) this.#write(text);
   }
 
-  /** Stops: nothing more is written, what waits is forgotten, no stall is reported. */
+  /** Stops: nothing more is written, and what waits is forgotten. */
   close(): void {
     this.#closed = true;
     this.#waiting.clear();
-    this.#clearStall();
     this.#output.off('drain', this.#drained);
   }
 
@@ -95,7 +86,6 @@ export class BoundedOutput {
     if (!taken && !this.#blocked) {
       this.#blocked = true;
       output.once('drain', this.#drained);
-      if (this.#stallMs !== undefined && this.#onStall) this.#stallTimer = setTimeout(this.#stalled, this.#stallMs);
     }
   }
 
@@ -110,21 +100,11 @@ export class BoundedOutput {
 
   readonly #drained = (): void => {
     this.#blocked = false;
-    this.#clearStall();
     if (this.#closed) return;
     this.#flushWaiting(false);
     if (!this.#blocked) this.#onDrain?.();
   };
 
-  readonly #stalled = (): void => {
-    this.#stallTimer = undefined;
-    if (!this.#closed && this.#blocked) this.#onStall?.();
-  };
-
-  #clearStall(): void {
-    if (this.#stallTimer) clearTimeout(this.#stallTimer);
-    this.#stallTimer = undefined;
-  }
 }
 
 // The number 1 and the string "1" are different tokens.

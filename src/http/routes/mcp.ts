@@ -90,7 +90,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     // no AbortController unless a tool asks for a signal.
     const abort = new CallAbort();
     const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs, idleTimeoutMs) : undefined;
+    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
     try {
       const outcome = await dispatcher.handle(message, {
         caller,
@@ -102,7 +102,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
       if (stream?.started) return stream.end(outcome.reply);
       return send(reply, outcome.status, outcome.reply);
     } finally {
-      stream?.stop();
+      stream?.stopKeepAlive();
       stopWatching();
     }
   });
@@ -129,22 +129,21 @@ const STREAM_BUFFER_BYTES = 16 * 1024;
  * An SSE answer, started by the first notification: a call that reports no progress is answered
  * with plain JSON. The stream goes through `reply.send`, so the app's onSend hooks still run. It
  * is bounded: what the client has not taken stays within the stream's buffer, the socket's and
- * one notification, since while they are full only the latest progress waits (`BoundedOutput`);
- * and a stream that takes nothing for `stallMs` (a client that stopped reading) is dropped: its
- * connection is closed, which aborts the call as any client that went away does.
+ * one notification, since while they are full only the latest progress waits (`BoundedOutput`).
+ * A client that takes nothing at all is cut off by the connection's idle timeout, which counts
+ * from the socket's last write once the response has started (nothing is written to a blocked
+ * socket), and its call is aborted as any client that went away.
  */
 class ProgressStream {
   readonly #reply: FastifyReply;
   readonly #keepAliveMs: number;
-  readonly #stallMs: number;
   #body: PassThrough | undefined;
   #out: BoundedOutput | undefined;
   #keepAlive: NodeJS.Timeout | undefined;
 
-  constructor(reply: FastifyReply, keepAliveMs: number, stallMs: number) {
+  constructor(reply: FastifyReply, keepAliveMs: number) {
     this.#reply = reply;
     this.#keepAliveMs = keepAliveMs;
-    this.#stallMs = stallMs;
   }
 
   get started(): boolean {
@@ -156,7 +155,7 @@ class ProgressStream {
   };
 
   end(message: JsonRpcResponse | JsonRpcResponse[] | undefined): FastifyReply {
-    this.stop();
+    this.stopKeepAlive();
     // A cancelled call has no response; the stream just ends.
     if (message !== undefined && !Array.isArray(message)) this.#out?.send(message);
     this.#out?.close();
@@ -164,26 +163,22 @@ class ProgressStream {
     return this.#reply;
   }
 
-  /** The call is over: no more keep-alive comments. */
-  stop(): void {
+  stopKeepAlive(): void {
     if (this.#keepAlive) clearInterval(this.#keepAlive);
     this.#keepAlive = undefined;
   }
 
   #start(): BoundedOutput {
     const body = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
-    const reply = this.#reply;
-    const out = new BoundedOutput(body, {
-      frame: (text) => `event: message\ndata: ${text}\n\n`,
-      stallMs: this.#stallMs,
-      onStall: () => {
-        reply.log.info({ stallMs: this.#stallMs }, 'progress stream dropped: the client took nothing');
-        reply.raw.destroy();
-      },
-    });
+    const out = new BoundedOutput(body, { frame: (text) => `event: message\ndata: ${text}\n\n` });
     this.#body = body;
     this.#out = out;
-    void reply.code(200).header('content-type', 'text/event-stream').header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
+    void this.#reply
+      .code(200)
+      .header('content-type', 'text/event-stream')
+      .header('cache-control', 'no-cache')
+      .header('x-accel-buffering', 'no')
+      .send(body);
     // A comment line keeps the idle timeout from closing a call that is silent for a while.
     this.#keepAlive = setInterval(() => out.optional(':\n\n'), this.#keepAliveMs);
     return out;
