@@ -59,6 +59,7 @@ export {
   type OpenAIToolMessage,
 } from './providers/results.js';
 export { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn, type TurnCall } from './providers/turns.js';
+export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from './providers/turn-runner.js';
 export { buildApp, type AppOptions, type Toolport } from './http/app.js';
 export {
   builtinTools,

@@ -3,10 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CallAbort } from '../../core/call-abort.js';
 import { ToolportError } from '../../core/errors.js';
-import type { CallRequest, Gateway } from '../../core/gateway.js';
-import { errorResult, resultSize } from '../../core/result.js';
-import type { ToolResult } from '../../core/types.js';
+import type { Gateway } from '../../core/gateway.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal } from '../../providers/turn-runner.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
@@ -14,16 +13,8 @@ import { asToolportError } from '../error-handler.js';
 import { ErrorRef, TurnAnswer } from '../schemas.js';
 import { REST_TRANSPORT } from './tools.js';
 
-/** Most tool calls one turn may carry; a turn with more is refused whole. */
-export const MAX_CALLS_PER_TURN = 64;
-/**
- * Most bytes of results one turn answers with. One Read can return 10 MiB, so 64 of them would
- * hold most of a gigabyte: results are counted as they come, and one that would take the turn
- * past this is replaced by an error result saying so (the call did run).
- */
-export const MAX_TURN_ANSWER_BYTES = 32 * 1024 * 1024;
-/** Most calls of one turn that run (or wait for a slot) at once, so one turn cannot fill a tool's whole queue. */
-export const MAX_TURN_CONCURRENCY = 8;
+// Re-exported for the adapters that cap their batches the same way.
+export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY };
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const CLIENT_GONE = new Error('the client disconnected');
@@ -39,10 +30,9 @@ const CallsQuery = Type.Object(
 
 /**
  * `POST /calls`: an assistant's turn in, exactly as the provider returned it, and what goes back
- * to the model out, so an agent loop is one request per turn. Every call goes through the gateway
- * as a single call would (scope, validation, admission, audit line, metric; each call after the
- * first counts against the rate limit too), all at once, answered in the order of the calls; a
- * call that is refused or fails is an error result for that call only.
+ * to the model out, so an agent loop is one request per turn. The calls run through `runTurn`:
+ * each as a single call would, in the order the model meant (read-only calls together, any other
+ * alone), answered in the order of the calls.
  */
 export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -88,62 +78,20 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
         if (err instanceof TurnShapeError) throw new ToolportError('BAD_REQUEST', err.message);
         throw err;
       }
-      if (turn.calls.length > MAX_CALLS_PER_TURN) {
-        throw new ToolportError('BAD_REQUEST', `The turn holds ${turn.calls.length} tool calls; at most ${MAX_CALLS_PER_TURN} are taken in one request.`, {
-          calls: turn.calls.length,
-          limit: MAX_CALLS_PER_TURN,
-        });
-      }
+      const tooMany = turnSizeRefusal(turn.calls);
+      if (tooMany !== undefined) throw tooMany;
 
-      const caller = new RequestCaller(request);
       // Aborts the turn's calls when the client goes away, with no AbortController unless a tool asks for a signal.
       const abort = new CallAbort();
       const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-      let answerBytes = 0;
-      const withinBudget = (result: ToolResult, name: string): ToolResult => {
-        const size = resultSize(result);
-        if (answerBytes + size <= MAX_TURN_ANSWER_BYTES) {
-          answerBytes += size;
-          return result;
-        }
-        return errorResult(
-          `Tool "${name}" ran, but its result (${size} bytes) is left out: the results of one turn may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Make fewer or smaller calls per turn (a Read with offset and limit, say).`,
-        );
-      };
       try {
-        const answered = await inPool(
-          MAX_TURN_CONCURRENCY,
-          turn.calls.map((call, i) => async (): Promise<AnsweredCall> => {
-            const identity = { caller, tool: call.name, requestId: request.id, transport: REST_TRANSPORT };
-            if (call.problem !== undefined) {
-              const refusal = new ToolportError(call.problem.kind === 'arguments-not-json' ? 'INVALID_JSON' : 'INVALID_INPUT', call.problem.message);
-              gateway.refused(identity, refusal);
-              return { id: call.id, result: errorResult(refusal.message) };
-            }
-            const callRequest: CallRequest = { ...identity, input: call.input, signal: abort, extra: i > 0 };
-            return { id: call.id, result: withinBudget(await gateway.callSafe(callRequest), call.name) };
-          }),
-        );
+        const answered = await runTurn(gateway, turn.calls, { caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT, signal: abort });
         return await reply.type(JSON_TYPE).send(JSON.stringify(render(turn.dialect, answered)));
       } finally {
         stopWatching();
       }
     },
   );
-}
-
-/** Runs the tasks at most `size` at a time; the answers keep the tasks' order. */
-async function inPool<T>(size: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const results = new Array<T>(tasks.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]!();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(size, tasks.length) }, worker));
-  return results;
 }
 
 function render(dialect: Dialect, answered: AnsweredCall[]): unknown {

@@ -224,10 +224,11 @@ test('every call of a turn gets its audit line: ran or refused, with the tool an
   assert.deepEqual(refused.map((l) => [l.reqId, l.tool, l.code, l.transport]), [['turn-1', 'Echo', 'INVALID_INPUT', 'rest']]);
 });
 
-test('the calls of a turn run at once, and a client that goes away aborts every one of them', async (t) => {
+test('the read-only calls of a turn run at once, and a client that goes away aborts every one of them', async (t) => {
   const first = controllableTool('SlowA');
   const second = controllableTool('SlowB');
-  const app = await appWith([first.tool, second.tool]);
+  const readOnly = { annotations: { readOnlyHint: true } };
+  const app = await appWith([{ ...first.tool, ...readOnly }, { ...second.tool, ...readOnly }]);
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -281,7 +282,7 @@ test('an id longer than 256 characters refuses the turn; a tool name longer than
   assert.equal(String(refused[1]!.tool).length, 67);
 });
 
-test(`at most ${MAX_TURN_CONCURRENCY} calls of one turn run at once, so one turn cannot take a tool's whole queue`, async (t) => {
+test(`at most ${MAX_TURN_CONCURRENCY} (read-only) calls of one turn run at once, so one turn cannot take a tool's whole queue`, async (t) => {
   let running = 0;
   let most = 0;
   const releases: (() => void)[] = [];
@@ -289,6 +290,7 @@ test(`at most ${MAX_TURN_CONCURRENCY} calls of one turn run at once, so one turn
     name: 'Gate',
     description: 'Waits to be let through.',
     inputSchema: { type: 'object' },
+    annotations: { readOnlyHint: true },
     execute: async () => {
       most = Math.max(most, ++running);
       await new Promise<void>((resolve) => releases.push(resolve));
