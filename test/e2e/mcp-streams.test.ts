@@ -119,7 +119,6 @@ test(
         TOOLPORT_PLUGINS: FLOOD_PLUGIN,
         TOOLPORT_TOOLS: 'Flood',
         TOOLPORT_MAX_CONCURRENCY: '64',
-        TOOLPORT_MAX_CONCURRENCY_PER_CALLER: '64',
         TOOLPORT_SHUTDOWN_GRACE_MS: '1000',
       },
       stdio: ['pipe', 'pipe', 'pipe'],
