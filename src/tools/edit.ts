@@ -3,22 +3,23 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { writeFileAtomic } from './atomic-write.js';
-import { fileErrorResult, formatBytes, quotePath, systemErrorCode } from './file-errors.js';
-import { FileLockTimeout, withFileLock, type HeldLock } from './file-lock.js';
+import { fileErrorResult, formatBytes, ownNameRefusal, quotaRefusal, quotePath, systemErrorCode, writeConflictResult } from './file-errors.js';
+import { withFileLock, type HeldLock } from './file-lock.js';
 import { looksBinary } from './file-kind.js';
 import { numberLine } from './numbered-lines.js';
-import { ownNameRefusal } from './file-errors.js';
 import { isOwnFileName } from './own-files.js';
 import { assertUnchanged, contentVersion, loadRegularFile, MAX_FILE_BYTES } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
 import type { Location, Workspace } from './workspace.js';
+import type { WorkspaceUsage } from './workspace-usage.js';
+import type { FileWriteOptions } from './write.js';
 
 const BOM = '\uFEFF';
 const CONTEXT_LINES = 3;
 const MAX_SNIPPET_LINES = 40;
 
 /** Edit: replaces exact text in an existing file inside the workspace, atomically. */
-export function createEditTool(ws: Workspace): ToolDef {
+export function createEditTool(ws: Workspace, { usage }: FileWriteOptions = {}): ToolDef {
   return defineTool({
     name: 'Edit',
     description: [
@@ -54,7 +55,7 @@ export function createEditTool(ws: Workspace): ToolDef {
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory, not a file.`);
           if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           return await withFileLock(location.parent, location.name, signal, (lock) =>
-            editLocked(location, lock, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version }, signal),
+            editLocked(location, lock, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version }, signal, usage),
           );
         } finally {
           await location.close();
@@ -63,8 +64,7 @@ export function createEditTool(ws: Workspace): ToolDef {
         if (systemErrorCode(err) === 'ENOENT') {
           return errorResult(`Path ${shown} does not exist. Edit changes existing files; use Write to create one.`);
         }
-        if (err instanceof FileLockTimeout) return errorResult(`Path ${shown} is locked by another process that is changing it (${(err as Error).message}); nothing was written. Try again.`);
-        return fileErrorResult(err, file_path);
+        return writeConflictResult(err, shown) ?? fileErrorResult(err, file_path);
       }
     },
   });
@@ -90,7 +90,7 @@ class ChangedSinceRead extends Error {}
  * the rename is caught by comparing its identity, size and times just before the rename, and the
  * edit is then applied again to the new content, or refused if it no longer applies.
  */
-async function editLocked(location: Location, lock: HeldLock, request: EditRequest, signal: AbortSignal): Promise<ToolResult> {
+async function editLocked(location: Location, lock: HeldLock, request: EditRequest, signal: AbortSignal, usage: WorkspaceUsage | undefined): Promise<ToolResult> {
   const shown = quotePath(request.file_path);
   for (let attempt = 1; ; attempt += 1) {
     const loaded = await loadRegularFile(location, request.file_path, signal);
@@ -111,14 +111,22 @@ async function editLocked(location: Location, lock: HeldLock, request: EditReque
       return errorResult(`${shown} was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written. ${why}`);
     }
     const read = loaded.stats;
+    const before = Number(read.blocks) * 512;
+    const reservation = await usage?.reserve(Buffer.byteLength(planned.output) - before, signal);
+    if (typeof reservation === 'string') return quotaRefusal(shown, reservation);
     try {
-      await writeFileAtomic(location.parent, location.name, planned.output, {
+      const written = await writeFileAtomic(location.parent, location.name, planned.output, {
         mode: loaded.mode,
         signal,
         lockKey: lock.key,
-        beforeRename: () => assertUnchanged(location.parent, location.name, read, () => new ChangedSinceRead()),
+        beforeRename: async () => {
+          lock.assertHeld();
+          await assertUnchanged(location.parent, location.name, read, () => new ChangedSinceRead());
+        },
       });
+      reservation?.done(Number(written.blocks) * 512 - before);
     } catch (err) {
+      reservation?.cancel();
       if (!(err instanceof ChangedSinceRead)) throw err;
       if (request.expected_version !== undefined) return versionMismatch(shown, 'was changed by someone else while this edit ran');
       if (attempt >= MAX_ATTEMPTS) {

@@ -1,5 +1,7 @@
 import { errorResult } from '../core/result.js';
 import type { ToolResult } from '../core/types.js';
+import { ReplacedWhileWriting } from './atomic-write.js';
+import { FileLockLost, FileLockTimeout } from './file-lock.js';
 import { WorkspaceError } from './workspace.js';
 
 /** A client's path, quoted for a message; long paths are cut so the message stays readable. */
@@ -48,11 +50,12 @@ export function fileErrorResult(err: unknown, given: string): ToolResult {
   return errorResult(`Path ${quotePath(given)} ${reason}.`);
 }
 
-/** A byte count for people: `512 bytes`, `3.2 KiB`, `10.0 MiB`. */
+/** A byte count for people: `512 bytes`, `3.2 KiB`, `10.0 MiB`, `2.0 GiB`. */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  if (bytes < 1024 ** 3) return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
 }
 
 /** The refusal for a path whose name is one the server gives its own temporary and lock files. */
@@ -60,4 +63,26 @@ export function ownNameRefusal(shown: string): ToolResult {
   return errorResult(
     `Path ${shown} has a name of the form the server gives its own temporary and lock files (.toolport-<hex>.tmp or .lock); Write and Edit leave those alone. Choose another name.`,
   );
+}
+
+/**
+ * The result for a write that another process got in the way of: a lock held too long, a lock
+ * lost, or the file replaced while it was written (see `writeFileAtomic`); undefined for any
+ * other error.
+ */
+export function writeConflictResult(err: unknown, shown: string): ToolResult | undefined {
+  if (err instanceof FileLockTimeout) return errorResult(`Path ${shown} is locked by another process that is changing it (${err.message}); nothing was written. Try again.`);
+  if (err instanceof FileLockLost) return errorResult(`Path ${shown} was not written: ${err.message}, so another process may have been changing it. Try again.`);
+  if (!(err instanceof ReplacedWhileWriting)) return undefined;
+  if (!err.renamed) {
+    return errorResult(`Path ${shown} was not written: another process replaced the server's temporary file while it was being written, so it was not put in place; the file is as it was. Try again.`);
+  }
+  return errorResult(
+    `Path ${shown} was changed by another process while this write ran: after it, the path does not hold the content written (something else was put in its place), so the change is not in the file. Read it and try again.`,
+  );
+}
+
+/** The refusal for a write that would take the workspace past its disk quota; `why` comes from `WorkspaceUsage.reserve`. */
+export function quotaRefusal(shown: string, why: string): ToolResult {
+  return errorResult(`Path ${shown} was not written: ${why}. Nothing was written; make room in the workspace (or ask for a larger quota) and try again.`);
 }

@@ -6,10 +6,12 @@ import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob.js';
 import { createGrepTool } from './grep.js';
+import { flockUnavailableReason } from './flock.js';
 import { removeLeftovers } from './leftovers.js';
 import { createLsTool } from './ls.js';
 import { createReadTool } from './read.js';
 import { Workspace } from './workspace.js';
+import { workspaceUsage } from './workspace-usage.js';
 import { createWriteTool } from './write.js';
 import type { ToolDef } from '../core/types.js';
 
@@ -33,6 +35,8 @@ export interface BuiltinToolOptions {
    * `removeLeftovers`), and log what was removed to `log`. For servers, not for one-off commands.
    */
   sweepLeftovers?: boolean;
+  /** Bytes the workspace may use for Write and Edit to go on writing in it (see `WorkspaceUsage`); 0 or none: no quota. */
+  workspaceQuota?: number;
 }
 
 /** The tools toolport serves out of the box, in the order they are listed. */
@@ -45,6 +49,9 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
       (err: unknown) => options.log?.warn({ err, workspace: ws.root }, 'could not sweep the workspace for what a crash left'),
     );
   }
+  // Measured from now, in the background; Write and Edit wait for it only if it is not done by their first call.
+  const usage = workspaceUsage(ws, options.workspaceQuota);
+  if (options.log !== undefined) warnWithoutFlock(ws, options.log);
   return [
     Echo,
     await createBashTool({
@@ -56,10 +63,19 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
       log: options.log,
     }),
     createReadTool(ws),
-    createWriteTool(ws),
-    createEditTool(ws),
+    createWriteTool(ws, { usage }),
+    createEditTool(ws, { usage }),
     createGlobTool(ws),
     createGrepTool(ws, { confine: 'auto' }),
     createLsTool(ws),
   ];
+}
+
+/** Says once, as a warning, when Edits and Writes cannot be ordered across processes here (no perl for the lock helper). */
+function warnWithoutFlock(ws: Workspace, log: Logger): void {
+  void flockUnavailableReason(ws.rootDir).then((reason) => {
+    if (reason !== undefined) {
+      log.warn({ workspace: ws.root, reason }, 'file locks cannot be taken here: Edits and Writes of one file are ordered within this process only, not across replicas');
+    }
+  });
 }

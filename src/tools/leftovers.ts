@@ -1,14 +1,17 @@
-import type { Dir } from 'node:fs';
-import { lstat, open, opendir, unlink, type FileHandle } from 'node:fs/promises';
-import { staleLock } from './file-lock.js';
-import { isOwnFileName, lockOfTempFile } from './own-files.js';
+import { constants, type Dir } from 'node:fs';
+import { open, opendir, unlink, type FileHandle } from 'node:fs/promises';
+import { FlockUnavailable, tryFlock } from './flock.js';
+import { isOwnFileName } from './own-files.js';
 import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
 
 /** Most directory entries one sweep looks at; a workspace bigger than that is swept in part. */
 export const MAX_SWEPT_ENTRIES = 200_000;
 // Each level holds one descriptor open; deeper trees are swept down to here.
 const MAX_DEPTH = 64;
-
+// Without the lock helper a temporary file's writer cannot be asked: one this old is taken for dead.
+const ORPHAN_AGE_MS = 60 * 60 * 1000;
+// A temporary file is opened only to lock it: no symlink followed, no FIFO waited on.
+const OPEN_TEMP = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 export interface SweepReport {
   /** Temporary and lock files removed. */
@@ -18,12 +21,14 @@ export interface SweepReport {
 }
 
 /**
- * Removes what a server that died mid-write left in the workspace: lock files whose holder is gone
- * (one of this host's processes that died, or older than `STALE_LOCK_MS`: a younger one from
- * another host may belong to a live server sharing the workspace), and the temporary files
- * written under such locks (a crash between creating one and renaming it over the target leaves
- * it behind; the target itself is whole, old or new). A live writer's temporary file stays. Only names of the server's own pattern are touched. The
- * walk holds each directory open and never follows a symlink, like the file tools. Run at start-up.
+ * Removes what a server that died mid-write left in the workspace: temporary files whose writer is
+ * gone (a crash between creating one and renaming it over the target leaves it behind; the target
+ * itself is whole, old or new), and the lock files of earlier versions, which nothing takes any
+ * more. A writer holds a flock on its temporary file while it exists, and the flock dies with it:
+ * a file that can be locked has no writer; a live writer's (another replica's) stays. Where the
+ * lock helper cannot run, a temporary file older than an hour is taken for dead. Only names of the
+ * server's own pattern are touched. The walk holds each directory open and never follows a
+ * symlink, like the file tools. Run at start-up.
  */
 export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
   const report: SweepReport = { removed: 0, partial: false };
@@ -42,10 +47,13 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
         return;
       }
       if (entry.isFile() && isOwnFileName(entry.name)) {
-        // A lock is kept while its holder may be alive, and so is a temporary file written under it.
-        const lock = entry.name.endsWith('.lock') ? entry.name : lockOfTempFile(entry.name);
-        if (lock !== undefined && (await lockHeld(dir, lock))) continue;
-        if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
+        const claim = entry.name.endsWith('.tmp') ? await claimTemporary(dir, entry.name) : undefined;
+        if (claim === 'live') continue;
+        try {
+          if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
+        } finally {
+          claim?.release();
+        }
       } else if (entry.isDirectory() && depth < MAX_DEPTH) {
         const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
         if (!sub) continue;
@@ -61,8 +69,21 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
   return report;
 }
 
-/** True while a lock file exists and its holder may be alive. */
-async function lockHeld(dir: FileHandle, lockName: string): Promise<boolean> {
-  const exists = await lstat(heldPath(dir, lockName)).then(() => true, () => false);
-  return exists && (await staleLock(dir, lockName)) === undefined;
+/**
+ * `live` while the temporary file `name` may still be written: its writer holds its flock, or
+ * (without the helper) it is young. Otherwise its flock, held by the sweep until it has removed
+ * the file (a writer's name is never used again), or nothing when it could not be opened.
+ */
+async function claimTemporary(dir: FileHandle, name: string): Promise<'live' | { release(): void } | undefined> {
+  const handle = await open(heldPath(dir, name), OPEN_TEMP).catch(() => undefined);
+  if (handle === undefined) return undefined;
+  try {
+    const attempt = await tryFlock(handle.fd).catch(async (err: unknown) => {
+      if (!(err instanceof FlockUnavailable)) throw err;
+      return Date.now() - (await handle.stat()).mtimeMs < ORPHAN_AGE_MS ? 'busy' : undefined;
+    });
+    return attempt === 'busy' ? 'live' : attempt;
+  } finally {
+    await handle.close();
+  }
 }

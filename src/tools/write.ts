@@ -5,17 +5,23 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from './atomic-write.js';
-import { fileErrorResult, ownNameRefusal, quotePath, systemErrorCode } from './file-errors.js';
-import { FileLockTimeout, withFileLock } from './file-lock.js';
+import { fileErrorResult, ownNameRefusal, quotaRefusal, quotePath, systemErrorCode, writeConflictResult } from './file-errors.js';
+import { withFileLock } from './file-lock.js';
 import { countLines } from './numbered-lines.js';
 import { isOwnFileName } from './own-files.js';
 import { assertUnchanged, contentVersion, loadRegularFile } from './regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
 import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
+import type { Reservation, WorkspaceUsage } from './workspace-usage.js';
 
+/** What Write is made with besides its workspace. */
+export interface FileWriteOptions {
+  /** The workspace's disk usage against its quota; without it, no quota. */
+  usage?: WorkspaceUsage;
+}
 
 /** Write: creates or replaces a whole file inside the workspace, atomically. */
-export function createWriteTool(ws: Workspace): ToolDef {
+export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {}): ToolDef {
   return defineTool({
     name: 'Write',
     description: [
@@ -38,6 +44,7 @@ export function createWriteTool(ws: Workspace): ToolDef {
     async execute({ file_path, content, expected_version }, { signal }) {
       const shown = quotePath(file_path);
       let existed = false;
+      let reservation: Reservation | string | undefined;
       try {
         const location = await ws.locate(file_path);
         let parent: FileHandle | undefined;
@@ -45,6 +52,10 @@ export function createWriteTool(ws: Workspace): ToolDef {
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
           if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           if (location.kind === 'missing' && expected_version !== undefined) return versionMismatch(shown, 'does not exist');
+          // Room for the whole content, less what the file it replaces takes; settled once written.
+          const replaced = location.kind === 'other' ? await lstat(heldPath(location.parent, location.name)).catch(() => undefined) : undefined;
+          reservation = await usage?.reserve(Buffer.byteLength(content) - (replaced?.isFile() ? replaced.blocks * 512 : 0), signal);
+          if (typeof reservation === 'string') return quotaRefusal(shown, reservation);
           parent = location.kind === 'missing' ? await makeParents(location.parent, location.missing.slice(0, -1)) : location.parent;
           if (parent === undefined) return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
           const dir = parent;
@@ -68,13 +79,17 @@ export function createWriteTool(ws: Workspace): ToolDef {
             }
             existed = existing !== undefined;
             try {
-              await writeFileAtomic(dir, location.name, content, {
+              const written = await writeFileAtomic(dir, location.name, content, {
                 mode: existing ? existing.mode : NEW_FILE_MODE,
                 signal,
                 lockKey: lock.key,
-                // The version held when it was read; a change since (by something that takes no lock) refuses the write.
-                beforeRename: checked && (() => assertUnchanged(dir, location.name, checked, () => new ChangedSinceCheck())),
+                beforeRename: async () => {
+                  lock.assertHeld();
+                  // The version held when it was read; a change since (by something that takes no lock) refuses the write.
+                  if (checked) await assertUnchanged(dir, location.name, checked, () => new ChangedSinceCheck());
+                },
               });
+              if (typeof reservation === 'object') reservation.done(Number(written.blocks) * 512 - (existing ? existing.blocks * 512 : 0));
             } catch (err) {
               if (err instanceof ChangedSinceCheck) return versionMismatch(shown, 'was changed by someone else while this write ran');
               throw err;
@@ -88,8 +103,10 @@ export function createWriteTool(ws: Workspace): ToolDef {
         }
       } catch (err) {
         if (systemErrorCode(err) === 'ENOTDIR') return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
-        if (err instanceof FileLockTimeout) return errorResult(`Path ${shown} is locked by another process that is changing it (${err.message}); nothing was written. Try again.`);
-        return fileErrorResult(err, file_path);
+        return writeConflictResult(err, shown) ?? fileErrorResult(err, file_path);
+      } finally {
+        // Settled above when written; anything else wrote nothing.
+        if (typeof reservation === 'object') reservation.cancel();
       }
       const bytes = Buffer.byteLength(content);
       const lines = countLines(content);

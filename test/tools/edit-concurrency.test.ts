@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { watch } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -9,8 +11,6 @@ import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
-import { lockKey, STALE_LOCK_MS } from '../../src/tools/file-lock.js';
-import { lockFileName } from '../../src/tools/own-files.js';
 import { createReadTool } from '../../src/tools/read.js';
 import { contentVersion } from '../../src/tools/regular-file.js';
 import { Workspace } from '../../src/tools/workspace.js';
@@ -194,31 +194,23 @@ test('Edit and Write with expected_version refuse when the file changed since Re
   });
 });
 
-test('an Edit waits for a lock file another process holds, and takes over one a dead process left', async () => {
+test('an Edit waits while another process holds the file\'s lock, and goes on when it lets go', async () => {
   const file = path.join(root, 'locked.txt');
   await writeFile(file, 'before\n');
-  const { dev, ino } = await stat(root, { bigint: true });
-  const lock = path.join(root, lockFileName(lockKey(dev, ino, 'locked.txt')));
-
-  // A live process holds the lock: the Edit waits, the file stays as it is, until the lock goes.
-  await writeFile(lock, '');
-  const pending = call(Edit, { file_path: 'locked.txt', old_string: 'before', new_string: 'after' });
-  // Until the waiting Edit has looked at the lock a few times (its access time moves).
-  for (let looks = 0; looks < 3; looks += 1) {
-    const seen = (await stat(lock, { bigint: true })).atimeNs;
-    const deadline = Date.now() + 5_000;
-    while ((await stat(lock, { bigint: true })).atimeNs === seen && Date.now() < deadline) await delay(5);
-    assert.equal(await readFile(file, 'utf8'), 'before\n');
-  }
-  await unlink(lock);
+  // Another server's lock is a flock on the file: flock(1) takes the same.
+  const holder = spawn('flock', ['--exclusive', file, 'sh', '-c', 'echo held; exec cat >/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  holder.stdout.setEncoding('utf8');
+  assert.equal(String((await once(holder.stdout, 'data'))[0]).trim(), 'held');
+  let settled = false;
+  const pending = call(Edit, { file_path: 'locked.txt', old_string: 'before', new_string: 'after' }).finally(() => (settled = true));
+  // A bounded look: an Edit that does not wait would have finished within it.
+  for (let i = 0; i < 20 && !settled; i += 1) await delay(10);
+  assert.equal(settled, false, 'the Edit waits for the holder');
+  assert.equal(await readFile(file, 'utf8'), 'before\n');
+  const exited = once(holder, 'exit');
+  holder.stdin.end();
+  await exited;
   assert.equal((await pending).isError, false);
   assert.equal(await readFile(file, 'utf8'), 'after\n');
-
-  // A lock file older than the stale threshold was left by a process that died holding it.
-  await writeFile(lock, '');
-  const old = new Date(Date.now() - STALE_LOCK_MS - 1000);
-  await utimes(lock, old, old);
-  assert.equal((await call(Edit, { file_path: 'locked.txt', old_string: 'after', new_string: 'again' })).isError, false);
-  assert.equal(await readFile(file, 'utf8'), 'again\n');
   assert.deepEqual((await readdir(root)).filter((n) => n.startsWith('.toolport-')), []);
 });

@@ -1,0 +1,34 @@
+/**
+ * The lock helper, in Perl because Node has no binding for flock(2) and Perl is on every
+ * Debian-based system (perl-base is essential), as for the reaper. It loads no module: the
+ * constants are Linux's (LOCK_EX 2, LOCK_NB 4, O_RDONLY 0, O_RDWR 2, EWOULDBLOCK 11).
+ *
+ * Argument: the server's pid. Requests come on stdin, one a line:
+ *
+ * - `L <id> <fd>`: open the server's descriptor `<fd>` again, through `/proc/<pid>/fd/<fd>` (the
+ *   same file or directory, whatever its name leads to now), for reading and writing where it may
+ *   (NFS grants an exclusive flock only on a file open for writing; opening changes nothing) or
+ *   else for reading, and take an exclusive flock on it
+ *   without waiting. Answers `<id> K` (held), `<id> B` (someone else holds it) or `<id> E <why>`.
+ * - `U <id>`: let go of lock `<id>`; no answer.
+ *
+ * A lock is held by the helper's open file and dies with it: the helper exits when stdin ends,
+ * which the kernel does when the server exits or dies, so a lock never outlives its server.
+ */
+export const FLOCK_SCRIPT = String.raw`
+my $server = shift @ARGV;
+my %held;
+$| = 1;
+while (my $line = <STDIN>) {
+  chomp $line;
+  my ($op, $id, $fd) = split / /, $line;
+  if ($op eq 'U') { delete $held{$id}; next; }
+  next unless $op eq 'L' && defined $fd && $fd =~ /^\d+$/;
+  my $fh;
+  my $path = "/proc/$server/fd/$fd";
+  if (!sysopen($fh, $path, 2) && !sysopen($fh, $path, 0)) { print "$id E $!\n"; next; }
+  if (flock($fh, 2 | 4)) { $held{$id} = $fh; print "$id K\n"; }
+  elsif ($! + 0 == 11) { print "$id B\n"; }
+  else { print "$id E $!\n"; }
+}
+`;
