@@ -10,6 +10,9 @@ import {
 } from './defaults.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+// Ten times a large checkout with its dependencies and build output: stops a client filling a
+// volume through Write, not normal work. A workspace that needs more sets TOOLPORT_WORKSPACE_QUOTA.
+const DEFAULT_WORKSPACE_QUOTA = 10 * 1024 ** 3;
 // An hour: no connection deadline needs more, and Node's timers take at most 2^31 - 1 ms.
 const MAX_TIMEOUT_MS = 3_600_000;
 
@@ -28,6 +31,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** The only directory the file tools may touch. */
   workspace: string;
+  /** Most bytes each workspace may use for Write and Edit to go on writing in it (TOOLPORT_WORKSPACE_QUOTA); 0: no quota. */
+  workspaceQuota: number;
   /** Run Bash inside the bubblewrap sandbox: `auto` when a trial run at start-up works, `true` always (or fail), `false` never. */
   bashSandbox: boolean | 'auto';
   /** Bounds on each Bash call (TOOLPORT_BASH_MAX_PROCESSES, _TMP_SIZE, _MAX_FILE_SIZE, _MAX_MEMORY, _MAX_ADDRESS_SPACE, _MAX_CPU_SECONDS); 0 switches one off. */
@@ -100,6 +105,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: text(env, 'TOOLPORT_WORKSPACE', cwd),
+    workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),
     bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
     bashLimits: bashLimits(env),
     docs: boolean(env, 'TOOLPORT_DOCS', true),
@@ -139,6 +145,17 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!/^\d+$/.test(value) || n < min || n > max) throw new ConfigError(name, `an integer from ${min} to ${max}`, value);
+  return n;
+}
+
+/** Bytes, as a count or with a binary suffix: `1048576`, `512K`, `512M`, `10G`, `1T`; `0` is allowed. */
+function byteSize(env: Env, name: string, fallback: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const match = /^(\d{1,15})([kmgt])?$/i.exec(value);
+  const power = match?.[2] === undefined ? 0 : 'kmgt'.indexOf(match[2].toLowerCase()) + 1;
+  const n = match === null ? NaN : Number(match[1]) * 1024 ** power;
+  if (!Number.isSafeInteger(n)) throw new ConfigError(name, 'a size in bytes, optionally with K, M, G or T (powers of 1024), such as 10G; 0 for no quota', value);
   return n;
 }
 

@@ -82,6 +82,7 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
         hiddenDirectories: inUse.filter((root) => root !== ws.root),
         log: log?.child({ workspace: ws.root }),
         sweepLeftovers: sweepLeftovers && log !== undefined,
+        workspaceQuota: config.workspaceQuota,
       });
       const registry = new ToolRegistry();
       for (const tool of served.list()) registry.register(builtins.find((t) => t.name === tool.name) ?? tool);

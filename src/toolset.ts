@@ -12,7 +12,7 @@ export class UnknownToolError extends Error {
 }
 
 /** What createToolset reads of the configuration; without `apiKeysFile`, no keys file is hidden. */
-export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile' | 'bashLimits'>>;
+export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile' | 'bashLimits' | 'workspaceQuota'>>;
 
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
@@ -30,6 +30,7 @@ export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), 
     secretFiles: secretFiles(config, cwd),
     log,
     sweepLeftovers: log !== undefined,
+    workspaceQuota: config.workspaceQuota,
   });
   for (const tool of builtins) all.register(tool);
   await loadPlugins(config.plugins, all, cwd);

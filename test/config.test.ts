@@ -14,6 +14,7 @@ const DEFAULTS: Config = {
   plugins: [],
   shutdownGraceMs: 10_000,
   workspace: CWD,
+  workspaceQuota: 10 * 1024 ** 3,
   bashSandbox: 'auto',
   bashLimits: { maxProcesses: 512, tmpSize: 128 * 1024 ** 2, maxFileSize: 1024 ** 3, maxMemory: 4 * 1024 ** 3, maxAddressSpace: 0, maxCpuSeconds: 600 },
   docs: true,
@@ -77,6 +78,7 @@ describe('loadConfig', () => {
       TOOLPORT_PLUGINS: './plugins/a.js,@acme/toolport-tools',
       TOOLPORT_SHUTDOWN_GRACE_MS: '0',
       TOOLPORT_WORKSPACE: '/data/work',
+      TOOLPORT_WORKSPACE_QUOTA: '512M',
       TOOLPORT_BASH_SANDBOX: 'true',
       TOOLPORT_BASH_MAX_PROCESSES: '64',
       TOOLPORT_BASH_TMP_SIZE: '1048576',
@@ -115,6 +117,7 @@ describe('loadConfig', () => {
       plugins: ['./plugins/a.js', '@acme/toolport-tools'],
       shutdownGraceMs: 0,
       workspace: '/data/work',
+      workspaceQuota: 512 * 1024 ** 2,
       bashSandbox: true,
       bashLimits: { maxProcesses: 64, tmpSize: 1024 ** 2, maxFileSize: 0, maxMemory: 512 * 1024 ** 2, maxAddressSpace: 2 * 1024 ** 3, maxCpuSeconds: 30 },
       docs: false,
@@ -138,6 +141,15 @@ describe('loadConfig', () => {
       corsOrigins: ['https://webui.example.com', 'http://localhost:8080'],
       trustProxy: ['10.0.0.0/8', 'loopback', 'fd00::1/64', '192.168.1.1'],
     } satisfies Config);
+  });
+
+  test('TOOLPORT_WORKSPACE_QUOTA takes bytes, K, M, G and T (powers of 1024, either case), and 0 for no quota', () => {
+    const quota = (value: string): number => loadConfig({ TOOLPORT_WORKSPACE_QUOTA: value }, CWD).workspaceQuota;
+    assert.equal(quota('0'), 0);
+    assert.equal(quota('1048576'), 1024 * 1024);
+    assert.equal(quota('512k'), 512 * 1024);
+    assert.equal(quota('2G'), 2 * 1024 ** 3);
+    assert.equal(quota('1T'), 1024 ** 4);
   });
 
   test('TOOLPORT_CORS_ORIGINS refuses a wildcard when API keys are configured, by list or by file', () => {
@@ -261,6 +273,11 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_MAX_CONCURRENCY_PER_CALLER', '0', 'Invalid TOOLPORT_MAX_CONCURRENCY_PER_CALLER: expected an integer from 1 to 10000, got "0"'],
     ['TOOLPORT_QUEUE_PER_CALLER', '-1', 'Invalid TOOLPORT_QUEUE_PER_CALLER: expected an integer from 0 to 100000, got "-1"'],
     ['TOOLPORT_QUEUE_SIZE', 'lots', 'Invalid TOOLPORT_QUEUE_SIZE: expected an integer from 0 to 100000, got "lots"'],
+    ...['2GB', '-1', '1.5G', '10 G', 'lots', '9999999999999999'].map((size): [string, string, string] => [
+      'TOOLPORT_WORKSPACE_QUOTA',
+      size,
+      `Invalid TOOLPORT_WORKSPACE_QUOTA: expected a size in bytes, optionally with K, M, G or T (powers of 1024), such as 10G; 0 for no quota, got ${JSON.stringify(size)}`,
+    ]),
     ['TOOLPORT_ALLOW_UNAUTHENTICATED', 'sure', 'Invalid TOOLPORT_ALLOW_UNAUTHENTICATED: expected true or false, got "sure"'],
     ['TOOLPORT_PUBLIC_DOCS', 'maybe', 'Invalid TOOLPORT_PUBLIC_DOCS: expected true or false, got "maybe"'],
     ['TOOLPORT_REQUEST_TIMEOUT_MS', '0', 'Invalid TOOLPORT_REQUEST_TIMEOUT_MS: expected an integer from 1 to 3600000, got "0"'],
