@@ -1,7 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { loadConfig } from './config.js';
 import { ANYONE, Gateway } from './core/gateway.js';
-import { MAX_TURN_CONCURRENCY } from './http/routes/calls.js';
 import { createLogger, logDestination } from './logger.js';
 import { McpDispatcher } from './mcp/dispatcher.js';
 import { gatewayBackend } from './mcp/gateway-backend.js';
@@ -45,10 +44,7 @@ export async function serveMcpStdio(
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
     });
-    // A batch's calls run at most as many at once as a /calls turn's: one cap for both.
-    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
-      maxBatchConcurrency: MAX_TURN_CONCURRENCY,
-    });
+    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
     logger.info({ tools: registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
   } catch (err) {
     process.stderr.write(`toolport: ${(err as Error).message}\n`);

@@ -1,5 +1,6 @@
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
 import type { AbortSource } from '../core/call-abort.js';
+import { MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
 import type { McpBackend } from './backend.js';
 import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
 import { httpStatusOf, methodError } from './errors.js';
@@ -64,8 +65,8 @@ export interface DispatcherOptions {
   maxBatch?: number;
   /**
    * Most messages of one batch handled at once; the rest wait their turn, in order, so one batch
-   * cannot take a tool's every slot. Default 8, the cap `POST /calls` puts on a turn's calls
-   * (`MAX_TURN_CONCURRENCY`, which the adapters pass here).
+   * cannot take a tool's every slot. Default: the cap on the calls of a `POST /calls` turn
+   * (`MAX_TURN_CONCURRENCY`, 8).
    */
   maxBatchConcurrency?: number;
   /** Shortest gap between two progress notifications of one call, in ms. Default 20. */
@@ -102,7 +103,7 @@ export class McpDispatcher<Caller> {
   constructor(backend: McpBackend<Caller>, options: DispatcherOptions = {}) {
     this.#backend = backend;
     this.#maxBatch = options.maxBatch ?? 64;
-    this.#maxBatchConcurrency = options.maxBatchConcurrency ?? 8;
+    this.#maxBatchConcurrency = options.maxBatchConcurrency ?? MAX_TURN_CONCURRENCY;
     this.#listTtlMs = options.listTtlMs ?? 60_000;
     this.#listCacheScope = options.listCacheScope ?? 'private';
     this.#resultMeta = { [SERVER_INFO_KEY]: { ...backend.serverInfo } };

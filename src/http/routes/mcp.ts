@@ -13,7 +13,6 @@ import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/versions.
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
-import { MAX_TURN_CONCURRENCY } from './calls.js';
 
 /** The transport label of calls that come through `POST /mcp`. */
 export const MCP_TRANSPORT = 'mcp';
@@ -41,10 +40,7 @@ const CLIENT_GONE = new Error('the client disconnected');
  * call. There is no stream to open and no session to end, so GET and DELETE answer 405.
  */
 export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpRoutesOptions): void {
-  // A batch's calls run at most as many at once as a /calls turn's: one cap for both.
-  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
-    maxBatchConcurrency: MAX_TURN_CONCURRENCY,
-  });
+  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
   const keepAliveMs = Math.max(1000, Math.floor(idleTimeoutMs / 2));
 
   // Runs only for errors raised before the handler (the dispatcher answers everything it sees).
