@@ -112,6 +112,10 @@ declare module 'fastify' {
     tool?: string;
     /** The route runs tool calls, which may keep its connection silent for minutes (see `installConnectionGuards`). */
     runsTools?: boolean;
+    /** What the route's body holds, for the errors about a body it cannot read (default: `the tool input`). */
+    bodyIs?: string;
+    /** The body's schema in the OpenAPI document, for a route that reads its body itself rather than through Fastify's validation. */
+    documentedBody?: object;
   }
 }
 

@@ -18,8 +18,17 @@ export function installErrorHandling(app: FastifyInstance): void {
   );
 }
 
-const INVALID_JSON_MESSAGE =
-  'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
+/** What the request's body holds, in words, for the errors about a body that cannot be read. */
+export function bodyOf(request: FastifyRequest): string {
+  return request.routeOptions.config?.bodyIs ?? 'the tool input';
+}
+
+function invalidJson(request: FastifyRequest): ToolportError {
+  return new ToolportError(
+    'INVALID_JSON',
+    `Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send ${bodyOf(request)} as a JSON object.`,
+  );
+}
 
 /**
  * Answers a refusal: its status, the headers HTTP adds to what the error carries (`Retry-After`
@@ -71,13 +80,13 @@ function toToolportError(err: FastifyError, request: FastifyRequest): ToolportEr
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ToolportError(
         'UNSUPPORTED_MEDIA_TYPE',
-        `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}: send the tool input as application/json.`,
+        `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}: send ${bodyOf(request)} as application/json.`,
       );
     // Also raised for __proto__ and constructor.prototype keys, which are refused, not parsed.
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ToolportError('INVALID_JSON', INVALID_JSON_MESSAGE);
+      return invalidJson(request);
   }
-  if (err instanceof SyntaxError) return new ToolportError('INVALID_JSON', INVALID_JSON_MESSAGE);
+  if (err instanceof SyntaxError) return invalidJson(request);
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new ToolportError('BAD_REQUEST', err.message);
   }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ToolportError } from '../core/errors.js';
+import { bodyOf } from './error-handler.js';
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
@@ -16,13 +17,13 @@ export function installJsonBody(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send the tool input as UTF-8 JSON.`), undefined);
+      return done(new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send ${bodyOf(request)} as UTF-8 JSON.`), undefined);
     }
     let text: string;
     try {
       text = utf8.decode(body as Buffer);
     } catch {
-      return done(new ToolportError('INVALID_JSON', 'Request body is not valid UTF-8; send the tool input as UTF-8 JSON.'), undefined);
+      return done(new ToolportError('INVALID_JSON', `Request body is not valid UTF-8; send ${bodyOf(request)} as UTF-8 JSON.`), undefined);
     }
     if (text === '') return done(null, {});
     return parseJson(request, text, done);

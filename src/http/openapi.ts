@@ -61,6 +61,11 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
         { name: 'service', description: 'Tool listing and health.' },
       ],
     },
+    // A route that reads its body itself documents it through its config (see FastifyContextConfig.documentedBody).
+    transform: ({ schema, url, route }) => {
+      const body = (route.config as { documentedBody?: object } | undefined)?.documentedBody;
+      return { schema: body === undefined ? schema : { ...schema, body }, url };
+    },
     refResolver: {
       // Name shared schemas after their $id, so the document reads `#/components/schemas/ToolResult`.
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),

@@ -10,6 +10,7 @@ import {
 } from '../core/schemas.js';
 import {
   AnthropicToolResultMessageSchema,
+  AssistantTurnSchema,
   MCPCallToolResultSchema,
   OpenAIChatMessagesSchema,
   OpenAIFunctionCallOutputsSchema,
@@ -35,6 +36,7 @@ export const PUBLISHED_SCHEMAS = [
   OpenAIChatMessagesSchema,
   OpenAIFunctionCallOutputsSchema,
   MCPCallToolResultSchema,
+  AssistantTurnSchema,
 ];
 
 export const FormatQuery = Type.Object(

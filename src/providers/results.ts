@@ -39,10 +39,24 @@ export interface AnsweredCall {
   result: ToolResult;
 }
 
-/** `result` as an Anthropic `tool_result` block for the call `toolUseId`. */
+/**
+ * `result` as an Anthropic `tool_result` block for the call `toolUseId`. The Messages API refuses
+ * text blocks that are empty or only white space, so those are left out; a result left with no
+ * block at all says what it held instead, `(no output)` or `(only white space)`.
+ */
 export function toAnthropicToolResult(toolUseId: string, result: ToolResult): AnthropicToolResultBlock {
-  return { type: 'tool_result', tool_use_id: toolUseId, content: result.content.map(copyBlock), is_error: result.isError === true };
+  const content: ContentBlock[] = [];
+  let blank = false;
+  for (const block of result.content) {
+    if (block.type === 'text' && block.text.trim() === '') blank ||= block.text !== '';
+    else content.push(copyBlock(block));
+  }
+  if (content.length === 0) content.push({ type: 'text', text: blank ? EMPTY_TEXT.blank : EMPTY_TEXT.none });
+  return { type: 'tool_result', tool_use_id: toolUseId, content, is_error: result.isError === true };
 }
+
+/** What an Anthropic result says in place of text that was empty, or only white space. */
+export const EMPTY_TEXT = { none: '(no output)', blank: '(only white space)' } as const;
 
 /** The next user message of an Anthropic conversation: one `tool_result` per call, in order. */
 export function toAnthropicToolResultMessage(calls: readonly AnsweredCall[]): AnthropicToolResultMessage {

@@ -81,3 +81,62 @@ export const MCPCallToolResultSchema = Type.Object(
   { content: Type.Array(Type.Union([MCPTextContentSchema, MCPImageContentSchema], { $id: 'MCPContent' })), isError: Type.Boolean() },
   { $id: 'MCPCallToolResult', additionalProperties: false, description: 'An MCP CallToolResult.' },
 );
+
+// The assistant turns POST /calls takes, as the providers return them: for the OpenAPI document
+// and generated clients. readTurn reads them (and says what is wrong with a body that is none of
+// them), so these stay open: blocks and keys the providers add are allowed and ignored.
+
+const AnthropicToolUseBlockSchema = Type.Object(
+  { type: Type.Literal('tool_use'), id: Type.String(), name: Type.String(), input: Type.Object({}, { additionalProperties: true }) },
+  { $id: 'AnthropicToolUseBlock', description: 'A tool_use block of an assistant message.' },
+);
+
+/** An Anthropic assistant message's content: `tool_use` blocks among others (text, thinking), which are ignored. */
+export const AnthropicAssistantContentSchema = Type.Array(
+  Type.Union([AnthropicToolUseBlockSchema, Type.Object({ type: Type.String() }, { $id: 'AnthropicOtherBlock', description: 'Any other block (text, thinking, ...): ignored.' })]),
+  { $id: 'AnthropicAssistantContent', description: 'The content array of an Anthropic assistant message.' },
+);
+
+/** An Anthropic assistant message, or the whole Messages API response. */
+export const AnthropicAssistantMessageSchema = Type.Object(
+  { role: Type.Literal('assistant'), content: AnthropicAssistantContentSchema },
+  { $id: 'AnthropicAssistantMessage', description: 'An Anthropic assistant message, or the Messages API response whose content it is.' },
+);
+
+const OpenAIToolCallSchema = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('function'),
+    function: Type.Object({ name: Type.String(), arguments: Type.String({ description: 'The arguments as JSON text, as the model wrote them.' }) }),
+  },
+  { $id: 'OpenAIToolCall', description: 'A Chat Completions tool call.' },
+);
+
+/** A Chat Completions assistant message's `tool_calls`. */
+export const OpenAIToolCallsSchema = Type.Array(OpenAIToolCallSchema, { $id: 'OpenAIToolCalls', description: 'The tool_calls of a Chat Completions assistant message.' });
+
+/** A Chat Completions assistant message. */
+export const OpenAIAssistantMessageSchema = Type.Object(
+  { role: Type.Literal('assistant'), tool_calls: OpenAIToolCallsSchema },
+  { $id: 'OpenAIAssistantMessage', description: 'A Chat Completions assistant message (choices[0].message).' },
+);
+
+const OpenAIFunctionCallSchema = Type.Object(
+  { type: Type.Literal('function_call'), call_id: Type.String(), name: Type.String(), arguments: Type.String({ description: 'The arguments as JSON text.' }) },
+  { $id: 'OpenAIFunctionCall', description: 'A Responses API function_call item.' },
+);
+
+/** A Responses API response's `output` items: `function_call` items among others (messages, reasoning), which are ignored. */
+export const OpenAIResponseOutputSchema = Type.Array(
+  Type.Union([OpenAIFunctionCallSchema, Type.Object({ type: Type.String() }, { $id: 'OpenAIOtherOutputItem', description: 'Any other output item (message, reasoning, ...): ignored.' })]),
+  { $id: 'OpenAIResponseOutput', description: 'The output items of a Responses API response.' },
+);
+
+/** A Responses API response. */
+export const OpenAIResponseSchema = Type.Object({ output: OpenAIResponseOutputSchema }, { $id: 'OpenAIResponse', description: 'A Responses API response.' });
+
+/** What POST /calls takes: an assistant turn of any of the three dialects, whole or as its list of calls. */
+export const AssistantTurnSchema = Type.Union(
+  [AnthropicAssistantMessageSchema, AnthropicAssistantContentSchema, OpenAIAssistantMessageSchema, OpenAIToolCallsSchema, OpenAIResponseSchema, OpenAIResponseOutputSchema],
+  { $id: 'AssistantTurn', description: "An assistant's turn exactly as the provider returned it: an Anthropic message (or its content), a Chat Completions assistant message (or its tool_calls), or a Responses API response (or its output)." },
+);

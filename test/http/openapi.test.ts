@@ -163,3 +163,22 @@ test('docs: false leaves /docs unserved', async (t) => {
   assert.equal((await app.inject({ url: '/docs/' })).statusCode, 404);
   assert.equal((await app.inject({ url: '/openapi.json' })).statusCode, 200);
 });
+
+test('POST /calls declares its body: an AssistantTurn, whose six shapes take each dialect\'s real turns and refuse what no provider sends', async (t) => {
+  const registry = new ToolRegistry().register(Echo);
+  const app = await buildApp({ registry });
+  t.after(() => app.close());
+  const doc = (await app.inject({ url: '/openapi.json' })).json();
+  const body = doc.paths['/calls'].post.requestBody;
+  assert.deepEqual(body, { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/AssistantTurn' } } } });
+  const { default: Ajv2020 } = await import('ajv/dist/2020.js');
+  const ajv = new Ajv2020({ strict: false });
+  // Components refer to each other by '#/components/schemas/<name>'; resolve them inside one document.
+  ajv.addSchema({ $id: 'doc', components: doc.components });
+  const validate = ajv.compile({ $ref: 'doc#/components/schemas/AssistantTurn' });
+  const anthropic = { role: 'assistant', content: [{ type: 'text', text: 'hi' }, { type: 'tool_use', id: 'toolu_1', name: 'Echo', input: { text: 'x' } }] };
+  const openai = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Echo', arguments: '{"text":"x"}' } }] };
+  const responses = { id: 'resp_1', output: [{ type: 'reasoning', id: 'rs_1' }, { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'Echo', arguments: '{}' }] };
+  for (const turn of [anthropic, anthropic.content, openai, openai.tool_calls, responses, responses.output]) assert.equal(validate(turn), true, JSON.stringify(validate.errors));
+  for (const wrong of ['a turn', 42, { role: 'assistant' }, [{ id: 'toolu_1' }], { output: 'text' }]) assert.equal(validate(wrong), false, JSON.stringify(wrong));
+});

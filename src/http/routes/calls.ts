@@ -45,7 +45,8 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
     '/calls',
     {
       onError: refusedBeforeGateway,
-      config: { runsTools: true },
+      // The body's schema is for the document only: readTurn reads the body and says which provider's shape was expected.
+      config: { runsTools: true, bodyIs: "the assistant's turn", documentedBody: Type.Ref('AssistantTurn') },
       schema: {
         operationId: 'callTools',
         summary: 'Run the tool calls of an assistant\'s turn; answer the next turn',

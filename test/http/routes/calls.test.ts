@@ -316,3 +316,20 @@ test(`at most ${MAX_TURN_CONCURRENCY} (read-only) calls of one turn run at once,
   assert.equal(res.json().content.length, 20);
   assert.equal(most, MAX_TURN_CONCURRENCY);
 });
+
+test("a /calls body that is not JSON, or not sent as JSON, is refused with errors that speak of the assistant's turn", async (t) => {
+  const app = await appWith([Echo]);
+  t.after(() => app.close());
+  const notJson = await app.inject({ method: 'POST', url: '/calls', payload: '[{"type":', headers: { 'content-type': 'application/json' } });
+  assert.equal(notJson.statusCode, 400);
+  assert.deepEqual(
+    notJson.json(),
+    errorBody('INVALID_JSON', "Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the assistant's turn as a JSON object."),
+  );
+  const asText = await app.inject({ method: 'POST', url: '/calls', payload: '[]', headers: { 'content-type': 'text/plain' } });
+  assert.equal(asText.statusCode, 415);
+  assert.deepEqual(asText.json(), errorBody('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type "text/plain": send the assistant's turn as application/json.`));
+  const latin1 = await app.inject({ method: 'POST', url: '/calls', payload: '[]', headers: { 'content-type': 'application/json; charset=latin1' } });
+  assert.equal(latin1.statusCode, 415);
+  assert.deepEqual(latin1.json(), errorBody('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "latin1": send the assistant's turn as UTF-8 JSON.`));
+});
