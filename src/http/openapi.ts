@@ -73,12 +73,16 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
   });
   if (options.docs) docsRoutes(app);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // Made once per key scope, on first request (the document exists once the app is ready).
-  const toolsDocuments = new Map<ToolScope | undefined, string>();
+  // Made once per key scope, on first request (the document exists once the app is ready). Weakly
+  // held: a keys reload that drops a scope drops its document too.
+  const scopedDocuments = new WeakMap<ToolScope, string>();
+  let unscopedDocument: string | undefined;
+  const documentFor = (scope: ToolScope | undefined): string => JSON.stringify(toolsDocument(app.swagger() as unknown as OpenAPIDocument, scope));
   app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, async (request, reply) => {
     const scope = request.apiKey?.tools;
-    let text = toolsDocuments.get(scope);
-    if (text === undefined) toolsDocuments.set(scope, (text = JSON.stringify(toolsDocument(app.swagger() as unknown as OpenAPIDocument, scope))));
+    let text: string | undefined;
+    if (scope === undefined) text = unscopedDocument ??= documentFor(undefined);
+    else if ((text = scopedDocuments.get(scope)) === undefined) scopedDocuments.set(scope, (text = documentFor(scope)));
     return reply.type(JSON_TYPE).send(text);
   });
 }
