@@ -6,6 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { toolsDocument, type OpenAPIDocument } from '../../src/http/tools-document.js';
@@ -171,7 +172,6 @@ test('POST /calls declares its body: an AssistantTurn, whose six shapes take eac
   const doc = (await app.inject({ url: '/openapi.json' })).json();
   const body = doc.paths['/calls'].post.requestBody;
   assert.deepEqual(body, { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/AssistantTurn' } } } });
-  const { default: Ajv2020 } = await import('ajv/dist/2020.js');
   const ajv = new Ajv2020({ strict: false });
   // Components refer to each other by '#/components/schemas/<name>'; resolve them inside one document.
   ajv.addSchema({ $id: 'doc', components: doc.components });

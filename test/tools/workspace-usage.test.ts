@@ -130,7 +130,7 @@ test('each key\'s workspace has its own budget, from TOOLPORT_WORKSPACE_QUOTA th
     cwd: base,
   });
   t.after(() => opened.close());
-  const write = (registry: typeof served, name: string): Promise<ToolResult> => registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, context());
+  const write = async (registry: typeof served, name: string): Promise<ToolResult> => registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, context());
   const a = opened.toolsets.get(path.join(base, 'keys-a'))!;
   const b = opened.toolsets.get(path.join(base, 'keys-b'))!;
   assert.equal((await write(a, 'one.txt')).isError, false);
