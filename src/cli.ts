@@ -22,6 +22,10 @@ Commands:
   openapi [--out FILE]      Print (or write) the OpenAPI document
   reload <pid>              Make the server with this process id reload its API keys (sends it SIGHUP)
 
+Options:
+  --workspace DIR           The directory the file tools and Bash work in (TOOLPORT_WORKSPACE; default:
+                            the working directory, unless that is / or the home directory)
+
 Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
 TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
 `;
@@ -37,8 +41,10 @@ export async function main(argv: string[], env: Record<string, string | undefine
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { format: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { format: { type: 'string' }, out: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
+  // The option wins over the variable, as a flag given on the command line should.
+  if (values.workspace !== undefined) env = { ...env, TOOLPORT_WORKSPACE: values.workspace };
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === 'help') {
     process.stdout.write(USAGE);

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import path from 'node:path';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './core/executor.js';
 import { DEFAULT_BASH_LIMITS, type BashLimits } from './tools/bash-limits.js';
 import {
@@ -84,10 +85,37 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   readonly variable: string;
 
-  constructor(variable: string, expected: string, got: string) {
-    super(`Invalid ${variable}: expected ${expected}, got ${JSON.stringify(got)}`);
+  constructor(variable: string, expected: string, got: string, message = `Invalid ${variable}: expected ${expected}, got ${JSON.stringify(got)}`) {
+    super(message);
     this.variable = variable;
   }
+}
+
+/**
+ * The workspace when TOOLPORT_WORKSPACE is unset: the working directory, unless that is `/` or
+ * the home directory itself. Desktop clients start `toolport mcp` from a directory the user did
+ * not choose (often `/`), which would quietly make the whole file system, or every file of the
+ * user, the file tools' and Bash's workspace.
+ */
+function implicitWorkspace(env: Env, cwd: string): string {
+  const dir = path.resolve(cwd);
+  const home = raw(env, 'HOME');
+  const what = dir === path.parse(dir).root ? 'the root of the file system' : home !== undefined && dir === path.resolve(home) ? 'the home directory' : undefined;
+  if (what === undefined) return cwd;
+  throw new ConfigError(
+    'TOOLPORT_WORKSPACE',
+    '',
+    '',
+    `TOOLPORT_WORKSPACE is not set, and the working directory ${dir} is ${what}, which toolport does not take as its workspace by default: ` +
+      'set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.',
+  );
+}
+
+/** A warning for a workspace set explicitly to the root of the file system, or undefined. */
+export function workspaceWarning(config: Pick<Config, 'workspace'>): string | undefined {
+  const dir = path.resolve(config.workspace);
+  if (dir !== path.parse(dir).root) return undefined;
+  return `TOOLPORT_WORKSPACE is ${dir}: the file tools and Bash may touch every file the server's user can`;
 }
 
 type Env = Record<string, string | undefined>;
@@ -104,7 +132,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     bodyLimit: integer(env, 'TOOLPORT_BODY_LIMIT', DEFAULT_BODY_LIMIT, 1, 1024 ** 3),
     plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    workspace: text(env, 'TOOLPORT_WORKSPACE', cwd),
+    workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
     workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),
     bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
     bashLimits: bashLimits(env),

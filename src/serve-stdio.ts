@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { loadConfig } from './config.js';
+import { loadConfig, workspaceWarning } from './config.js';
 import { ANYONE, Gateway } from './core/gateway.js';
 import { createLogger, logDestination } from './logger.js';
 import { McpDispatcher } from './mcp/dispatcher.js';
@@ -36,6 +36,8 @@ export async function serveMcpStdio(
     const config = loadConfig(env);
     graceMs = config.shutdownGraceMs;
     logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false });
+    const rootWarning = workspaceWarning(config);
+    if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     const registry = await createToolset(config, process.cwd(), logger);
     const gateway = new Gateway({
       registry,

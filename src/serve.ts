@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { loadApiKeys } from './api-keys.js';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig, workspaceWarning, type Config } from './config.js';
 import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from './descriptors.js';
 import { Workspace } from './tools/workspace.js';
 import { buildApp } from './http/app.js';
@@ -34,6 +34,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
+    const rootWarning = workspaceWarning(config);
+    if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     const workspace = await Workspace.open(config.workspace);
     const served = await createToolset(config, process.cwd(), logger, workspace);
     const tools = served.list();

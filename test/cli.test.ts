@@ -36,10 +36,10 @@ interface Run {
 }
 
 /** Runs `toolport <args>` from the repository root and collects its output. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+function cli(args: string[], env: Record<string, string> = {}, cwd = REPO): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-      cwd: REPO,
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args], {
+      cwd,
       env: { ...baseEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 120_000,
@@ -224,6 +224,34 @@ describe('toolport CLI', { concurrency: 4 }, () => {
     // Above any pid_max Linux allows (2^22).
     const run = await cli(['reload', '2147483647']);
     assert.deepEqual(run, { code: 1, stdout: '', stderr: 'toolport: no process has the id 2147483647\n' });
+  });
+
+  test('mcp and serve started from / or the home directory without TOOLPORT_WORKSPACE refuse to start, saying to set it', async () => {
+    const home = mkdtempSync(path.join(tmpdir(), 'toolport-home-'));
+    try {
+      for (const [command, cwd, what] of [
+        ['mcp', '/', 'the root of the file system'],
+        ['serve', '/', 'the root of the file system'],
+        ['mcp', home, 'the home directory'],
+      ] as const) {
+        const run = await cli([command], { TOOLPORT_WORKSPACE: '', HOME: home, PORT: '0' }, cwd);
+        assert.deepEqual(
+          { code: run.code, stdout: run.stdout, stderr: run.stderr },
+          {
+            code: 1,
+            stdout: '',
+            stderr: `toolport: TOOLPORT_WORKSPACE is not set, and the working directory ${cwd} is ${what}, which toolport does not take as its workspace by default: set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.\n`,
+          },
+          `${command} from ${cwd}`,
+        );
+      }
+      // --workspace (or the variable) is honoured from anywhere.
+      const listed = await cli(['list', '--workspace', WORKSPACE], { TOOLPORT_WORKSPACE: '', HOME: home }, '/');
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(JSON.parse(listed.stdout), await expectedList('anthropic'));
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test('a configuration error (PORT=abc) exits 1 with a message naming PORT', async () => {

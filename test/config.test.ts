@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig, type Config } from '../src/config.js';
+import { ConfigError, loadConfig, workspaceWarning, type Config } from '../src/config.js';
 
 const CWD = '/srv/toolport';
 
@@ -61,6 +61,17 @@ describe('loadConfig', () => {
   test('treats empty and blank variables as unset', () => {
     const env = { PORT: '', HOST: '  ', LOG_LEVEL: '', TOOLPORT_TOOLS: ' ', TOOLPORT_PLUGINS: '', TOOLPORT_BASH_SANDBOX: '', TOOLPORT_WORKSPACE: '' };
     assert.deepEqual(loadConfig(env, CWD), DEFAULTS);
+  });
+
+  test('the working directory is the workspace by default, but never / or the home directory itself; set explicitly, / is taken', () => {
+    assert.equal(loadConfig({ HOME: '/home/ada' }, '/home/ada/project').workspace, '/home/ada/project');
+    const refused = (cwd: string, what: string): string =>
+      `TOOLPORT_WORKSPACE is not set, and the working directory ${cwd} is ${what}, which toolport does not take as its workspace by default: set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.`;
+    assert.throws(() => loadConfig({}, '/'), { name: 'ConfigError', variable: 'TOOLPORT_WORKSPACE', message: refused('/', 'the root of the file system') });
+    assert.throws(() => loadConfig({ HOME: '/home/ada/' }, '/home/ada'), { name: 'ConfigError', message: refused('/home/ada', 'the home directory') });
+    assert.equal(loadConfig({ TOOLPORT_WORKSPACE: '/' }, '/').workspace, '/');
+    assert.equal(workspaceWarning({ workspace: '/' }), "TOOLPORT_WORKSPACE is /: the file tools and Bash may touch every file the server's user can");
+    assert.equal(workspaceWarning({ workspace: '/srv/work' }), undefined);
   });
 
   test('ignores variables it does not know', () => {
