@@ -1,6 +1,7 @@
 /**
  * The second half of `npm run build`: bundles dist/run-server.js, what `node dist/server.js`
- * loads, with its dependencies into that one file. Start-up loaded about a thousand modules
+ * loads, and dist/run-cli.js, what the `toolport` command loads, each with its dependencies into
+ * that one file. Start-up loaded about a thousand modules
  * (373 of them typebox's), and resolving, reading and linking them was most of a cold start;
  * one file of 3 MB loads in a fraction of that. The rest of dist/ stays as tsc wrote it, for the
  * package's API and the command line.
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const ENTRY = path.join(ROOT, 'dist/run-server.js');
+const ENTRIES = ['dist/run-server.js', 'dist/run-cli.js'].map((entry) => path.join(ROOT, entry));
 
 // CommonJS packages inside an ES module bundle still call require and read __dirname.
 const BANNER = [
@@ -25,17 +26,21 @@ const BANNER = [
   'const __dirname = __toolportDirname(__filename);',
 ].join('\n');
 
-await build({
-  entryPoints: [ENTRY],
-  outfile: ENTRY,
-  allowOverwrite: true,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node22',
-  external: ['@fastify/swagger-ui', 'pino', 'pino-pretty', 'thread-stream', 'ioredis'],
-  banner: { js: BANNER },
-  sourcemap: true,
-  sourcesContent: false,
-  logLevel: 'warning',
-});
+// One file each, in place. The command line imports each command's modules when it runs: in the
+// bundle they stay functions until then, so `toolport mcp` never runs the HTTP stack's code.
+for (const entry of ENTRIES) {
+  await build({
+    entryPoints: [entry],
+    outfile: entry,
+    allowOverwrite: true,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    external: ['@fastify/swagger-ui', 'pino', 'pino-pretty', 'thread-stream', 'ioredis'],
+    banner: { js: BANNER },
+    sourcemap: true,
+    sourcesContent: false,
+    logLevel: 'warning',
+  });
+}

@@ -22,12 +22,14 @@ import { median, percentile, summariseColdStart, summariseLatency, summariseThro
 import { BASH_GOAL, COLD_START_GOAL, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
+import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 
 // The rows that are not wrk's, named for --only.
 const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
 const BASH_DEFAULT_ROW = { id: 'bash-default', label: 'Bash `true`, sequential, median (default: sandbox on)' };
 const COLD_START_ROW = { id: 'cold-start', label: 'cold start to first /healthz 200' };
+const STDIO_START_ROW = { id: 'mcp-stdio-start', label: 'toolport mcp: spawn to the server/discover answer' };
 
 const say = (line: string): boolean => process.stderr.write(`${line}\n`);
 
@@ -58,11 +60,12 @@ async function main(): Promise<number> {
   const failures: string[] = [];
 
   say('bench: recording toolport\'s answers for the raw baseline...');
-  const ids = [...THROUGHPUT_ROWS.map((row) => row.id), BASH_ROW.id, BASH_DEFAULT_ROW.id, COLD_START_ROW.id];
+  const ids = [...THROUGHPUT_ROWS.map((row) => row.id), BASH_ROW.id, BASH_DEFAULT_ROW.id, COLD_START_ROW.id, STDIO_START_ROW.id];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
-  if (rows.length === 0 && !runBash && !runStarts) throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
+  const runStdioStarts = selected(options, STDIO_START_ROW, ids);
+  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts) throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
   const scripts = new Map<string, string>();
@@ -71,6 +74,7 @@ async function main(): Promise<number> {
   const throughput = new Map<string, ThroughputSlot[]>(recorded.served.map((row) => [row.id, []]));
   const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
   const starts: StartSlot[] = [];
+  const stdioStarts: StdioStartSlot[] = [];
   const collect = <T extends { failures: string[] }>(slot: T): T => {
     failures.push(...slot.failures);
     return slot;
@@ -96,6 +100,13 @@ async function main(): Promise<number> {
         say(`${tag}  cold start  ${target}: ${fixed(slot.readyMs)} ms`);
       }
     }
+    for (let i = 0; i < (runStdioStarts ? options.starts : 0); i++) {
+      for (const target of ['toolport', 'node'] as const) {
+        const slot = collect(await stdioStartSlot(ctx, target, round));
+        stdioStarts.push(slot);
+        say(`${tag}  mcp stdio start  ${target}: ${fixed(slot.answerMs)} ms, CPU ${fixed(slot.cpuMs)} ms`);
+      }
+    }
   }
 
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
@@ -109,6 +120,7 @@ async function main(): Promise<number> {
         ]
       : []),
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
+    ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
   ];
   const about = machine(nproc, wrk, pinning.note);
   const printed = [
@@ -140,6 +152,7 @@ async function main(): Promise<number> {
       throughput: Object.fromEntries(throughput),
       bash: { toolport: bash.toolport.map(latencyFigures), sandbox: bash.sandbox.map(latencyFigures), raw: bash.raw.map(latencyFigures) },
       coldStart: starts,
+      stdioStart: stdioStarts,
     },
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);

@@ -22,8 +22,9 @@ export interface Reservation {
 /**
  * The disk a workspace uses, against its quota (`TOOLPORT_WORKSPACE_QUOTA`), for Write and Edit.
  * The figure is what `du` counts (allocated blocks, a file with several links once), measured by
- * a walk of the workspace through held descriptors, never following a symlink: once when the tools
- * are made, then again in the background when a write finds it older than `REMEASURE_MS` (or ten
+ * a walk of the workspace through held descriptors, never following a symlink: once before the
+ * first write that grows it (not at start-up, where a big workspace would hold up a desktop
+ * client's first message, and a session that never writes would walk it for nothing), then again in the background when a write finds it older than `REMEASURE_MS` (or ten
  * times the last walk's duration, whichever is longer), never on a call's path. In between, the
  * server's own writes update it as they happen; what else writes there (Bash, another replica)
  * is seen at the next measurement. Writes reserve their size before writing, so concurrent writes
@@ -39,12 +40,16 @@ export class WorkspaceUsage {
   #walking: Promise<void> | undefined;
   #measuredAt = 0;
   #nextAfterMs = REMEASURE_MS;
-  readonly #first: Promise<void>;
+  #first: Promise<void> | undefined;
 
   constructor(ws: Workspace, quota: number) {
     this.#ws = ws;
     this.quota = quota;
-    this.#first = this.#measure();
+  }
+
+  /** The first measurement, started by the first write (or `measure`) that needs it. */
+  #measured(): Promise<void> {
+    return (this.#first ??= this.#measure());
   }
 
   /** The figure now, in bytes (for tests and messages). */
@@ -58,7 +63,7 @@ export class WorkspaceUsage {
    * (a file made smaller) is always let through, so a full workspace can still be cleaned up.
    */
   async reserve(growth: number, signal: AbortSignal): Promise<Reservation | string> {
-    await abortable(this.#first, signal);
+    await abortable(this.#measured(), signal);
     this.#refresh();
     const room = Math.max(0, growth);
     if (room > 0 && this.#used + this.#reserved + room > this.quota) {
@@ -83,7 +88,7 @@ export class WorkspaceUsage {
 
   /** Measures again now, and resolves when done (for tests). */
   async measure(): Promise<void> {
-    await this.#first;
+    await this.#measured();
     await this.#walking;
     await this.#measure();
   }
