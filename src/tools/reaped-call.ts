@@ -32,6 +32,7 @@ export class ReapedCall {
   #killing = false;
   #ended = false;
   #finished = false;
+  #released = false;
   #closed = 0;
   #closeTimer: NodeJS.Timeout | undefined;
 
@@ -65,8 +66,10 @@ export class ReapedCall {
   /** The resident forked the call reaper: its pid is also its process group's. */
   started(pid: number): void {
     if (this.#finished) {
-      // Given up on before the resident got to it: nothing waits for this one.
+      // Given up on before the resident got to it: nothing waits for this one. Its token was kept
+      // for this moment (see `#kill`), and goes now.
       killProcessGroup(pid, this.#groupGraceMs);
+      this.#release();
       return;
     }
     this.#pid = pid;
@@ -92,7 +95,7 @@ export class ReapedCall {
 
   /** The command could not be started. */
   failed(error: NodeJS.ErrnoException): void {
-    if (this.#ended) return;
+    if (this.#ended) return this.#release();
     this.#ended = true;
     this.#outcome.spawnError = error;
     this.#finish();
@@ -103,6 +106,7 @@ export class ReapedCall {
     // 9: as if killed by SIGKILL, the only way a call reaper ends without a word.
     if (this.#pid !== undefined) this.reaped(9);
     else this.failed(new Error(why));
+    this.#release();
   }
 
   readonly #onAbort = (): void => {
@@ -112,9 +116,10 @@ export class ReapedCall {
 
   #kill(): void {
     if (this.#pid === undefined) {
-      // The resident has not forked it yet: the call ends now, and `started` kills it if it comes.
+      // The resident has not forked it yet: the call answers now, and its token stays known so
+      // that the resident's `pid` report still finds it and `started` kills what it forked.
       this.#ended = true;
-      this.#finish();
+      this.#finish(false);
       return;
     }
     if (this.#killing) return;
@@ -133,14 +138,22 @@ export class ReapedCall {
     this.#closeTimer = setTimeout(() => this.#finish(), this.#groupGraceMs + CLOSE_SLACK_MS);
   }
 
-  #finish(): void {
+  /** Answers the call; `release` false keeps its token known until the resident reports what became of it. */
+  #finish(release = true): void {
     if (this.#finished) return;
     this.#finished = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#closeTimer);
     this.#options.signal?.removeEventListener('abort', this.#onAbort);
     for (const socket of this.#sockets) socket.destroy();
-    this.#onFinish();
+    if (release) this.#release();
     this.#resolve(this.#outcome);
+  }
+
+  /** Forgets the call's token (once): nothing the resident says of it matters any more. */
+  #release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#onFinish();
   }
 }

@@ -153,6 +153,21 @@ test('an aborted call kills everything it started and says why', async (t) => {
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
 
+test('a call aborted before the resident forked it is still killed when it starts: many times, nothing outlives its call', async (t) => {
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const marker = trackedMarker(t);
+  // Aborted in the same tick as submitted: the call answers before the resident can report a pid.
+  for (let i = 0; i < 20; i++) {
+    const controller = new AbortController();
+    const run = reaped(reaper, `exec -a ${marker} sleep 30`, 200, { signal: controller.signal });
+    controller.abort('the client went away');
+    assert.equal((await run).abortReason, 'the client went away');
+  }
+  // Whatever the resident forked for them is killed as it starts (SIGTERM; SIGKILL 200 ms later).
+  await waitFor(() => processesWith(marker).length === 0, 'every command of an aborted call to be gone', 10_000);
+});
+
 test('a new resident takes the next call when the last one was killed, and the calls it ran end', async (t) => {
   const reaper = await startReaper(t);
   if (reaper === undefined) return;
