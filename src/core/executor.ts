@@ -90,7 +90,17 @@ interface Settled {
   outcome: CallOutcome;
   result: ToolResult & { isError: boolean };
   err?: unknown;
+  /** The tool's own promise, when the call answered (aborted, timed out) before the tool settled. */
+  stillRunning?: PromiseLike<unknown>;
 }
+
+/**
+ * How long an aborted or timed-out tool keeps its slot (and its caller's share) after the call
+ * answered, while it stops: Bash's commands get SIGTERM, then SIGKILL 2 s later, and until then they
+ * still run. Freeing the slot at once let a caller that aborts its calls early run many more
+ * commands than its share; keeping it until the tool settles would lose it for good to a tool that hangs.
+ */
+export const STOPPING_GRACE_MS = 5_000;
 
 /**
  * The one execution pipeline: look the tool up, validate the input, wait for a slot under the
@@ -204,19 +214,21 @@ export class ToolExecutor {
           return left.result;
         }
       }
+      let stillRunning: PromiseLike<unknown> | undefined;
       try {
         const started = performance.now();
         const running = this.#start(tool, prepared, options, abort, requestId);
         const settled = running instanceof Promise ? await running : running;
+        stillRunning = settled.stillRunning;
         const seconds = (performance.now() - started) / 1000;
         // A tool that finished without looking at its signal still gets it, so leftovers stop.
         abort.abort(CALL_FINISHED);
         this.#audit(requestId, name, settled, seconds, waitMs, options);
         return settled.result;
       } finally {
-        // The slot is freed when the call answers, even if a tool that ignores its signal runs on:
-        // holding it until such a tool settled would lose the slot for good to a tool that hangs.
-        limiter.release(options.caller);
+        // A tool still stopping keeps its slot until it settles, at most STOPPING_GRACE_MS more.
+        if (stillRunning === undefined) limiter.release(options.caller);
+        else releaseOnce(stillRunning, () => limiter.release(options.caller));
       }
     } finally {
       unfollow?.();
@@ -280,9 +292,9 @@ export class ToolExecutor {
         abort.removeEventListener('abort', onAbort);
         resolve(settled);
       };
-      const onAbort = (): void => settle({ outcome: 'aborted', result: abortedResult(tool.name, abort.reason) });
+      const onAbort = (): void => settle({ outcome: 'aborted', result: abortedResult(tool.name, abort.reason), stillRunning: value });
       const timer = setTimeout(() => {
-        settle({ outcome: 'timeout', result: errorResult(`Tool "${tool.name}" timed out after ${timeoutMs} ms and was aborted.`) });
+        settle({ outcome: 'timeout', result: errorResult(`Tool "${tool.name}" timed out after ${timeoutMs} ms and was aborted.`), stillRunning: value });
         abort.abort(new DeadlineExceeded(`deadline of ${timeoutMs} ms exceeded`));
       }, timeoutMs);
       abort.addEventListener('abort', onAbort);
@@ -325,6 +337,20 @@ class CallContext implements ToolContext {
   get log(): Logger {
     return (this.#log ??= this.#parent.child({ reqId: this.requestId, tool: this.#tool }));
   }
+}
+
+/** Calls `release` once `running` settles, or STOPPING_GRACE_MS from now, whichever comes first. */
+function releaseOnce(running: PromiseLike<unknown>, release: () => void): void {
+  let released = false;
+  const once = (): void => {
+    if (released) return;
+    released = true;
+    clearTimeout(timer);
+    release();
+  };
+  const timer = setTimeout(once, STOPPING_GRACE_MS);
+  timer.unref?.();
+  running.then(once, once);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

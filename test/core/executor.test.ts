@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { describe, mock, test } from 'node:test';
 import { pino } from 'pino';
 import { ToolportError } from '../../src/core/errors.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, ToolExecutor, type CallObserver } from '../../src/core/executor.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, STOPPING_GRACE_MS, ToolExecutor, type CallObserver } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { textResult } from '../../src/core/result.js';
 import type { ObjectSchema, ToolContext, ToolDef } from '../../src/core/types.js';
@@ -571,7 +571,7 @@ describe('ToolExecutor: concurrency limits', () => {
     });
   }
 
-  test('the slot is released when the tool times out, even if it ignores its signal', async (t) => {
+  test(`the slot of a tool that times out and ignores its signal is released ${STOPPING_GRACE_MS} ms after the call answered`, async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const gated = gatedTool('G', { maxConcurrency: 1, timeoutMs: 1_000 });
     const executor = limited(gated.tool);
@@ -580,12 +580,17 @@ describe('ToolExecutor: concurrency limits', () => {
     await gated.started(1);
     t.mock.timers.tick(1_000);
     assert.deepEqual(await first, { content: [{ type: 'text', text: 'Tool "G" timed out after 1000 ms and was aborted.' }], isError: true });
+    assert.deepEqual(executor.load('G'), { running: 1, waiting: 1, limit: 1 }, 'the tool still runs: it keeps its slot');
+    t.mock.timers.tick(STOPPING_GRACE_MS - 1);
+    await Promise.resolve();
+    assert.equal(gated.runs.length, 1);
+    t.mock.timers.tick(1);
     (await gated.started(2))[1]?.release();
     assert.equal((await second).isError, false);
     assert.deepEqual(executor.load('G'), { running: 0, waiting: 0, limit: 1 });
   });
 
-  test('the slot is released when a running call is aborted', async () => {
+  test('an aborted call answers at once, and its slot goes to the next call once the tool has stopped', async () => {
     const gated = gatedTool('G', { maxConcurrency: 1 });
     const executor = limited(gated.tool);
     const controller = new AbortController();
@@ -594,6 +599,9 @@ describe('ToolExecutor: concurrency limits', () => {
     await gated.started(1);
     controller.abort(new Error('shutting down'));
     assert.equal((await first).isError, true);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(gated.runs.length, 1, 'the aborted tool has not stopped yet: the next call waits');
+    gated.runs[0]?.fail('stopped');
     (await gated.started(2))[1]?.release();
     assert.equal((await second).isError, false);
   });
