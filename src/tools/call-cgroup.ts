@@ -25,6 +25,8 @@ const EMPTY_TIMEOUT_MS = 10_000;
 // Above the Bash tool's calls at once: a cgroup is kept for the next call, since making and
 // removing one cost about 10 ms per call here (cgroup v1), more than the sandbox itself.
 const MAX_IDLE = 8;
+// What a cgroup may still be charged with and be kept for another call (kernel bookkeeping).
+const REUSE_CHARGE_BYTES = 1024 * 1024;
 // One sequence for the process: each Bash tool (one per workspace) has cgroups of its own, all named after the process.
 let nextName = 0;
 
@@ -149,8 +151,25 @@ export class CallCgroup {
    */
   async release(): Promise<void> {
     if (!(await this.#whenEmpty())) return;
-    if (this.#idle.length < MAX_IDLE) this.#idle.push(this);
+    if (this.#idle.length < MAX_IDLE && (await this.#unburdened())) this.#idle.push(this);
     else await this.remove();
+  }
+
+  /**
+   * Whether the memory cgroup charges (almost) nothing now that its processes are gone. Files a
+   * command left in a RAM file system (/dev/shm without the sandbox, a workspace on tmpfs) stay
+   * charged to it, and the next call, any caller's, would start with that much of its limit
+   * spent. Page cache is reclaimed first (`memory.force_empty`); a cgroup still charged is
+   * removed, and its charge goes to the server's own.
+   */
+  async #unburdened(): Promise<boolean> {
+    for (const [controller, dir] of this.#dirs) {
+      if (controller !== 'memory') continue;
+      if ((await usage(dir)) <= REUSE_CHARGE_BYTES) return true;
+      await writeFile(path.join(dir, 'memory.force_empty'), '0').catch(() => {});
+      return (await usage(dir)) <= REUSE_CHARGE_BYTES;
+    }
+    return true;
   }
 
   /** Removes the cgroups, once their last process has exited (polled for a while). */
@@ -208,6 +227,13 @@ async function ownHierarchies(sources: CgroupSources): Promise<Map<CgroupControl
     }
   }
   return found;
+}
+
+/** Bytes charged to a v1 memory cgroup; unknown counts as too much to reuse. */
+async function usage(dir: string): Promise<number> {
+  const text = await readFile(path.join(dir, 'memory.usage_in_bytes'), 'utf8').catch(() => '');
+  const bytes = Number(text.trim());
+  return text.trim() === '' || !Number.isFinite(bytes) ? Infinity : bytes;
 }
 
 async function counter(file: string, name: string): Promise<number> {

@@ -158,3 +158,24 @@ test("Bash keeps a call's cgroups for later calls once empty: thirty calls make 
   assert.ok(made.length <= (8 + 3) * 2, `cgroups are reused: ${made.join(', ')}`);
   await waitFor(() => made.every((dir) => readFileSync(path.join(dir, 'cgroup.procs'), 'utf8') === ''), 'no process left in the kept cgroups');
 });
+
+test("Bash without the sandbox: a cgroup still charged with a call's files in RAM (/dev/shm) is not reused, so the next call gets its whole memory limit", async (t) => {
+  const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
+  if (bashIsolationOf(bash)!.enforced.memory !== 'cgroup') return t.skip('no memory cgroup per call here');
+  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').map((line) => line.split(':'));
+  const memory = `/sys/fs/cgroup/memory${own.find((f) => f[1] === 'memory')![2]}`;
+  const emptied = (): boolean =>
+    readdirSync(memory)
+      .filter((entry) => entry.startsWith(`toolport-${process.pid}-`))
+      .every((entry) => readFileSync(path.join(memory, entry, 'cgroup.procs'), 'utf8') === '');
+  const shm = `/dev/shm/toolport-test-${process.pid}-${Date.now()}`;
+  t.after(() => rm(shm, { force: true }));
+  // 40 MiB of a 64 MiB limit left behind in RAM, charged to the cgroup the call ran in.
+  const left = await run(bash, `head -c ${40 * MIB} /dev/zero > ${shm} && echo left`);
+  assert.match(left.text, /^left$/);
+  for (let i = 0; i < 5; i++) {
+    await waitFor(emptied, 'the call cgroups to be empty');
+    const next = await run(bash, `perl -e '$x = "x" x (16 * 1024 * 1024); print "allocated\\n"'`);
+    assert.match(next.text, /^allocated$/, `call ${i + 1} after the one that left 40 MiB in /dev/shm: ${next.text}`);
+  }
+});
