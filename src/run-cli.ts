@@ -43,7 +43,11 @@ export async function main(argv: string[], env: Record<string, string | undefine
     process.stdout.write(USAGE);
     return command === undefined && !values.help ? 2 : 0;
   }
-  if (command === 'serve') return (await (await import('./serve.js')).serve(env)) ? 0 : 1;
+  if (command === 'serve') {
+    // As server.ts does: a SIGHUP while the modules load must not end the server (nothing to reload yet).
+    process.on('SIGHUP', () => {});
+    return (await (await import('./serve.js')).serve(env)) ? 0 : 1;
+  }
   if (command === 'mcp') return (await import('./serve-stdio.js')).serveMcpStdio(env);
   if (command === 'reload') return reload(rest);
 

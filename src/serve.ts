@@ -31,6 +31,13 @@ export async function serve(env: Record<string, string | undefined> = process.en
   let unauthenticated: string[];
   let descriptors: DescriptorUsage;
   let connections: ConnectionLimits;
+  // A SIGHUP before the handlers are in place (start-up takes a while: the sandbox's trial run, the
+  // workspaces) would end the process; it is remembered, and the keys are read again once serving.
+  let reloadAsked = false;
+  const askedEarly = (): void => {
+    reloadAsked = true;
+  };
+  process.on('SIGHUP', askedEarly);
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
@@ -91,8 +98,11 @@ export async function serve(env: Record<string, string | undefined> = process.en
       log: logger,
     });
     handleSignals(app, config, reload);
+    process.off('SIGHUP', askedEarly);
+    if (reloadAsked) void reload();
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
+    process.off('SIGHUP', askedEarly);
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     process.exitCode = 1;
     return undefined;

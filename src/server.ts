@@ -5,4 +5,9 @@ import module from 'node:module';
 // Where the directory cannot be written the cache is off, and nothing else changes. Before the
 // import it should cover, hence the dynamic import.
 module.enableCompileCache?.();
+// SIGHUP (reload the keys) must never end the server, which is its default: while the modules
+// load, the keys have not been read yet, so there is nothing to reload; serve() takes it from there.
+process.on('SIGHUP', ignoreUntilServing);
 await import('./run-server.js');
+
+function ignoreUntilServing(): void {}

@@ -28,11 +28,28 @@ export interface Caller {
 
 /**
  * The name a caller's calls share their slots and queue under: its key's label or, without keys,
- * its client address (with keys configured every call has a label, so the two never mix).
+ * its client's network (with keys configured every call has a label, so the two never mix).
  * Undefined (in-process callers, stdio) shares only the tools' own limits.
  */
 export function admissionName(caller: Caller): string | undefined {
-  return caller.label ?? caller.ip;
+  return caller.label ?? (caller.ip === undefined ? undefined : addressGroup(caller.ip));
+}
+
+/**
+ * The network a client address stands for, as one caller: a client picks its source address
+ * freely within it, so each address counting alone would let one client be many callers. Every
+ * loopback address is the local machine; an IPv6 address stands for its /64 (what one host or
+ * link is given); an IPv4 address, also written IPv4-mapped, for itself.
+ */
+export function addressGroup(ip: string): string {
+  const v4 = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+  if (v4.startsWith('127.') || v4 === '::1') return 'loopback';
+  if (!v4.includes(':')) return v4;
+  const [head = '', tail] = v4.split('::');
+  const front = head === '' ? [] : head.split(':');
+  const back = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? front : [...front, ...Array<string>(8 - front.length - back.length).fill('0'), ...back];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase()).join(':')}::/64`;
 }
 
 /** A caller with every tool and no key: in-process callers (the CLI), and servers without keys. */

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from '../../src/core/errors.js';
 import { formatTools } from '../../src/core/formats.js';
-import { ANYONE, Gateway, type Caller, type CallRequest, type GatewayObserver } from '../../src/core/gateway.js';
+import { addressGroup, admissionName, ANYONE, Gateway, type Caller, type CallRequest, type GatewayObserver } from '../../src/core/gateway.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { textResult } from '../../src/core/result.js';
 import type { Progress, ToolContext, ToolDef } from '../../src/core/types.js';
@@ -357,4 +357,22 @@ describe('Gateway: a workspace per caller', () => {
     assert.deepEqual(heard, [['refused', 'INTERNAL_ERROR', 'mcp']]);
     assert.equal(gateway.inFlight, 0);
   });
+});
+
+test('addressGroup: every loopback address is one caller, an IPv6 address its /64, an IPv4 address itself', () => {
+  const cases: Array<[string, string]> = [
+    ['127.0.0.1', 'loopback'],
+    ['127.0.0.9', 'loopback'],
+    ['::1', 'loopback'],
+    ['::ffff:127.0.0.2', 'loopback'],
+    ['10.0.0.7', '10.0.0.7'],
+    ['::ffff:10.0.0.7', '10.0.0.7'],
+    ['2001:db8:1:2:aaaa::1', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['fe80::1:2:3:4', 'fe80:0:0:0::/64'],
+  ];
+  for (const [ip, group] of cases) assert.equal(addressGroup(ip), group, ip);
+  assert.equal(admissionName({ scope: undefined, label: 'ci', ip: '127.0.0.1' }), 'ci', 'a key names the caller, whatever its address');
+  assert.equal(admissionName({ scope: undefined }), undefined);
 });

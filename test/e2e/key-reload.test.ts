@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -146,4 +147,60 @@ test('SIGHUP without a keys file logs that there is nothing to reload, and the p
   const res = await fetch(`${server.url}/tools/Echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"still here"}' });
   assert.equal(res.status, 200);
   await stopsCleanly(server);
+});
+
+test('SIGHUPs all through start-up never end the server, and one that came after the keys were read reloads them once serving', async (t) => {
+  const keys = await keysDirectory(t);
+  await keys.write([ADMIN, BOT]);
+  const { spawn } = await import('node:child_process');
+  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-hup-start-'));
+  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: path.resolve(import.meta.dirname, '../..'),
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TOOLPORT_WORKSPACE: workspace, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_API_KEYS_FILE: keys.file },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.after(() => child.kill('SIGKILL'));
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  let exitCode: number | null | undefined;
+  void exited.then((code) => (exitCode = code));
+  // From the moment serve() holds the workspace open (its first step after reading the
+  // configuration, before the keys are read and long before the server listens) until it listens:
+  // the keys change on the way, so a reload shows.
+  const holdsWorkspace = (): boolean => {
+    try {
+      return readdirSync(`/proc/${child.pid}/fd`).some((fd) => {
+        try {
+          return readlinkSync(`/proc/${child.pid}/fd/${fd}`) === workspace;
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return false;
+    }
+  };
+  await eventually('the server to open its workspace', async () => (holdsWorkspace() ? true : undefined));
+  let sent = 0;
+  let changed = false;
+  while (!/Server listening at/.test(out)) {
+    assert.equal(exitCode, undefined, `the server exited (${exitCode}) after ${sent} SIGHUPs during start-up: ${out.slice(-500)}`);
+    child.kill('SIGHUP');
+    sent++;
+    if (sent === 5) {
+      await keys.write([ADMIN]);
+      changed = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.ok(sent > 5 && changed, `SIGHUPs sent during start-up: ${sent}`);
+  const url = /Server listening at (http:\/\/[^"]+)/.exec(out)![1]!;
+  const server = { url } as ServerProcess;
+  // Whichever SIGHUP came last before the handlers, the file as it is now is what the server uses.
+  await eventually('the bot key to be refused', async () => ((await echo(server, BOT)).status === 401 ? true : undefined));
+  assert.equal((await echo(server, ADMIN)).status, 200);
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0);
 });

@@ -144,3 +144,15 @@ test('TOOLPORT_MAX_CONCURRENCY_PER_CALLER and TOOLPORT_QUEUE_PER_CALLER set the 
   await releaseUntilAnswered(gated, calls);
   assert.deepEqual((await Promise.all(calls)).map((r) => r.statusCode), [200, 200, 200, 200]);
 });
+
+test('without keys, every loopback address is one caller: a client cycling through 127.0.0.2 to .9 gets one share', async (t) => {
+  const { app, gated, call } = await busyServer({ apiKeys: [] });
+  t.after(() => app.close());
+  const flood = Array.from({ length: 40 }, (_, i) => call('', `x${i}`, `127.0.0.${2 + (i % 8)}`));
+  await gated.started(2);
+  await until(() => app.toolport.executor.load('Slow').waiting === 16, 'the share of the queue to fill');
+  const refused = await Promise.all(flood.slice(18));
+  assert.deepEqual(new Set(refused.map((r) => r.statusCode)), new Set([503]), '22 of the 40 are past the one share');
+  assert.equal(gated.runs.length, 2, 'two run, as for one caller');
+  await releaseUntilAnswered(gated, flood);
+});
