@@ -265,9 +265,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerOpenAPI(app, { docs: options.docs ?? true });
   healthRoutes(app, () => gateway.draining);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
-  toolRoutes(app, { gateway });
+  toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // An assistant's turn in, in its provider's shape; the next turn out.
-  callsRoutes(app, { gateway });
+  callsRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
   mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   return app;

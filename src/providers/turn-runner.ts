@@ -2,7 +2,7 @@ import type { AbortSource } from '../core/call-abort.js';
 import { ToolportError } from '../core/errors.js';
 import type { Caller, Gateway } from '../core/gateway.js';
 import { errorResult, resultSize } from '../core/result.js';
-import type { ToolResult } from '../core/types.js';
+import type { Progress, ToolResult } from '../core/types.js';
 import type { AnsweredCall } from './results.js';
 import type { TurnCall } from './turns.js';
 
@@ -28,6 +28,8 @@ export interface TurnContext {
   transport: string;
   /** Aborts every call of the turn (the client went away). */
   signal?: AbortSource;
+  /** Hears the progress reports of the turn's calls, by the call's index in the turn. */
+  onProgress?: (index: number, progress: Progress) => void;
 }
 
 /** The BAD_REQUEST refusal for a turn with more calls than one request may carry, or undefined. */
@@ -67,7 +69,8 @@ export async function runTurn(gateway: Gateway, calls: readonly TurnCall[], cont
       gateway.refused(identity, refusal);
       return { id: call.id, result: errorResult(refusal.message) };
     }
-    const result = await gateway.callSafe({ ...identity, input: call.input, signal: context.signal, extra: i > 0 });
+    const onProgress = context.onProgress && ((progress: Progress) => context.onProgress!(i, progress));
+    const result = await gateway.callSafe({ ...identity, input: call.input, signal: context.signal, extra: i > 0, ...(onProgress && { onProgress }) });
     return { id: call.id, result: withinBudget(result, call.name) };
   };
 

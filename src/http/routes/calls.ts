@@ -2,15 +2,18 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CallAbort } from '../../core/call-abort.js';
-import { ToolportError } from '../../core/errors.js';
+import { errorBody, ToolportError } from '../../core/errors.js';
 import type { Gateway } from '../../core/gateway.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
-import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal } from '../../providers/turn-runner.js';
+import { DEFAULT_IDLE_TIMEOUT_MS } from '../../defaults.js';
+import type { ProgressReporter } from '../../mcp/progress.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from '../../providers/turn-runner.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { asToolportError } from '../error-handler.js';
 import { ErrorRef, TurnAnswer } from '../schemas.js';
+import { acceptsEventStream, EventStream, keepAliveInterval } from '../sse.js';
 import { REST_TRANSPORT } from './tools.js';
 
 // Re-exported for the adapters that cap their batches the same way.
@@ -34,8 +37,9 @@ const CallsQuery = Type.Object(
  * each as a single call would, in the order the model meant (read-only calls together, any other
  * alone), answered in the order of the calls.
  */
-export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Gateway }): void {
+export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: { gateway: Gateway; idleTimeoutMs?: number }): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const keepAliveMs = keepAliveInterval(idleTimeoutMs);
   const refusedBeforeGateway = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
     gateway.refused({ caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT }, asToolportError(error, request));
     done();
@@ -85,10 +89,32 @@ export function callsRoutes(fastify: FastifyInstance, { gateway }: { gateway: Ga
       // Aborts the turn's calls when the client goes away, with no AbortController unless a tool asks for a signal.
       const abort = new CallAbort();
       const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
+      const context: TurnContext = { caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT, signal: abort };
+      // `Accept: text/event-stream`: each call's progress as events naming the call, then the answer.
+      const stream = acceptsEventStream(request.headers.accept) ? new EventStream(reply, keepAliveMs) : undefined;
+      const reporters = new Map<number, ProgressReporter>();
+      if (stream !== undefined) {
+        context.onProgress = (index, progress) => {
+          let reporter = reporters.get(index);
+          if (reporter === undefined) {
+            reporter = stream.progressOf(String(index), { id: turn.calls[index]!.id, index }, abort);
+            reporters.set(index, reporter);
+          }
+          reporter.report(progress);
+        };
+      }
       try {
-        const answered = await runTurn(gateway, turn.calls, { caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT, signal: abort });
-        return await reply.type(JSON_TYPE).send(JSON.stringify(render(turn.dialect, answered)));
+        const answer = JSON.stringify(render(turn.dialect, await runTurn(gateway, turn.calls, context)));
+        if (stream === undefined) return await reply.type(JSON_TYPE).send(answer);
+        for (const reporter of reporters.values()) reporter.finish();
+        return stream.end(answer);
+      } catch (err) {
+        if (!stream?.started) throw err;
+        // Too late for a status: the stream ends with the error body the error handler would have sent.
+        request.log.error({ err }, 'unexpected error');
+        return stream.end(JSON.stringify(errorBody('INTERNAL_ERROR', `Internal server error (request id ${request.id}).`)));
       } finally {
+        stream?.close();
         stopWatching();
       }
     },

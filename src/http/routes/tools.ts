@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ToolportError } from '../../core/errors.js';
+import { CallAbort, type AbortSource } from '../../core/call-abort.js';
+import { errorBody, ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
@@ -10,11 +11,15 @@ import { asToolportError, sendError } from '../error-handler.js';
 import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
 import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
-import type { ToolResult } from '../../core/types.js';
+import type { Progress, ToolResult } from '../../core/types.js';
+import { DEFAULT_IDLE_TIMEOUT_MS } from '../../defaults.js';
+import { acceptsEventStream, EventStream, keepAliveInterval } from '../sse.js';
 
 export interface ToolRoutesOptions {
   /** Every rule of a call (scope, validation, admission, audit, metrics, calls in flight) is the gateway's. */
   gateway: Gateway;
+  /** The connections' idle timeout: an event stream sends a comment at least twice per period. Default 30 s. */
+  idleTimeoutMs?: number;
 }
 
 /** The transport label of calls that come through these routes. */
@@ -57,8 +62,9 @@ const NO_SUCH_TOOL = { ...ErrorRef, description: 'No such tool (TOOL_NOT_FOUND);
  * JSON, overload, the caller's scope) go to `gateway.refused` from the call routes' own onError
  * hook, so they get the same audit line and metric as the gateway's.
  */
-export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOptions): void {
+export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: ToolRoutesOptions): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const keepAliveMs = keepAliveInterval(idleTimeoutMs);
   const { registry } = gateway;
   // Before the body is parsed: a call outside the key's scope is refused whatever it carries.
   const checkScope = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
@@ -128,6 +134,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
 
   const call = async (request: FastifyRequest, reply: FastifyReply) => {
     const shape = shapeQuery(request.query as CallShape);
+    if (acceptsEventStream(request.headers.accept)) return streamedCall(request, reply, shape);
     const call = new RestCall(request);
     // The call is aborted when the client goes away (and by shutdown, through the gateway).
     const stopWatching = whenClientGoes(request, () => gateway.cancel(call, CLIENT_GONE));
@@ -141,6 +148,34 @@ export function toolRoutes(fastify: FastifyInstance, { gateway }: ToolRoutesOpti
       if (err instanceof ToolportError) return sendError(reply, err);
       throw err;
     } finally {
+      stopWatching();
+    }
+  };
+
+  // `Accept: text/event-stream`: the same call, its progress streamed (see EventStream).
+  const streamedCall = async (request: FastifyRequest, reply: FastifyReply, shape: ((result: ToolResult) => unknown) | undefined) => {
+    const abort = new CallAbort();
+    const stream = new EventStream(reply, keepAliveMs);
+    const progress = stream.progressOf('call', {}, abort);
+    const call = new RestCall(request, abort, progress.report);
+    const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
+    try {
+      const answer = shape !== undefined ? shape(await gateway.callSafe(call)) : await gateway.call(call);
+      progress.finish();
+      return stream.end(JSON.stringify(answer));
+    } catch (err) {
+      progress.drop();
+      // Already logged and counted by the gateway. Before the stream began, answered as without it.
+      const refusal = err instanceof ToolportError ? err : undefined;
+      if (!stream.started) {
+        if (refusal !== undefined) return sendError(reply, refusal);
+        throw err;
+      }
+      if (refusal === undefined) request.log.error({ err }, 'unexpected error');
+      const known = refusal ?? new ToolportError('INTERNAL_ERROR', `Internal server error (request id ${request.id}).`);
+      return stream.end(JSON.stringify(errorBody(known.code, known.message, known.details)));
+    } finally {
+      stream.close();
       stopWatching();
     }
   };
@@ -220,13 +255,18 @@ class RestCall extends RequestCaller implements CallRequest {
   readonly transport = REST_TRANSPORT;
   readonly inputBytes: number;
 
-  constructor(request: FastifyRequest) {
+  readonly signal?: AbortSource;
+  readonly onProgress?: (progress: Progress) => void;
+
+  constructor(request: FastifyRequest, signal?: AbortSource, onProgress?: (progress: Progress) => void) {
     super(request);
     this.tool = toolName(request);
     // No body at all (curl -X POST) means "no arguments": the same as {}.
     this.input = request.body === undefined ? {} : request.body;
     this.requestId = request.id;
     this.inputBytes = Number(request.headers['content-length'] ?? 0);
+    if (signal !== undefined) this.signal = signal;
+    if (onProgress !== undefined) this.onProgress = onProgress;
   }
 
   get caller(): Caller {

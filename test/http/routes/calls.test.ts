@@ -8,6 +8,7 @@ import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/http/routes/calls.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
+import { allItems, postForEvents } from '../../fixtures/sse-client.js';
 import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
 
 
@@ -332,4 +333,46 @@ test("a /calls body that is not JSON, or not sent as JSON, is refused with error
   const latin1 = await app.inject({ method: 'POST', url: '/calls', payload: '[]', headers: { 'content-type': 'application/json; charset=latin1' } });
   assert.equal(latin1.statusCode, 415);
   assert.deepEqual(latin1.json(), errorBody('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "latin1": send the assistant's turn as UTF-8 JSON.`));
+});
+
+/** Reports three steps (read-only, so the calls of a turn run together), then answers its name. */
+const Steps: ToolDef = {
+  name: 'Steps',
+  description: 'Reports progress three times.',
+  inputSchema: { type: 'object', properties: { name: { type: 'string' } }, additionalProperties: false },
+  annotations: { readOnlyHint: true },
+  execute: async (input, { progress }) => {
+    for (let i = 1; i <= 3; i++) progress?.({ progress: i, total: 3, message: `${String(input.name)} step ${i}` });
+    return { content: [{ type: 'text', text: `${String(input.name)} done` }] };
+  },
+};
+
+test('POST /calls with Accept: text/event-stream streams each call\'s progress naming its call, then the answer as the result event; a refused turn stays JSON', async (t) => {
+  const app = await appWith([Steps, Echo]);
+  t.after(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/calls`;
+  const turn = [toolUse('toolu_a', 'Steps', { name: 'a' }), toolUse('toolu_e', 'Echo', { text: 'quiet' }), toolUse('toolu_b', 'Steps', { name: 'b' })];
+  const { response, items } = await postForEvents(url, turn);
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get('content-type'), 'text/event-stream');
+  const all = await allItems(items);
+  const events = all.filter((i): i is { event: string; data: string } => 'event' in i);
+  assert.equal(events.at(-1)!.event, 'result');
+  const progress = events.filter((e) => e.event === 'progress').map((e) => JSON.parse(e.data) as Record<string, unknown>);
+  for (const [index, id, name] of [[0, 'toolu_a', 'a'], [2, 'toolu_b', 'b']] as const) {
+    const own = progress.filter((p) => p.id === id);
+    assert.ok(own.length >= 1 && own.every((p) => p.index === index), `the events of ${id} name it and its index`);
+    assert.deepEqual(own.at(-1), { id, index, progress: 3, total: 3, message: `${name} step 3` });
+  }
+  assert.equal(progress.filter((p) => p.id === 'toolu_e').length, 0, 'a call without progress has no events');
+  const plain = await post(app, turn);
+  assert.deepEqual(JSON.parse(events.at(-1)!.data), plain.json(), 'the result event carries the answer JSON would have');
+  assert.deepEqual(plain.json().content.map((c: { content: Array<{ text: string }> }) => c.content[0]!.text), ['a done', 'quiet', 'b done']);
+
+  // A turn refused whole is refused before any stream: its status and error body, as without it.
+  const refused = await post(app, { hello: 'world' }, '', { accept: 'text/event-stream' });
+  assert.equal(refused.statusCode, 400);
+  assert.match(String(refused.headers['content-type']), /^application\/json/);
+  assert.equal(refused.json().error.code, 'BAD_REQUEST');
 });

@@ -1,0 +1,135 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import type { AbortSource } from '../core/call-abort.js';
+import type { Progress } from '../core/types.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS, ProgressReporter } from '../mcp/progress.js';
+
+/** The media type of an event stream, as a request's Accept names it and a response's Content-Type says it. */
+export const EVENT_STREAM_TYPE = 'text/event-stream';
+
+/**
+ * The buffer of a stream, before the socket's own: the stream counts as blocked once it holds this
+ * much (on each of its two sides) that the socket has not taken. As for MCP's streams.
+ */
+const STREAM_BUFFER_BYTES = 16 * 1024;
+
+/** How often a stream sends a keep-alive comment: twice per idle timeout, at most once a second. */
+export function keepAliveInterval(idleTimeoutMs: number): number {
+  return Math.max(1000, Math.floor(idleTimeoutMs / 2));
+}
+
+/** Whether the client takes an event stream: its Accept lists `text/event-stream`. */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes(EVENT_STREAM_TYPE);
+}
+
+/**
+ * A REST call's answer as Server-Sent Events: `progress` events while the call runs, then one
+ * `result` event whose data is the body the JSON answer would have had, then the end. The stream
+ * starts at the first progress report, or at the first keep-alive tick (half the idle timeout) of
+ * a silent call, or with the result; a refusal before it started is answered as without the
+ * stream (its status and error body), so a client gets the same statuses either way.
+ *
+ * What a client does not take is not kept for it, as for MCP: while the stream and socket buffers
+ * are full, a call's progress waits in place of its previous report (one per call, never a
+ * queue), keep-alive comments are skipped, and so nothing re-arms the connection's idle timeout,
+ * which then cuts off a client that reads nothing and aborts its call.
+ */
+export class EventStream {
+  readonly #reply: FastifyReply;
+  readonly #waiting = new Map<string, string>();
+  readonly #keepAlive: NodeJS.Timeout;
+  #body: PassThrough | undefined;
+  #blocked = false;
+  #ended = false;
+
+  constructor(reply: FastifyReply, keepAliveMs: number) {
+    this.#reply = reply;
+    // A comment keeps a silent call's connection (and any proxy on the way) from timing out.
+    this.#keepAlive = setInterval(() => {
+      if (!this.#blocked) this.#write(':\n\n');
+    }, keepAliveMs);
+  }
+
+  /** True once the response is an event stream (its status and headers are sent). */
+  get started(): boolean {
+    return this.#body !== undefined;
+  }
+
+  /**
+   * A listener for one call's progress (`key` tells the calls of a turn apart; `fields` go into
+   * each event, before the report): at most one report per `intervalMs`, the latest one kept.
+   * `finish` sends what waits; nothing is sent once `signal` aborts.
+   */
+  progressOf(key: string, fields: Record<string, unknown>, signal: AbortSource, intervalMs = DEFAULT_PROGRESS_INTERVAL_MS): ProgressReporter {
+    return new ProgressReporter(
+      key,
+      // The report as MCP would send it; the event carries its fields, without the token.
+      ({ params }) => {
+        const { progress, total, message } = params as unknown as Progress;
+        this.#progress(key, JSON.stringify({ ...fields, progress, total, message }));
+      },
+      intervalMs,
+      signal,
+    );
+  }
+
+  /** Sends the `result` event (after the progress that waits, whatever the backpressure) and ends the stream. */
+  end(data: string): FastifyReply {
+    this.close();
+    this.#start();
+    this.#flushWaiting(true);
+    this.#write(`event: result\ndata: ${data}\n\n`);
+    this.#ended = true;
+    this.#body!.end();
+    return this.#reply;
+  }
+
+  /** Stops the keep-alive; nothing more is written unless `end` is called. */
+  close(): void {
+    clearInterval(this.#keepAlive);
+  }
+
+  #progress(key: string, data: string): void {
+    if (this.#ended) return;
+    this.#start();
+    if (this.#blocked) {
+      this.#waiting.delete(key);
+      this.#waiting.set(key, data);
+      return;
+    }
+    this.#write(`event: progress\ndata: ${data}\n\n`);
+  }
+
+  #start(): void {
+    if (this.#body !== undefined) return;
+    const body = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
+    this.#body = body;
+    // Through reply.send, so the app's onSend hooks run (the connection guard, x-request-id).
+    void this.#reply.code(200).header('content-type', EVENT_STREAM_TYPE).header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
+  }
+
+  #write(text: string): void {
+    if (this.#body === undefined) this.#start();
+    const body = this.#body!;
+    if (body.destroyed || body.writableEnded) return;
+    if (!body.write(text) && !this.#blocked) {
+      this.#blocked = true;
+      body.once('drain', this.#drained);
+    }
+  }
+
+  /** Writes what waits, in the order it came; unless `all`, stops as soon as the stream blocks again. */
+  #flushWaiting(all: boolean): void {
+    for (const [key, data] of this.#waiting) {
+      if (this.#blocked && !all) return;
+      this.#waiting.delete(key);
+      this.#write(`event: progress\ndata: ${data}\n\n`);
+    }
+  }
+
+  readonly #drained = (): void => {
+    this.#blocked = false;
+    if (!this.#ended) this.#flushWaiting(false);
+  };
+}
