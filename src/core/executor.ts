@@ -2,7 +2,7 @@ import { pino, type Logger } from 'pino';
 import { CallAbort, type AbortSource } from './call-abort.js';
 import { ToolportError } from './errors.js';
 import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE, defaultShareOfQueue, defaultShareOfSlots } from './limiter.js';
-import { violationLines, type InputViolation } from './validator.js';
+import { violationLines, type InputViolation, type OutputValidator } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import { progressReporter } from './progress.js';
@@ -217,7 +217,9 @@ export class ToolExecutor {
       let stillRunning: PromiseLike<unknown> | undefined;
       try {
         const started = performance.now();
-        const running = this.#start(tool, prepared, options, abort, requestId);
+        // Looked up only for a tool that declares an output schema: nothing more for the others.
+        const checkOutput = tool.outputSchema === undefined ? undefined : (options.registry ?? this.registry).outputValidator(name);
+        const running = this.#start(tool, prepared, options, abort, requestId, checkOutput);
         const settled = running instanceof Promise ? await running : running;
         stillRunning = settled.stillRunning;
         const seconds = (performance.now() - started) / 1000;
@@ -270,7 +272,7 @@ export class ToolExecutor {
    * at once, with no timer, listener or promise; only one that returns a promise gets the deadline
    * timer and a listener for the abort, and whichever comes first settles the call.
    */
-  #start(tool: ToolDef, input: ToolInput, options: CallOptions, abort: CallAbort, requestId: string): Settled | Promise<Settled> {
+  #start(tool: ToolDef, input: ToolInput, options: CallOptions, abort: CallAbort, requestId: string, checkOutput: OutputValidator | undefined): Settled | Promise<Settled> {
     // A call cancelled before it began never starts the tool: it may have side effects.
     if (abort.aborted) return { outcome: 'aborted', result: abortedResult(tool.name, abort.reason) };
     const progress = options.onProgress && progressReporter(options.onProgress, abort);
@@ -280,7 +282,7 @@ export class ToolExecutor {
     } catch (err) {
       return threw(tool, err);
     }
-    if (!isThenable(value)) return settledBy(tool, value);
+    if (!isThenable(value)) return settledBy(tool, value, checkOutput);
 
     const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
     return new Promise<Settled>((resolve) => {
@@ -300,7 +302,7 @@ export class ToolExecutor {
       abort.addEventListener('abort', onAbort);
       try {
         value.then(
-          (answer) => settle(settledBy(tool, answer)),
+          (answer) => settle(settledBy(tool, answer, checkOutput)),
           (err: unknown) => settle(threw(tool, err)),
         );
       } catch (err) {
@@ -357,14 +359,29 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
-/** How a call ends when its tool answered `value`. */
-function settledBy(tool: ToolDef, value: unknown): Settled {
+/**
+ * How a call ends when its tool answered `value`. A tool with an output schema must give
+ * structured content matching it on success (MCP's clients refuse a result without), and any it
+ * gives with an error is checked too (the SDK v1 client checks it whenever it is there).
+ */
+function settledBy(tool: ToolDef, value: unknown, checkOutput: OutputValidator | undefined): Settled {
   const normalised = normaliseResult(value);
-  if ('defect' in normalised) {
-    const message = `Tool "${tool.name}" returned a malformed result: ${normalised.defect}.`;
-    return { outcome: 'malformed', result: errorResult(message), err: new Error(message) };
+  if ('defect' in normalised) return malformed(tool, `returned a malformed result: ${normalised.defect}.`);
+  const { result } = normalised;
+  if (checkOutput !== undefined) {
+    const structured = result.structuredContent;
+    if (structured === undefined) {
+      if (!result.isError) return malformed(tool, 'returned no structuredContent, which its output schema requires on success.');
+    } else if (!checkOutput(structured)) {
+      return malformed(tool, `returned structuredContent that does not match its output schema:\n${violationLines(checkOutput.explain(structured), 'output')}`);
+    }
   }
-  return { outcome: normalised.result.isError ? 'tool_error' : 'ok', result: normalised.result };
+  return { outcome: result.isError ? 'tool_error' : 'ok', result };
+}
+
+function malformed(tool: ToolDef, problem: string): Settled {
+  const message = `Tool "${tool.name}" ${problem}`;
+  return { outcome: 'malformed', result: errorResult(message), err: new Error(message) };
 }
 
 function threw(tool: ToolDef, err: unknown): Settled {

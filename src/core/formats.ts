@@ -78,6 +78,8 @@ export function formatTools(tools: readonly ToolDef[], format: APIFormat, { stri
           ...(t.annotations?.title !== undefined ? { title: t.annotations.title } : {}),
           description: t.description,
           inputSchema: schema(t),
+          // The schema of the tool's structuredContent, as MCP's tools/list carries it.
+          ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
           ...(t.annotations ? { annotations: t.annotations } : {}),
         })),
       };

@@ -1,8 +1,8 @@
 import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
-import { compileInputSchema, createAjv, type InputValidator } from './validator.js';
-import type { ToolDef } from './types.js';
+import { compileInputSchema, compileOutputSchema, createAjv, type InputValidator, type OutputValidator } from './validator.js';
+import type { ObjectSchema, ToolDef } from './types.js';
 
 // The strictest rules that the Anthropic API, OpenAI and MCP all accept.
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -14,6 +14,8 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 interface Entry {
   tool: ToolDef;
   validate: InputValidator;
+  /** Present when the tool declares an output schema. */
+  checkOutput: OutputValidator | undefined;
 }
 
 /**
@@ -59,10 +61,23 @@ export class ToolRegistry {
     } catch (err) {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }
-    this.#entries.set(name, { tool, validate });
+    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema);
+    this.#entries.set(name, { tool, validate, checkOutput });
     this.#published = undefined;
     this.#scoped = new WeakMap();
     return this;
+  }
+
+  /** The output schema checked as input schemas are, where MCP's rules allow: its root an object. */
+  #compileOutput(name: string, schema: unknown): OutputValidator {
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
+      throw new ToolRegistrationError(name, 'the output schema\'s root must be { "type": "object" }');
+    }
+    try {
+      return compileOutputSchema(schema as ObjectSchema, this.#ajv);
+    } catch (err) {
+      throw new ToolRegistrationError(name, `the output schema does not compile: ${(err as Error).message}`);
+    }
   }
 
   /** The tool with this name, if registered. */
@@ -78,6 +93,11 @@ export class ToolRegistry {
   /** The tool's compiled input validator (compiled once, at registration). */
   validator(name: string): InputValidator | undefined {
     return this.#entries.get(name)?.validate;
+  }
+
+  /** The tool's compiled output validator, when it declares an output schema (compiled once, at registration). */
+  outputValidator(name: string): OutputValidator | undefined {
+    return this.#entries.get(name)?.checkOutput;
   }
 
   /**

@@ -38,11 +38,23 @@ export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema]
   description: 'A content block, in the shape the Anthropic API takes for tool_result content.',
 });
 
+/**
+ * A result's machine-readable part, as MCP's `structuredContent`: a JSON object. A tool that
+ * declares an `outputSchema` returns one matching it on every success.
+ */
+export const StructuredContentSchema = Type.Unsafe<Record<string, unknown>>(
+  Type.Object({}, {
+    additionalProperties: true,
+    description: 'The result as JSON, for programs: present when the tool returns it; it matches the tool\'s output schema when the tool has one.',
+  }),
+);
+
 /** A result as the pipeline returns it: normalised, `isError` always set. */
 export const ToolResultSchema = Type.Object(
   {
     content: Type.Array(ContentBlockSchema),
     isError: Type.Boolean({ description: 'True when the call failed; the content says why, for the model.' }),
+    structuredContent: Type.Optional(StructuredContentSchema),
   },
   { $id: 'ToolResult', additionalProperties: false, description: 'What the tool returned, in the Anthropic API\'s tool_result content shape.' },
 );
@@ -123,9 +135,24 @@ export const ToolAnnotationsSchema = Type.Object(
   { $id: 'ToolAnnotations', description: 'Hints about the tool\'s behaviour, as in MCP.' },
 );
 
+/** A tool's output schema as published: the JSON Schema of its `structuredContent`, whose root is an object. */
+export const OutputSchemaSchema = Type.Unsafe<ObjectSchema>(
+  Type.Object(
+    { type: Type.Literal('object') },
+    { $id: 'OutputSchema', additionalProperties: true, description: 'The tool\'s structuredContent, as a JSON Schema whose root is an object.' },
+  ),
+);
+
 /** A tool in MCP's `tools/list` shape. */
 export const MCPToolSchema = Type.Object(
-  { name, title: Type.Optional(Type.String()), description, inputSchema: InputSchemaSchema, annotations: Type.Optional(ToolAnnotationsSchema) },
+  {
+    name,
+    title: Type.Optional(Type.String()),
+    description,
+    inputSchema: InputSchemaSchema,
+    outputSchema: Type.Optional(OutputSchemaSchema),
+    annotations: Type.Optional(ToolAnnotationsSchema),
+  },
   { $id: 'MCPTool', additionalProperties: false, description: 'A tool in MCP\'s tools/list shape.' },
 );
 

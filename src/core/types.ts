@@ -16,9 +16,17 @@ export type ContentBlock = Static<typeof ContentBlockSchema>;
 
 /**
  * What a tool returns; goes to the model unchanged. The pipeline's answer always sets `isError`
- * (`Static<typeof ToolResultSchema>`); a tool may leave it out, for false.
+ * (`Static<typeof ToolResultSchema>`); a tool may leave it out, for false. `structuredContent` is
+ * the result as a JSON object, for programs (MCP's `structuredContent`); a tool with an
+ * `outputSchema` returns it, matching the schema, on every success.
  */
 export type ToolResult = Omit<Static<typeof ToolResultSchema>, 'isError'> & { isError?: boolean };
+
+/** A result that reports a failure: text for the model, and no structured content. */
+export interface ErrorResult {
+  content: ContentBlock[];
+  isError: true;
+}
 
 /** Hints about a tool's behaviour, as in MCP. Clients and access policies may read them. */
 export type ToolAnnotations = Static<typeof ToolAnnotationsSchema>;
@@ -72,6 +80,12 @@ export interface ToolDef<Input extends ToolInput = ToolInput> {
   name: string;
   description: string;
   inputSchema: ObjectSchema;
+  /**
+   * The JSON Schema of the result's `structuredContent` (root `type: "object"`), published in
+   * MCP's tool list and the OpenAPI document. With it, every successful result must carry
+   * `structuredContent` matching it; the pipeline turns one that does not into an error result.
+   */
+  outputSchema?: ObjectSchema;
   annotations?: ToolAnnotations;
   /** Deadline for one call in milliseconds; overrides the server's default. */
   timeoutMs?: number;

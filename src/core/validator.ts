@@ -165,6 +165,42 @@ export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv())
   });
 }
 
+/**
+ * A compiled output schema: calling it checks a tool's `structuredContent` (first violation only);
+ * `explain` lists the violations of one that failed, bounded as input violations are.
+ */
+export interface OutputValidator {
+  (value: unknown): boolean;
+  explain(value: unknown): ViolationReport;
+}
+
+/**
+ * Compiles a tool's output schema, with the rules of input schemas (dialect, formats, no
+ * coercion); throws Ajv's own error when the schema is invalid. A value nested too deeply to
+ * check fails, with that said.
+ */
+export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): OutputValidator {
+  const { firstOnly, collectAll } = compiled(schema, ajv);
+  const check = (value: unknown): boolean => {
+    try {
+      return firstOnly(value);
+    } catch (err) {
+      if (err instanceof RangeError) return false;
+      throw err;
+    }
+  };
+  return Object.assign(check, {
+    explain: (value: unknown): ViolationReport => {
+      try {
+        return explain(value, firstOnly, collectAll());
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err;
+        return { violations: [{ path: '$', message: 'is nested too deeply to check' }], omitted: 0, complete: true };
+      }
+    },
+  });
+}
+
 /** The two compiled forms of a schema; the one that collects every error only once an input fails. */
 interface Compiled {
   firstOnly: ValidateFunction<ToolInput>;
@@ -383,12 +419,19 @@ export function hasMoreValuesThan(input: unknown, limit: number): boolean {
   return count > limit;
 }
 
-/** The lines of an error message listing a report's violations, and what was left out. */
-export function violationLines(report: ViolationReport): string {
+/**
+ * The lines of an error message listing a report's violations, and what was left out; `of` says
+ * what was checked: a call's input (the default) or a tool's structured content.
+ */
+export function violationLines(report: ViolationReport, of: 'input' | 'output' = 'input'): string {
   const lines = report.violations.map((v) => `- ${v.path}: ${v.message}`);
   if (report.omitted > 0) lines.push(`- ... and ${report.omitted} more violation${report.omitted === 1 ? '' : 's'}`);
   if (!report.complete) {
-    lines.push(`(The input holds more than ${MAX_VALUES_FULLY_CHECKED} values, so checking stopped at the first violation; fix it and send the input again to see any others.)`);
+    lines.push(
+      of === 'input'
+        ? `(The input holds more than ${MAX_VALUES_FULLY_CHECKED} values, so checking stopped at the first violation; fix it and send the input again to see any others.)`
+        : `(The structured content holds more than ${MAX_VALUES_FULLY_CHECKED} values, so checking stopped at the first violation.)`,
+    );
   }
   return lines.join('\n');
 }

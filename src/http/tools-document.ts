@@ -35,7 +35,7 @@ export function toolsDocument(full: OpenAPIDocument, scope?: ToolScope): OpenAPI
     const operation = item.post as { operationId?: string; tags?: string[]; parameters?: unknown; responses?: Record<string, unknown> } | undefined;
     if (operation?.tags?.includes(TOOL_TAG) !== true || operation.operationId === undefined) continue;
     if (scope !== undefined && !scope.has(operation.operationId)) continue;
-    const answered = { ...operation, responses: { ...operation.responses, 200: TOOL_RESULT_ANSWER } };
+    const answered = { ...operation, responses: { ...operation.responses, 200: toolResultAnswer(operation.operationId, operation.responses?.[200]) } };
     delete answered.parameters;
     paths[path] = { post: answered };
   }
@@ -53,6 +53,22 @@ export function toolsDocument(full: OpenAPIDocument, scope?: ToolScope): OpenAPI
     paths,
     components: { ...otherComponents, schemas: reachable(paths, schemas) },
   };
+}
+
+/**
+ * The component of a tool's own ToolResult, for a tool with an output schema: its structuredContent
+ * typed. No other component holds "_", so no tool name makes one clash.
+ */
+export function toolResultComponent(tool: string): string {
+  return `ToolResult_${tool}`;
+}
+
+/** The plain ToolResult answer of one tool: its own component when the full document has one. */
+function toolResultAnswer(operationId: string, full: unknown): typeof TOOL_RESULT_ANSWER {
+  const members = (full as { content?: { 'application/json'?: { schema?: { anyOf?: Array<{ $ref?: unknown }> } } } } | undefined)?.content?.['application/json']?.schema?.anyOf;
+  const own = `${SCHEMA_REF}${toolResultComponent(operationId)}`;
+  if (members?.some((m) => m.$ref === own) !== true) return TOOL_RESULT_ANSWER;
+  return { ...TOOL_RESULT_ANSWER, content: { 'application/json': { schema: { $ref: own } } } };
 }
 
 /** The schemas `paths` refers to, directly or through other schemas, in the order of `schemas`. */

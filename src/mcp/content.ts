@@ -1,4 +1,5 @@
 import type { CallToolResult, ContentBlock as McpContentBlock } from '@modelcontextprotocol/server';
+import { readableContent } from '../core/result.js';
 import type { ToolResult } from '../core/types.js';
 
 /**
@@ -25,11 +26,12 @@ export function toMcpContent(blocks: ToolResult['content']): McpContentBlock[] {
 /**
  * A ToolResult as an MCP `CallToolResult`: content converted, `isError` always present (a tool's
  * own failure stays a result the model can read, as every revision wants). `structuredContent`
- * passes through when a tool returns one.
+ * passes through when a tool returns one, and the content then holds it as JSON text when the
+ * tool wrote no text of its own (`readableContent`), for clients that do not read it.
+ * `structured` false leaves the field out, for revisions before 2025-06-18, which lack it.
  */
-export function toMcpCallResult(result: ToolResult): CallToolResult {
-  const out: CallToolResult = { content: toMcpContent(result.content), isError: result.isError === true };
-  const structured = (result as { structuredContent?: unknown }).structuredContent;
-  if (typeof structured === 'object' && structured !== null) out.structuredContent = structured as Record<string, unknown>;
+export function toMcpCallResult(result: ToolResult, structured = true): CallToolResult {
+  const out: CallToolResult = { content: toMcpContent(readableContent(result)), isError: result.isError === true };
+  if (structured && result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
   return out;
 }

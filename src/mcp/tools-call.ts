@@ -6,7 +6,7 @@ import { methodError, refusalRpcCode } from './errors.js';
 import { CancelledByClient } from './in-flight.js';
 import { isPlainObject, resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
 import { ProgressReporter } from './progress.js';
-import { inputErrorsAreToolResults } from './versions.js';
+import { inputErrorsAreToolResults, toolFieldsOf } from './versions.js';
 
 /** What `tools/call` needs from the dispatcher that runs it. */
 export interface ToolsCallDeps<Caller> {
@@ -83,7 +83,8 @@ export async function toolsCall<Caller>(
   progress?.finish();
   if (outcome === undefined) return methodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
   if (isErrorBody(outcome)) return refusal(deps, request, outcome, version, modern);
-  const result: Record<string, unknown> = toMcpCallResult(outcome);
+  // structuredContent arrived with outputSchema (2025-06-18); earlier revisions get the content only.
+  const result: Record<string, unknown> = toMcpCallResult(outcome, outcome.structuredContent === undefined || toolFieldsOf(version).titleAndOutput);
   if (modern) {
     result['resultType'] = 'complete';
     result['_meta'] = deps.resultMeta;

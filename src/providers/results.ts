@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { readableContent } from '../core/result.js';
 import type { ContentBlock, ToolResult } from '../core/types.js';
 import type {
   AnthropicToolResultBlockSchema,
@@ -12,6 +13,8 @@ import type {
 // A ToolResult in each model provider's own shape, for what goes back to the model. The shapes
 // are declared once, as TypeBox schemas in ./schemas.ts (which the OpenAPI document publishes);
 // test/providers/sdk-shapes.test.ts checks them against the SDKs' own types at compile time.
+// Anthropic's and OpenAI's shapes have no place for structured content: a result that has some
+// and no text of its own carries it as a JSON text block (`readableContent`), as MCP's does.
 
 /** An Anthropic Messages API `tool_result` block: exactly the keys the API takes. */
 export type AnthropicToolResultBlock = Static<typeof AnthropicToolResultBlockSchema>;
@@ -47,7 +50,7 @@ export interface AnsweredCall {
 export function toAnthropicToolResult(toolUseId: string, result: ToolResult): AnthropicToolResultBlock {
   const content: ContentBlock[] = [];
   let blank = false;
-  for (const block of result.content) {
+  for (const block of readableContent(result)) {
     if (block.type === 'text' && block.text.trim() === '') blank ||= block.text !== '';
     else content.push(copyBlock(block));
   }
@@ -74,7 +77,7 @@ export function toOpenAIToolMessages(calls: readonly AnsweredCall[]): OpenAIChat
   for (const { id, result } of calls) {
     const texts: string[] = [];
     let count = 0;
-    for (const block of result.content) {
+    for (const block of readableContent(result)) {
       if (block.type === 'text') texts.push(block.text);
       else {
         if (count++ === 0) images.push({ type: 'text', text: `Images returned by tool call ${id}:` });
@@ -96,22 +99,25 @@ export function toOpenAIFunctionCallOutputs(calls: readonly AnsweredCall[]): Ope
 /** One `function_call_output` item: a string for text, a list of input parts when the result holds images. */
 export function toOpenAIFunctionCallOutput(callId: string, result: ToolResult): OpenAIFunctionCallOutput {
   const prefix = errorPrefix(result);
-  if (result.content.every((b) => b.type === 'text')) {
-    return { type: 'function_call_output', call_id: callId, output: prefix + result.content.map((b) => (b as { text: string }).text).join('\n') };
+  const content = readableContent(result);
+  if (content.every((b) => b.type === 'text')) {
+    return { type: 'function_call_output', call_id: callId, output: prefix + content.map((b) => (b as { text: string }).text).join('\n') };
   }
   const parts: Exclude<OpenAIFunctionCallOutput['output'], string> = prefix ? [{ type: 'input_text', text: prefix.trimEnd() }] : [];
-  for (const block of result.content) {
+  for (const block of content) {
     parts.push(block.type === 'text' ? { type: 'input_text', text: block.text } : { type: 'input_image', image_url: dataUrl(block) });
   }
   return { type: 'function_call_output', call_id: callId, output: parts };
 }
 
-/** `result` as an MCP `CallToolResult`. */
+/** `result` as an MCP `CallToolResult`, with its `structuredContent` when it has some (and that as JSON text when it has no text). */
 export function toMCPCallToolResult(result: ToolResult): MCPCallToolResult {
-  return {
-    content: result.content.map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type })),
+  const out: MCPCallToolResult = {
+    content: readableContent(result).map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type })),
     isError: result.isError === true,
   };
+  if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
+  return out;
 }
 
 // OpenAI's tool messages have no error flag: the text says it, as a model would read it.

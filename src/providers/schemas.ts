@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ContentBlockSchema } from '../core/schemas.js';
+import { ContentBlockSchema, StructuredContentSchema } from '../core/schemas.js';
 
 // The providers' wire shapes of tool results, declared once: results.ts derives its types from
 // these with Static<>, and the OpenAPI document publishes them as named components. They are
@@ -76,9 +76,13 @@ const MCPImageContentSchema = Type.Object(
   { $id: 'MCPImageContent', additionalProperties: false },
 );
 
-/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. */
+/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`, and the structured content when there is some. */
 export const MCPCallToolResultSchema = Type.Object(
-  { content: Type.Array(Type.Union([MCPTextContentSchema, MCPImageContentSchema], { $id: 'MCPContent' })), isError: Type.Boolean() },
+  {
+    content: Type.Array(Type.Union([MCPTextContentSchema, MCPImageContentSchema], { $id: 'MCPContent' })),
+    isError: Type.Boolean(),
+    structuredContent: Type.Optional(StructuredContentSchema),
+  },
   { $id: 'MCPCallToolResult', additionalProperties: false, description: 'An MCP CallToolResult.' },
 );
 

@@ -4,8 +4,9 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
-import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef, ToolResult } from '../core/types.js';
+import { errorResult } from '../core/result.js';
+import type { Static } from 'typebox';
+import type { ErrorResult, ToolDef, ToolResult } from '../core/types.js';
 import { displayName, QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult, quotePath } from './file-errors.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
@@ -24,6 +25,35 @@ export const MAX_LS_ENTRIES = 1000;
 export const MAX_RESOLVED_LINKS = 50;
 // LS's own text between a link's name and its target.
 const ARROW = ' -> ';
+
+const LsEntrySchema = Type.Object(
+  {
+    name: Type.String({ description: 'The entry\'s name, exactly (the text quotes names that hold unusual characters).' }),
+    type: Type.Enum(['file', 'directory', 'symlink', 'other'], { type: 'string', description: 'What the entry is; "other" is a device, pipe or socket.' }),
+    target: Type.Optional(
+      Type.String({
+        description:
+          'For a symbolic link: its target, relative to the workspace root, ending in "/" for a directory. Absent for a link that leads outside the workspace or to nothing, or that was not resolved (past the links resolved per listing).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** LS's structured content: the listing as data, for programs (MCP's structuredContent). */
+export const LsOutputSchema = Type.Object(
+  {
+    path: Type.String({ description: 'The directory listed, relative to the workspace root ("." for the root).' }),
+    entries: Type.Array(LsEntrySchema, { description: `The entries shown, sorted by name: at most the first ${MAX_LS_ENTRIES}.` }),
+    total: Type.Integer({ minimum: 0, description: 'The entries not ignored, in all: more than those shown when the listing was cut.' }),
+    ignored: Type.Integer({ minimum: 0, description: 'The entries ignore left out.' }),
+  },
+  { additionalProperties: false },
+);
+
+/** One listing, as LS's structured content. */
+export type LsOutput = Static<typeof LsOutputSchema>;
+type LsEntry = LsOutput['entries'][number];
 
 export interface LsToolOptions {
   /** Most symlinks one listing resolves (default MAX_RESOLVED_LINKS). */
@@ -54,6 +84,8 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
       },
       { additionalProperties: false },
     ),
+    // Declared once, above: every workspace's LS shares the schema object, so it is compiled once.
+    outputSchema: LsOutputSchema,
     annotations: { title: 'List directory', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async execute({ path: given, ignore }, { signal }) {
       for (const pattern of ignore ?? []) {
@@ -65,10 +97,10 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
       try {
         location = await ws.locate(given);
       } catch (err) {
-        return fileErrorResult(err, given);
+        return failed(fileErrorResult(err, given));
       }
       try {
-        if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
+        if (location.kind === 'missing') return failed(fileErrorResult(systemError('ENOENT'), given));
         if (location.dir === undefined) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
         let ignored: ((name: string) => boolean) | undefined;
         try {
@@ -81,7 +113,7 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
           // Through the descriptor the walk ended on: the directory that was checked, wherever it is now.
           first = await firstEntries(location.dir, ignored, signal);
         } catch (err) {
-          return fileErrorResult(err, given);
+          return failed(fileErrorResult(err, given));
         }
         return await listing(ws, location.relative, shown, first, maxLinks, signal);
       } finally {
@@ -138,18 +170,32 @@ async function listing(
   { kept, total, ignored }: FirstEntries,
   maxLinks: number,
   signal: AbortSignal,
-): Promise<ToolResult> {
+): Promise<{ content: ToolResult['content']; structuredContent: LsOutput }> {
   const ignoredNote = ignored > 0 ? ` (${ignored} ignored)` : '';
-  if (total === 0) return textResult(`Directory ${shown} has no entries${ignoredNote}.`);
+  const entries: LsEntry[] = [];
+  const structuredContent = { path: relative, entries, total, ignored };
+  if (total === 0) return { content: [{ type: 'text', text: `Directory ${shown} has no entries${ignoredNote}.` }], structuredContent };
 
   const lines: string[] = [];
   let links = 0;
   for (const entry of kept) {
     signal.throwIfAborted();
     const name = displayName(entry.name, ARROW);
-    if (entry.isDirectory()) lines.push(`${name}/`);
-    else if (!entry.isSymbolicLink()) lines.push(name);
-    else lines.push(`${name}${ARROW}${++links > maxLinks ? '(not resolved: too many links)' : await linkTarget(ws, relative, entry.name)}`);
+    if (entry.isDirectory()) {
+      lines.push(`${name}/`);
+      entries.push({ name: entry.name, type: 'directory' });
+    } else if (!entry.isSymbolicLink()) {
+      lines.push(name);
+      entries.push({ name: entry.name, type: entry.isFile() ? 'file' : 'other' });
+    } else if (++links > maxLinks) {
+      lines.push(`${name}${ARROW}(not resolved: too many links)`);
+      entries.push({ name: entry.name, type: 'symlink' });
+    } else {
+      const target = await linkTarget(ws, relative, entry.name);
+      const slash = target?.directory === true ? '/' : '';
+      lines.push(`${name}${ARROW}${target === undefined ? '(outside the workspace or broken)' : `${displayName(target.relative, ARROW)}${slash}`}`);
+      entries.push(target === undefined ? { name: entry.name, type: 'symlink' } : { name: entry.name, type: 'symlink', target: `${target.relative}${slash}` });
+    }
   }
   let text = `Directory ${shown}, ${total} entr${total === 1 ? 'y' : 'ies'}${ignoredNote}:\n${lines.join('\n')}`;
   if (links > maxLinks) {
@@ -158,22 +204,27 @@ async function listing(
   if (total > MAX_LS_ENTRIES) {
     text += `\n\n(${total - MAX_LS_ENTRIES} more entries not shown; only the first ${MAX_LS_ENTRIES} by name are listed. Use Glob or ignore to narrow down.)`;
   }
-  return textResult(text);
+  return { content: [{ type: 'text', text }], structuredContent };
+}
+
+/** A file error as LS's failure: the type says it has no structured content, which a failure needs none of. */
+function failed(result: ToolResult): ErrorResult {
+  return { content: result.content, isError: true };
 }
 
 /**
- * Where a symlink in the listed directory leads, found by walking `<directory>/<name>` through the
- * workspace, which expands links by its own confined rules, never by following one: a target
- * outside reads as "outside or broken", and nothing about it is said.
+ * Where a symlink in the listed directory leads (relative to the workspace root), found by walking
+ * `<directory>/<name>` through the workspace, which expands links by its own confined rules, never
+ * by following one: undefined for a target outside or missing, and nothing about it is said.
  */
-async function linkTarget(ws: Workspace, relative: string, name: string): Promise<string> {
+async function linkTarget(ws: Workspace, relative: string, name: string): Promise<{ relative: string; directory: boolean } | undefined> {
   let target: Location | undefined;
   try {
     target = await ws.locate(relative === '.' ? name : path.join(relative, name));
     if (target.kind === 'missing') throw systemError('ENOENT');
-    return `${displayName(target.relative, ARROW)}${target.kind === 'directory' ? '/' : ''}`;
+    return { relative: target.relative, directory: target.kind === 'directory' };
   } catch {
-    return '(outside the workspace or broken)';
+    return undefined;
   } finally {
     await target?.close();
   }

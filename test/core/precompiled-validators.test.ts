@@ -39,3 +39,26 @@ test('every built-in tool has a precompiled validator that judges input as Ajv c
     }
   }
 });
+
+test('every built-in output schema has a precompiled validator that judges as Ajv compiling the schema does', async () => {
+  const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
+  const withOutput = tools.filter((tool) => tool.outputSchema !== undefined);
+  assert.deepEqual(withOutput.map((tool) => tool.name), ['LS']);
+  const values: unknown[] = [
+    {},
+    { path: '.', entries: [], total: 0, ignored: 0 },
+    { path: '.', entries: [{ name: 'a', type: 'fifo' }], total: 1, ignored: 0 },
+    { path: '.', entries: [{ name: 'l', type: 'symlink', target: 'a' }], total: -1, ignored: 0 },
+    { path: '.', entries: [], total: 0, ignored: 0, more: true },
+  ];
+  for (const tool of withOutput) {
+    const precompiled = PRECOMPILED_VALIDATORS.get(JSON.stringify(tool.outputSchema)) as ((data: unknown) => boolean) & { errors?: unknown };
+    assert.ok(precompiled !== undefined, `${tool.name}'s output schema has a precompiled validator`);
+    const compiled = createAjv().compile(tool.outputSchema!);
+    for (const value of values) {
+      const valid = precompiled(value);
+      assert.equal(valid, compiled(value), `${tool.name} judges ${JSON.stringify(value)} the same`);
+      if (!valid) assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(value)}`);
+    }
+  }
+});

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { errorResult, normaliseResult, textResult } from '../../src/core/result.js';
+import { errorResult, normaliseResult, readableContent, resultSize, structuredText, textResult } from '../../src/core/result.js';
+import type { ToolResult } from '../../src/core/types.js';
 
 describe('textResult and errorResult', () => {
   test('textResult holds one text block and isError false by default', () => {
@@ -37,7 +38,7 @@ describe('normaliseResult accepts and copies', () => {
     });
   }
 
-  test('a copy without extra fields on the result, its blocks, or an image source', () => {
+  test('a copy without extra fields on the result, its blocks, or an image source; structuredContent kept', () => {
     const value = {
       content: [
         { type: 'text', text: 'a', citations: [] },
@@ -55,10 +56,12 @@ describe('normaliseResult accepts and copies', () => {
           { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
         ],
         isError: false,
+        structuredContent: { x: 1 },
       },
     });
     assert.ok('result' in normalised);
     assert.notEqual(normalised.result.content[0], value.content[0], 'blocks are copies, not the tool\'s own objects');
+    assert.notEqual(normalised.result.structuredContent, value.structuredContent, 'structured content is a copy, not the tool\'s own object');
     assert.deepEqual(value.content[0], { type: 'text', text: 'a', citations: [] }, 'the input is not modified');
   });
 });
@@ -100,4 +103,81 @@ describe('normaliseResult describes the defect of', () => {
   test('a block of unknown type, naming the type', () => {
     assert.deepEqual(normaliseResult({ content: [{ type: 'audio', data: '' }] }), { defect: 'content[0] has unknown type "audio"' });
   });
+});
+
+describe('normaliseResult and structuredContent', () => {
+  test('a copy is what JSON carries: undefined properties left out, a Date as its string, toJSON applied', () => {
+    const when = new Date(Date.UTC(2024, 0, 2));
+    const normalised = normaliseResult({ content: [], structuredContent: { a: 1, gone: undefined, when, nested: { list: [1, 'two', null] } } });
+    assert.deepEqual(normalised, {
+      result: { content: [], isError: false, structuredContent: { a: 1, when: '2024-01-02T00:00:00.000Z', nested: { list: [1, 'two', null] } } },
+    });
+  });
+
+  test('structuredContent: undefined is no structured content', () => {
+    assert.deepEqual(normaliseResult({ content: [], structuredContent: undefined }), { result: { content: [], isError: false } });
+  });
+
+  const circular: Record<string, unknown> = { a: 1 };
+  circular.self = circular;
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < 100_000; i++) deep = { d: deep };
+  const cases: [string, unknown, string | RegExp][] = [
+    ['null', null, 'expected structuredContent to be an object, got null'],
+    ['an array', [1], 'expected structuredContent to be an object, got an array'],
+    ['a string', '{"a":1}', 'expected structuredContent to be an object, got a string'],
+    ['a number', 3, 'expected structuredContent to be an object, got number'],
+    ['an object whose toJSON gives an array', { toJSON: () => [1] }, 'expected structuredContent to be an object, got an array as JSON'],
+    ['a cycle', circular, /^structuredContent is not JSON: Converting circular structure to JSON$/],
+    ['a BigInt', { n: 1n }, /^structuredContent is not JSON: Do not know how to serialize a BigInt$/],
+    ['a getter that throws', { get boom(): never { throw new Error('no value') } }, 'structuredContent is not JSON: no value'],
+    ['nesting deeper than the stack', deep, /^structuredContent is not JSON: Maximum call stack size exceeded$/],
+  ];
+  for (const [label, structuredContent, defect] of cases) {
+    test(`a defect: structuredContent that is ${label}`, () => {
+      const normalised = normaliseResult({ content: [], structuredContent });
+      assert.ok('defect' in normalised, JSON.stringify(normalised));
+      if (typeof defect === 'string') assert.equal(normalised.defect, defect);
+      else assert.match(normalised.defect, defect);
+    });
+  }
+});
+
+describe('readableContent', () => {
+  const json = { type: 'text', text: '{"files":["a.ts"],"n":1}' } as const;
+  const structuredContent = { files: ['a.ts'], n: 1 };
+  const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } } as const;
+
+  test('is the content itself for a result without structured content', () => {
+    const result: ToolResult = { content: [] };
+    assert.equal(readableContent(result), result.content);
+  });
+
+  test('adds the structured content as JSON text when the content holds no text', () => {
+    assert.deepEqual(readableContent({ content: [], structuredContent }), [json]);
+    assert.deepEqual(readableContent({ content: [image], structuredContent }), [image, json]);
+  });
+
+  test('adds it when the only text is empty or white space, which says nothing', () => {
+    assert.deepEqual(readableContent({ content: [{ type: 'text', text: ' \n' }], structuredContent }), [{ type: 'text', text: ' \n' }, json]);
+  });
+
+  test('leaves a result with text of its own as it is: the tool\'s text is what a model reads', () => {
+    const result: ToolResult = { content: [{ type: 'text', text: 'a.ts' }], structuredContent };
+    assert.equal(readableContent(result), result.content);
+  });
+
+  test('uses the JSON text made by the copy, and does not change the result', () => {
+    const normalised = normaliseResult({ content: [], structuredContent: { b: 2, a: [1] } });
+    assert.ok('result' in normalised);
+    assert.equal(structuredText(normalised.result.structuredContent!), '{"b":2,"a":[1]}');
+    assert.deepEqual(readableContent(normalised.result), [{ type: 'text', text: '{"b":2,"a":[1]}' }]);
+    assert.deepEqual(normalised.result.content, []);
+  });
+});
+
+test('resultSize counts structured content once, by its JSON text', () => {
+  const plain = resultSize({ content: [{ type: 'text', text: 'x' }] });
+  const withStructured = resultSize({ content: [{ type: 'text', text: 'x' }], structuredContent: { text: 'y'.repeat(1000) } });
+  assert.equal(withStructured - plain, 32 + JSON.stringify({ text: 'y'.repeat(1000) }).length);
 });

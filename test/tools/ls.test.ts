@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
-import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import { compileInputSchema, compileOutputSchema } from '../../src/core/validator.js';
+import type { ObjectSchema, ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
-import { createLsTool, MAX_RESOLVED_LINKS } from '../../src/tools/ls.js';
+import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/tools/workspace.js';
 
 let base: string;
@@ -15,8 +16,28 @@ let root: string;
 let LS: ToolDef;
 
 const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
-const ls = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(LS.execute(input, context()));
 const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
+const checkOutput = compileOutputSchema(LsOutputSchema as unknown as ObjectSchema);
+
+/**
+ * LS's result as the tests compare it (content, and isError as the pipeline sets it), once its
+ * structured content was checked: matching the output schema on every success, none on a failure.
+ */
+function checked(r: ToolResult): ToolResult {
+  if (r.isError === true) assert.equal(r.structuredContent, undefined, 'a failure has no structured content');
+  else assert.ok(checkOutput(r.structuredContent), `structured content breaks the output schema: ${JSON.stringify(checkOutput.explain(r.structuredContent))}`);
+  return { content: r.content, isError: r.isError === true };
+}
+
+/** The structured content of a successful listing. */
+async function structured(tool: ToolDef, input: Record<string, unknown>): Promise<LsOutput> {
+  const r = await tool.execute(input, context());
+  checked(r);
+  assert.notEqual(r.isError, true, JSON.stringify(r.content));
+  return r.structuredContent as LsOutput;
+}
+
+const ls = async (input: Record<string, unknown>): Promise<ToolResult> => checked(await LS.execute(input, context()));
 
 before(async () => {
   base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-ls-')));
@@ -76,7 +97,7 @@ async function lsWith(dir: string, names: string[]): Promise<(input: Record<stri
   await mkdir(own);
   for (const name of names) await writeFile(path.join(own, name), '');
   const tool = createLsTool(await Workspace.open(own));
-  return (input) => Promise.resolve(tool.execute(input, context()));
+  return async (input) => checked(await tool.execute(input, context()));
 }
 
 test('LS refuses an ignore pattern with more than two "*" in one segment before matching it against a hostile name', async () => {
@@ -195,7 +216,7 @@ test('LS resolves at most 50 symbolic links per listing, the first by name, and 
   const names = Array.from({ length: MAX_RESOLVED_LINKS + 2 }, (_, i) => `l${String(i).padStart(2, '0')}`);
   for (const name of names) await symlink('target.txt', path.join(own, name));
   const tool = createLsTool(await Workspace.open(own));
-  const r = await tool.execute({ path: '.' }, context());
+  const r = checked(await tool.execute({ path: '.' }, context()));
   const lines = names.map((name, i) => `${name} -> ${i < MAX_RESOLVED_LINKS ? 'target.txt' : '(not resolved: too many links)'}`);
   assert.deepEqual(
     r,
@@ -209,7 +230,7 @@ test('LS resolves at most 50 symbolic links per listing, the first by name, and 
 
 test('LS resolves as many links as it is told to, and counts only links against the limit', async () => {
   const tool = createLsTool(await Workspace.open(root), { maxResolvedLinks: 2 });
-  const r = await tool.execute({ path: 'src' }, context());
+  const r = checked(await tool.execute({ path: 'src' }, context()));
   const limited = SRC_LISTING.map((line) =>
     ['link-file', 'link-out', 'link-secret'].some((name) => line.startsWith(`${name} `)) ? `${line.split(' -> ')[0]!} -> (not resolved: too many links)` : line,
   );
@@ -241,6 +262,67 @@ test('LS shows names with control or formatting characters, or with " -> ", as J
     'plain.txt',
     '"tab\\tname.txt"',
   ];
-  assert.deepEqual(await tool.execute({ path: '.' }, context()), result(`Directory ".", 9 entries:\n${listing.join('\n')}`));
+  assert.deepEqual(checked(await tool.execute({ path: '.' }, context())), result(`Directory ".", 9 entries:\n${listing.join('\n')}`));
   assert.ok(LS.description.includes('are shown as JSON strings'), LS.description);
+});
+
+test('LS returns the listing as structured content too: each entry\'s exact name and type, and where a link inside leads', async () => {
+  assert.deepEqual(await structured(LS, { path: 'src' }), {
+    path: 'src',
+    entries: [
+      { name: '.hidden', type: 'file' },
+      { name: 'Z.md', type: 'file' },
+      { name: 'a.ts', type: 'file' },
+      { name: 'b.ts', type: 'file' },
+      { name: 'debug.log', type: 'file' },
+      { name: 'lib', type: 'directory' },
+      // Broken or outside: no target, as the text says nothing of it either.
+      { name: 'link-broken', type: 'symlink' },
+      { name: 'link-dir', type: 'symlink', target: 'src/lib/' },
+      { name: 'link-file', type: 'symlink', target: 'src/a.ts' },
+      { name: 'link-out', type: 'symlink' },
+      { name: 'link-secret', type: 'symlink' },
+    ],
+    total: 11,
+    ignored: 0,
+  });
+  assert.deepEqual(LS.outputSchema, LsOutputSchema);
+});
+
+test('LS\'s structured content counts what ignore left out, and is an empty list for an empty directory', async () => {
+  assert.deepEqual(await structured(LS, { path: 'src', ignore: ['*.log', 'lib', 'link-*', '.*'] }), {
+    path: 'src',
+    entries: [{ name: 'Z.md', type: 'file' }, { name: 'a.ts', type: 'file' }, { name: 'b.ts', type: 'file' }],
+    total: 3,
+    ignored: 8,
+  });
+  assert.deepEqual(await structured(LS, { path: 'src', ignore: ['*'] }), { path: 'src', entries: [], total: 0, ignored: 11 });
+});
+
+test('LS\'s structured content gives names as they are, a socket as "other", and no target for a link past the cap', async (t) => {
+  const own = path.join(base, 'structured');
+  await mkdir(own);
+  for (const name of ['a\nevil -> secret.txt', 'bell\u0007', 'target.txt']) await writeFile(path.join(own, name), '');
+  await symlink('target.txt', path.join(own, 'l1'));
+  await symlink('target.txt', path.join(own, 'l2'));
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(path.join(own, 'sock'), resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const tool = createLsTool(await Workspace.open(own), { maxResolvedLinks: 1 });
+  assert.deepEqual((await structured(tool, { path: own })).entries, [
+    { name: 'a\nevil -> secret.txt', type: 'file' },
+    { name: 'bell\u0007', type: 'file' },
+    { name: 'l1', type: 'symlink', target: 'target.txt' },
+    { name: 'l2', type: 'symlink' },
+    { name: 'sock', type: 'other' },
+    { name: 'target.txt', type: 'file' },
+  ]);
+});
+
+test('LS\'s structured content holds the first 1000 entries and the total', async () => {
+  // The directory of 1005 files the text test made.
+  const listing = await structured(LS, { path: 'many' });
+  assert.equal(listing.entries.length, 1000);
+  assert.deepEqual([listing.entries[0], listing.entries[999]], [{ name: 'f0000', type: 'file' }, { name: 'f0999', type: 'file' }]);
+  assert.deepEqual([listing.total, listing.ignored], [1005, 0]);
 });

@@ -3,10 +3,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { CallAbort, type AbortSource } from '../../core/call-abort.js';
 import { errorBody, ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
-import type { ToolDef } from '../../core/types.js';
+import type { ObjectSchema, ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { entityTag, noneMatch } from '../entity-tag.js';
+import { toolResultComponent } from '../tools-document.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
 import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
@@ -184,6 +185,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
   // tools can use the service directly. Its input schema documents the body; the pipeline, not
   // Fastify, validates it, so that every adapter applies the same strict rules.
   for (const tool of registry.list()) {
+    if (tool.outputSchema !== undefined) app.addSchema(toolResultSchema(tool as ToolDef & { outputSchema: ObjectSchema }));
     app.post(`/tools/${tool.name}`, {
       serializerCompiler: stringify,
       onRequest: checkScope,
@@ -280,13 +282,52 @@ function toolName(request: FastifyRequest): string {
 }
 
 function withBody(tool: ToolDef) {
-  return ({ schema, url }: { schema: unknown; url: string }) => ({
-    url,
-    schema: {
-      ...(schema as object),
-      // As the tool lists publish it: `properties` always there, every enum with its type (Open
-      // WebUI loses the values of an enum without one).
-      body: publishedSchema(tool.inputSchema),
+  return ({ schema, url }: { schema: unknown; url: string }) => {
+    const route = schema as { response?: Record<string, unknown> };
+    const response = tool.outputSchema === undefined ? undefined : { ...route.response, 200: withStructuredContent(route.response?.[200], tool) };
+    return {
+      url,
+      schema: {
+        ...route,
+        // As the tool lists publish it: `properties` always there, every enum with its type (Open
+        // WebUI loses the values of an enum without one).
+        body: publishedSchema(tool.inputSchema),
+        ...(response !== undefined ? { response } : {}),
+      },
+    };
+  };
+}
+
+/**
+ * The ToolResult of a tool with an output schema, as a component of the document (named by
+ * `toolResultComponent`): its `structuredContent` is that schema, so generated clients get its
+ * type. Only the document says so: the pipeline, not Fastify, checks what the tool returns.
+ */
+function toolResultSchema(tool: ToolDef & { outputSchema: ObjectSchema }): { $id: string } & Record<string, unknown> {
+  // The document resolves a local `#/$defs/...` against the component's root, so the definitions
+  // go there; `$schema` goes, as the document's own dialect applies.
+  const { $defs, definitions, ...structured } = tool.outputSchema;
+  delete structured.$schema;
+  return {
+    $id: toolResultComponent(tool.name),
+    type: 'object',
+    required: ['content', 'isError'],
+    properties: {
+      content: { type: 'array', items: { $ref: 'ContentBlock' } },
+      isError: { type: 'boolean', description: 'True when the call failed; the content says why, for the model.' },
+      structuredContent: { ...structured, description: structured.description ?? 'The result as JSON, for programs: always present on success.' },
     },
-  });
+    additionalProperties: false,
+    description: `What ${tool.name} returned: a ToolResult whose structuredContent, always present on success, follows the tool's output schema.`,
+    ...($defs !== undefined ? { $defs } : {}),
+    ...(definitions !== undefined ? { definitions } : {}),
+  };
+}
+
+/** A call's 200 answer with the plain ToolResult in it replaced by the tool's own. */
+function withStructuredContent(answer: unknown, tool: ToolDef): unknown {
+  const { anyOf, ...rest } = answer as { anyOf?: unknown[] };
+  if (!Array.isArray(anyOf)) return answer;
+  const own = { $ref: toolResultComponent(tool.name) };
+  return { ...rest, anyOf: anyOf.map((member) => ((member as { $ref?: unknown }).$ref === 'ToolResult' ? own : member)) };
 }
