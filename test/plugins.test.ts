@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { ToolExecutor } from '../src/core/executor.js';
 import { ToolRegistry } from '../src/core/registry.js';
 import { PluginLoadError, loadPlugins } from '../src/plugins.js';
 
@@ -57,6 +58,25 @@ describe('loadPlugins loads', () => {
     const registry = new ToolRegistry();
     await loadPlugins([fixture('tool-array.ts')], registry, REPO);
     assert.deepEqual(names(registry), ['PluginA', 'PluginB']);
+  });
+
+  test('tools that declare output schemas, whose structured content the pipeline checks against them', async () => {
+    const registry = new ToolRegistry();
+    await loadPlugins([fixture('structured-tools.ts')], registry, REPO);
+    assert.deepEqual(names(registry), ['Files', 'BadFiles']);
+    assert.deepEqual(registry.get('Files')?.outputSchema?.required, ['files', 'count']);
+    const executor = new ToolExecutor({ registry });
+    assert.deepEqual(await executor.call('Files', { names: ['a.ts'] }), { content: [], isError: false, structuredContent: { files: ['a.ts'], count: 1 } });
+    assert.deepEqual(await executor.call('BadFiles', {}), {
+      content: [
+        {
+          type: 'text',
+          text: 'Tool "BadFiles" returned structuredContent that does not match its output schema:\n- $.extra: is not an allowed property\n- $.count: must be integer',
+        },
+      ],
+      isError: true,
+    });
+    assert.deepEqual(registry.toAPI('mcp').tools.map((tool) => tool.outputSchema), [registry.get('Files')?.outputSchema, registry.get('BadFiles')?.outputSchema]);
   });
 
   test('a module whose default export is a function receiving the registry', async () => {

@@ -13,9 +13,10 @@ import {
   ListToolsResultSchema,
   ProgressNotificationSchema,
 } from '@modelcontextprotocol/core';
+import { CallToolResultSchema as V1CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { McpDispatcher } from '../../src/mcp/dispatcher.js';
 import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
-import { ANYONE, fakeBackend } from './fake-backend.js';
+import { ANYONE, fakeBackend, PNG } from './fake-backend.js';
 
 const MODERN = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
@@ -87,5 +88,38 @@ test('errors for messages whose id cannot be read parse too (the id is left out,
     await dispatcher.handle([{ jsonrpc: '2.0', id: 1, method: 'ping' }], { caller: ANYONE, protocolVersion: '2025-06-18' }),
   ]) {
     judge(outcome.reply, undefined, JSON.stringify(outcome.reply));
+  }
+});
+
+test('a result with structured content parses with both SDKs\' CallToolResultSchema in every revision; from 2025-06-18 on it carries structuredContent', async () => {
+  const structuredContent = { width: 1, height: 1 };
+  const dispatcher = new McpDispatcher(
+    fakeBackend({
+      // No text of its own: the content holds the structured content as JSON text.
+      Pixel: async () => ({ content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }], isError: false, structuredContent }),
+      // Text of its own: the content is the tool's alone.
+      Echo: async () => ({ content: [{ type: 'text', text: 'one pixel' }], isError: false, structuredContent }),
+    }),
+  );
+  const image = { type: 'image', data: PNG, mimeType: 'image/png' };
+  for (const version of [...LEGACY, MODERN]) {
+    const modern = version === MODERN;
+    for (const [name, content] of [
+      ['Pixel', [image, { type: 'text', text: '{"width":1,"height":1}' }]],
+      ['Echo', [{ type: 'text', text: 'one pixel' }]],
+    ] as const) {
+      const outcome = await dispatcher.handle(
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { text: 'x' }, ...(modern ? { _meta: META } : {}) } },
+        { caller: ANYONE, protocolVersion: version },
+      );
+      const label = `${version} ${name}`;
+      judge(outcome.reply, CallToolResultSchema, label);
+      const result = (outcome.reply as { result: Record<string, unknown> }).result;
+      assert.ok(V1CallToolResultSchema.safeParse(result).success, `${label}: fails the v1 SDK's schema: ${JSON.stringify(result)}`);
+      assert.deepEqual(result['content'], content, label);
+      assert.equal(result['isError'], false, label);
+      if (version >= '2025-06-18') assert.deepEqual(result['structuredContent'], structuredContent, label);
+      else assert.equal('structuredContent' in result, false, `${label}: a revision without structuredContent does not get it`);
+    }
   }
 });
