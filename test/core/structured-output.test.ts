@@ -112,13 +112,10 @@ describe('the pipeline and structured content', () => {
     assert.equal(outcome, 'malformed');
   });
 
-  test('a failure may leave structured content out', async () => {
+  test('a failure may leave structured content out; one it carries is checked too', async () => {
     const { result, outcome } = await callOnce(tool(() => errorResult('no such directory')));
     assert.deepEqual(result, error('no such directory'));
     assert.equal(outcome, 'tool_error');
-  });
-
-  test('a failure that carries structured content has it checked too', async () => {
     const ok = await callOnce(tool(() => ({ ...errorResult('partial'), structuredContent: { files: ['a'], count: 1 } })));
     assert.deepEqual(ok.result, { ...error('partial'), structuredContent: { files: ['a'], count: 1 } });
     const bad = await callOnce(tool(() => ({ ...errorResult('partial'), structuredContent: { files: ['a'] } })));
@@ -180,13 +177,10 @@ describe('the pipeline and structured content', () => {
 describe('ToolRegistry.toAPI and output schemas', () => {
   const registry = new ToolRegistry().register(tool(() => textResult('x'))).register({ ...tool(() => textResult('x')), name: 'Plain', outputSchema: undefined });
 
-  test('mcp: the tool list carries outputSchema for a tool that has one', () => {
+  test('mcp: the tool list carries outputSchema for a tool that has one; anthropic and openai have no place for it', () => {
     const [withOutput, plain] = registry.toAPI('mcp').tools;
     assert.deepEqual(withOutput, { name: 'T', description: 'The T tool.', inputSchema: { type: 'object', properties: {} }, outputSchema: FILES_SCHEMA });
     assert.equal(plain !== undefined && 'outputSchema' in plain, false);
-  });
-
-  test('anthropic and openai have no place for it and leave it out', () => {
     for (const format of ['anthropic', 'openai', 'openai-responses'] as const) {
       assert.doesNotMatch(JSON.stringify(registry.toAPI(format)), /outputSchema|"files"/, format);
     }
