@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { redactedUrl } from './config.js';
 import { throttled } from './http/connections.js';
+import type { Cancellation } from './mcp/in-flight.js';
 
 /** How long start-up waits for Redis before it gives up. */
 export const REDIS_STARTUP_TIMEOUT_MS = 5_000;
@@ -83,4 +85,88 @@ export async function connectRedis(url: string, log: Logger, timeoutMs = REDIS_S
     down = false;
   });
   return redis;
+}
+
+/** Longest request id a cancellation carries to the other replicas; a call with a longer id is cancelled on its own replica only. */
+export const MAX_SHARED_REQUEST_ID_CHARS = 256;
+
+/** Shares MCP cancellations between replicas (`openCancellationChannel`). */
+export interface CancellationChannel {
+  /** Sends a cancellation that matched no call here to the other replicas; never throws, never waits. */
+  publish(cancellation: Cancellation): void;
+  /** Unsubscribes and closes the channel's own connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * The Redis channel through which replicas share MCP clients' cancellations: a Streamable HTTP
+ * client sends `notifications/cancelled` in a POST of its own, which the balancer may send to
+ * another replica than the call's. A replica that holds no matching call publishes it (caller,
+ * request id, reason) on `toolport:cancel:<db>` (channels are not per database, so the number
+ * keeps deployments sharing a Redis apart), and every other replica applies it to its own calls
+ * (`receive`). Subscribing takes a connection of its own (a subscribed connection runs no other
+ * command). Resolves once subscribed, or rejects with `RedisUnavailableError` after `timeoutMs`;
+ * afterwards it subscribes again after every reconnection. While Redis is away a cancellation
+ * reaches only the replica it came to; a warning says so at most every 10 s.
+ */
+export async function openCancellationChannel(
+  redis: Redis,
+  log: Pick<Logger, 'info' | 'warn' | 'error'>,
+  receive: (cancellation: Cancellation) => void,
+  timeoutMs = REDIS_STARTUP_TIMEOUT_MS,
+): Promise<CancellationChannel> {
+  const channel = `toolport:cancel:${redis.options.db ?? 0}`;
+  // Its own messages come back to it too: the id tells them apart.
+  const self = randomUUID();
+  const subscriber = redis.duplicate({ autoResubscribe: false, lazyConnect: true });
+  subscriber.on('error', () => {
+    // The shared connection logs Redis going away and coming back; reconnection is automatic.
+  });
+  let resolveSubscribed: (subscribed: boolean) => void = () => {};
+  const subscribed = new Promise<boolean>((resolve) => (resolveSubscribed = resolve));
+  // Again after every reconnection: a new connection is subscribed to nothing.
+  subscriber.on('ready', () => {
+    subscriber.subscribe(channel).then(
+      () => resolveSubscribed(true),
+      () => {},
+    );
+  });
+  subscriber.on('message', (_channel: string, text: string) => {
+    const cancellation = parseCancellation(text, self);
+    if (cancellation !== undefined) receive(cancellation);
+  });
+  const timer = setTimeout(() => resolveSubscribed(false), timeoutMs);
+  subscriber.connect().catch(() => {});
+  const ok = await subscribed;
+  clearTimeout(timer);
+  if (!ok) {
+    subscriber.disconnect();
+    throw new RedisUnavailableError(`Cannot subscribe to ${channel} in Redis (TOOLPORT_REDIS_URL) within ${timeoutMs / 1000} s.`);
+  }
+  log.info({ channel }, 'MCP cancellations are shared through Redis');
+  const lost = throttled(log, 'warn', 'cannot share an MCP cancellation through Redis (TOOLPORT_REDIS_URL); it reaches the calls of this replica only');
+  return {
+    publish({ caller, requestId, reason }) {
+      if (typeof requestId === 'string' && requestId.length > MAX_SHARED_REQUEST_ID_CHARS) return;
+      redis.publish(channel, JSON.stringify({ from: self, caller, requestId, reason })).catch((err: Error) => lost({ err: err.message }));
+    },
+    async close() {
+      await subscriber.quit().catch(() => subscriber.disconnect());
+    },
+  };
+}
+
+/** A message of the channel, checked field by field; undefined for one of this replica's own, or one that is not a cancellation. */
+function parseCancellation(text: string, self: string): Cancellation | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof message !== 'object' || message === null) return undefined;
+  const { from, caller, requestId, reason } = message as Record<string, unknown>;
+  if (from === self || typeof caller !== 'string' || typeof reason !== 'string') return undefined;
+  if (typeof requestId !== 'string' && typeof requestId !== 'number') return undefined;
+  return { caller, requestId, reason: reason.slice(0, 200) };
 }

@@ -51,8 +51,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
     const apiKeys = workspaces.keys;
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
-    // Only a limit needs counting; without one, Redis has nothing to do.
-    const redis = config.redisUrl !== undefined && config.rateLimit > 0 ? await connectRedis(config.redisUrl, logger) : undefined;
+    // The replicas share the rate-limit counts and MCP cancellations through it.
+    const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;
     keyLabels = apiKeys.map((k) => k.label);
     keyWorkspaces = apiKeys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
     descriptors = descriptorUsage();

@@ -59,8 +59,9 @@ export interface AppOptions {
   /** Calls per minute per key or client address; 0 (the default here) switches the limit off. */
   rateLimit?: number;
   /**
-   * Keep the rate-limit counts in this Redis, shared by every replica (`connectRedis`); the caller
-   * owns the connection. Without it, each process counts alone.
+   * Keep the rate-limit counts in this Redis, shared by every replica (`connectRedis`), and pass
+   * MCP cancellations between replicas through it; the caller owns the connection. Without it,
+   * each process counts alone and a cancellation reaches the calls of its own process only.
    */
   redis?: Redis;
   /**
@@ -269,6 +270,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // An assistant's turn in, in its provider's shape; the next turn out.
   callsRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
-  mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
+  mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs, redis: options.redis });
   return app;
 }

@@ -44,7 +44,7 @@ export interface DispatchContext<Caller> {
   signal?: AbortSource;
   /** Where progress notifications go; without it, `progressToken` is ignored. */
   notify?: (notification: JsonRpcNotification) => void;
-  /** The calls `notifications/cancelled` may abort (one set per stdio process or per client). */
+  /** The calls `notifications/cancelled` may abort: the caller's own (one set per stdio process; over HTTP, the server's set `of` the caller). */
   calls?: InFlightCalls;
   /** A `tools/call` after the first of a batch: the transport counted the request once, so the backend counts this call again. */
   extra?: boolean;

@@ -1,57 +1,129 @@
+import type { Logger } from 'pino';
+import { CallAbort } from '../core/call-abort.js';
 import type { RequestId } from './jsonrpc.js';
 
+/** What cancels one call registered by id: the signal the call gets, and the abort. */
+export interface CancellableCall {
+  readonly signal: CallAbort;
+  abort(reason?: unknown): void;
+}
+
+/** What `cancel` did: aborted the one call with the id, found none, or found several and aborted none. */
+export type CancelOutcome = 'cancelled' | 'none' | 'several';
+
+/** A cancellation that matched no call here, for the replicas that may hold the call (`InFlightCallsOptions.forward`). */
+export interface Cancellation {
+  /** Who sent it: a caller's name (`admissionName`: its key's label, or its client address). */
+  caller: string;
+  requestId: RequestId;
+  reason: string;
+}
+
+export interface InFlightCallsOptions {
+  /** Says, at debug level, when a cancellation names several calls and so cancels none. */
+  log?: Pick<Logger, 'debug'>;
+  /** Hears a client's cancellation that matched no call here (a call of the same caller on another replica). */
+  forward?: (cancellation: Cancellation) => void;
+}
+
 /**
- * The calls `notifications/cancelled` can reach, by JSON-RPC id: one set per stdio process, or
- * per caller when an HTTP transport chooses to honour cancellations sent in a separate POST.
- * Request ids are only unique per client, so a set must never be shared between clients.
+ * The calls `notifications/cancelled` can reach, by caller and JSON-RPC id: one set per stdio
+ * process, or one per server for Streamable HTTP, whose notifications come in POSTs of their own.
+ * Request ids are only unique per client, so a call is found by who sent it (the set's `of`) and
+ * its id, and ids may repeat: two clients with one key both start at id 0. A cancellation aborts
+ * a call only when exactly one call of that caller has the id; with several it aborts none (which
+ * one was meant cannot be told) and says so at debug level. Each registration is a Map entry and
+ * a `CallAbort`: no AbortController unless the tool asks for a signal.
  */
 export class InFlightCalls {
-  readonly #calls = new Map<string, AbortController>();
+  readonly #calls: Map<string, CallHandle | CallHandle[]>;
+  readonly #caller: string;
+  readonly #options: InFlightCallsOptions;
 
-  /** Calls registered now. */
+  constructor(options: InFlightCallsOptions = {}, calls = new Map<string, CallHandle | CallHandle[]>(), caller = '') {
+    this.#options = options;
+    this.#calls = calls;
+    this.#caller = caller;
+  }
+
+  /** The calls of one caller (its `admissionName`), in the same set: what its cancellations can reach. */
+  of(caller: string): InFlightCalls {
+    return new InFlightCalls(this.#options, this.#calls, caller);
+  }
+
+  /** Calls registered now, of every caller. */
   get size(): number {
-    return this.#calls.size;
+    let size = 0;
+    for (const entry of this.#calls.values()) size += Array.isArray(entry) ? entry.length : 1;
+    return size;
+  }
+
+  /** Registers a call of this caller and returns what cancels it (its signal is the call's). */
+  add(id: RequestId): CancellableCall {
+    const key = this.#keyOf(id);
+    const handle = new CallHandle();
+    const entry = this.#calls.get(key);
+    if (entry === undefined) this.#calls.set(key, handle);
+    else if (Array.isArray(entry)) entry.push(handle);
+    else this.#calls.set(key, [entry, handle]);
+    return handle;
+  }
+
+  /** Forgets a call once it answered. */
+  delete(id: RequestId, call: CancellableCall): void {
+    const key = this.#keyOf(id);
+    const entry = this.#calls.get(key);
+    if (entry === call) this.#calls.delete(key);
+    else if (Array.isArray(entry)) {
+      const rest = entry.filter((handle) => handle !== call);
+      if (rest.length === 0) this.#calls.delete(key);
+      else this.#calls.set(key, rest.length === 1 ? rest[0]! : rest);
+    }
   }
 
   /**
-   * Registers a call and returns the controller whose signal the call gets, or `undefined` when a
-   * call with the same id is still running (a client error; the second call then cannot be
-   * cancelled by id, and must not take over the first one's entry).
+   * A client's cancellation: aborts this caller's call with this id when it is the only one, as the
+   * spec asks ignoring unknown and finished ids. One that matched nothing here goes to `forward`.
    */
-  add(id: RequestId): AbortController | undefined {
-    const key = keyOf(id);
-    if (this.#calls.has(key)) return undefined;
-    const controller = new AbortController();
-    this.#calls.set(key, controller);
-    return controller;
+  cancel(id: unknown, reason: string): CancelOutcome {
+    if (typeof id !== 'string' && typeof id !== 'number') return 'none';
+    const outcome = this.cancelHere(id, reason);
+    if (outcome === 'none') this.#options.forward?.({ caller: this.#caller, requestId: id, reason });
+    return outcome;
   }
 
-  delete(id: RequestId, controller: AbortController): void {
-    const key = keyOf(id);
-    if (this.#calls.get(key) === controller) this.#calls.delete(key);
-  }
-
-  /** Aborts the call with this id, if one runs; unknown and finished ids are ignored, as the spec asks. */
-  cancel(id: unknown, reason: string): boolean {
-    if (typeof id !== 'string' && typeof id !== 'number') return false;
-    const controller = this.#calls.get(keyOf(id));
-    if (!controller) return false;
-    controller.abort(new CancelledByClient(reason));
-    return true;
+  /** A cancellation forwarded by another replica: as `cancel`, for the calls here only. */
+  cancelHere(id: RequestId, reason: string): CancelOutcome {
+    const entry = this.#calls.get(this.#keyOf(id));
+    if (entry === undefined) return 'none';
+    if (Array.isArray(entry)) {
+      this.#options.log?.debug({ caller: this.#caller, requestId: id, calls: entry.length }, 'a cancellation names several calls in flight; none is cancelled');
+      return 'several';
+    }
+    entry.abort(new CancelledByClient(reason));
+    return 'cancelled';
   }
 
   /** Aborts every call (the channel closed, or the server is shutting down). */
   abortAll(reason: unknown): void {
-    for (const controller of this.#calls.values()) controller.abort(reason);
+    for (const entry of this.#calls.values()) for (const handle of Array.isArray(entry) ? entry : [entry]) handle.abort(reason);
+  }
+
+  // The number 1 and the string "1" are different ids; the caller's name never holds a NUL.
+  #keyOf(id: RequestId): string {
+    return `${this.#caller}\0${typeof id === 'number' ? 'n' : 's'}:${id}`;
+  }
+}
+
+class CallHandle implements CancellableCall {
+  readonly signal = new CallAbort();
+
+  abort(reason?: unknown): void {
+    this.signal.abort(reason);
   }
 }
 
 /** The abort reason of a call the client cancelled: its message is what the model would read. */
 export class CancelledByClient extends Error {
   override readonly name = 'CancelledByClient';
-}
-
-// The number 1 and the string "1" are different ids.
-function keyOf(id: RequestId): string {
-  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CLIENT_KINDS, httpClient } from '../fixtures/mcp-clients.js';
 import { toolCases } from '../fixtures/mcp-tool-cases.js';
+import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
 
 // One real server for the file: the SDKs' clients (v1, and v2 in both eras) over Streamable HTTP.
@@ -52,6 +53,26 @@ for (const kind of CLIENT_KINDS) {
     test(`${kind} over HTTP: without a key the connection is refused with 401`, async () => {
       await assert.rejects(httpClient(kind, server.url), /UNAUTHORIZED|HTTP 401/);
     });
+  });
+}
+
+// A 2025 client aborting a call sends notifications/cancelled in a POST of its own and leaves the
+// call's request open: the server finds the call by the caller's key and the request id.
+for (const kind of ['v1', 'v2-legacy'] as const) {
+  test(`${kind} over HTTP: aborting a running Bash call through its signal kills its process, while the call's request stays open`, async (t) => {
+    const client = await httpClient(kind, server.url, auth(FULL_KEY));
+    t.after(() => client.close());
+    const marker = trackedMarker(t);
+    const controller = new AbortController();
+    const call = client.callTool('Bash', { command: `sleep ${marker}` }, { signal: controller.signal });
+    call.catch(() => {});
+    await waitFor(() => processesWith(marker).length > 0, 'the command to start', 30_000);
+    controller.abort(new Error('the user pressed stop'));
+    await assert.rejects(call);
+    // Bash sends SIGTERM, which ends sleep at once; SIGKILL would follow 2 s later.
+    await waitFor(() => processesWith(marker).length === 0, 'the command to be killed', 5_000);
+    const line = await server.logLine((l) => l.msg === 'tool call' && l.tool === 'Bash' && l.key === 'full' && l.outcome === 'aborted');
+    assert.equal(line.transport, 'mcp');
   });
 }
 

@@ -585,6 +585,41 @@ describe('cancellation', () => {
     });
   });
 
+  test('a set shared by callers: a cancellation reaches the call of its own caller only, and one that matches none here is forwarded', async () => {
+    const backend = fakeBackend({
+      Slow: (_args, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'aborted' }], isError: true }))),
+    });
+    const dispatcher = new McpDispatcher(backend);
+    const forwarded: unknown[] = [];
+    const calls = new InFlightCalls({ forward: (cancellation) => forwarded.push(cancellation) });
+    const alice = dispatcher.handle(request('tools/call', { name: 'Slow' }, 1), context({ calls: calls.of('alice') }));
+    const bob = dispatcher.handle(request('tools/call', { name: 'Slow' }, 1), context({ calls: calls.of('bob') }));
+    assert.equal(calls.size, 2);
+    await dispatcher.handle({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'stop' } }, context({ calls: calls.of('bob') }));
+    assert.deepEqual(await bob, { reply: undefined, status: 202 });
+    assert.equal(backend.calls[0]!.options.signal.aborted, false, "alice's call with the same id runs on");
+    assert.deepEqual(forwarded, []);
+    await dispatcher.handle({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'elsewhere' } }, context({ calls: calls.of('alice') }));
+    assert.deepEqual(forwarded, [{ caller: 'alice', requestId: 2, reason: 'Cancelled by the client: elsewhere' }]);
+    assert.equal(calls.of('alice').cancelHere(1, 'from another replica'), 'cancelled');
+    assert.deepEqual(await alice, { reply: undefined, status: 202 });
+    assert.equal(calls.size, 0);
+  });
+
+  test('two calls of one caller with one id: a cancellation cancels neither and says so at debug; with one left, it cancels that one', async () => {
+    const debug: Array<Record<string, unknown>> = [];
+    const calls = new InFlightCalls({ log: { debug: (fields: Record<string, unknown>) => debug.push(fields) } as never }).of('key-1');
+    const first = calls.add(5);
+    const second = calls.add(5);
+    assert.equal(calls.cancel(5, 'stop'), 'several');
+    assert.deepEqual([first.signal.aborted, second.signal.aborted], [false, false]);
+    assert.deepEqual(debug, [{ caller: 'key-1', requestId: 5, calls: 2 }]);
+    calls.delete(5, first);
+    assert.equal(calls.cancel(5, 'stop'), 'cancelled');
+    assert.equal(second.signal.aborted, true);
+    assert.equal(calls.cancel('5', 'stop'), 'none', 'the string "5" is another id');
+  });
+
   test('without a set of calls, the transport\'s signal is handed to the call as it is', async () => {
     const backend = fakeBackend();
     const connection = new AbortController();

@@ -1,12 +1,15 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
 import { CallAbort } from '../../core/call-abort.js';
-import type { Caller, Gateway } from '../../core/gateway.js';
+import { admissionName, type Caller, type Gateway } from '../../core/gateway.js';
 import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
 import { checkStandardHeaders } from '../../mcp/http-headers.js';
 import { BoundedOutput } from '../../mcp/bounded-output.js';
+import { InFlightCalls } from '../../mcp/in-flight.js';
 import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { openCancellationChannel, type CancellationChannel } from '../../redis.js';
 import { VERSION } from '../../version.js';
 import { ToolportError } from '../../core/errors.js';
 import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/versions.js';
@@ -21,6 +24,12 @@ export interface McpRoutesOptions {
   gateway: Gateway;
   /** The connections' idle timeout: an SSE response sends a comment at least twice per period, so a silent call keeps its connection. */
   idleTimeoutMs: number;
+  /**
+   * The Redis shared by the replicas (`connectRedis`): a cancellation that matches no call here is
+   * passed to the others through it (`openCancellationChannel`). Without it, a cancellation
+   * reaches the calls of this process only.
+   */
+  redis?: Redis | undefined;
 }
 
 const JSON_TYPE = 'application/json';
@@ -39,9 +48,23 @@ const CLIENT_GONE = new Error('the client disconnected');
  * into an SSE stream of the notifications and then the response. A closed connection aborts the
  * call. There is no stream to open and no session to end, so GET and DELETE answer 405.
  */
-export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpRoutesOptions): void {
+export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis }: McpRoutesOptions): void {
   const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
   const keepAliveMs = Math.max(1000, Math.floor(idleTimeoutMs / 2));
+  // The calls a client's notifications/cancelled can reach, by caller and JSON-RPC id (see InFlightCalls).
+  let channel: CancellationChannel | undefined;
+  const calls = new InFlightCalls({ log: app.log, forward: (cancellation) => channel?.publish(cancellation) });
+  if (redis !== undefined) {
+    app.addHook('onReady', async () => {
+      channel = await openCancellationChannel(redis, app.log, ({ caller, requestId, reason }) => calls.of(caller).cancelHere(requestId, reason));
+    });
+    app.addHook('onClose', async () => channel?.close());
+  }
+  // Who a cancellation may come from: the caller that fair admission knows (key label, or client address).
+  const callsOf = (caller: Caller): InFlightCalls | undefined => {
+    const name = admissionName(caller);
+    return name === undefined ? undefined : calls.of(name);
+  };
 
   // Runs only for errors raised before the handler (the dispatcher answers everything it sees).
   const refusedBeforeDispatch = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
@@ -78,7 +101,8 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
 
     const caller: Caller = new RequestCaller(request);
     if (!carriesToolsCall(message)) {
-      const outcome = await dispatcher.handle(message, { caller, requestId: request.id, ...(protocolVersion ? { protocolVersion } : {}) });
+      const own = carriesCancellation(message) ? callsOf(caller) : undefined;
+      const outcome = await dispatcher.handle(message, { caller, requestId: request.id, ...(protocolVersion ? { protocolVersion } : {}), ...(own ? { calls: own } : {}) });
       return send(reply, outcome.status, outcome.reply);
     }
 
@@ -88,10 +112,12 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs }: McpR
     const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
     const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
     try {
+      const own = callsOf(caller);
       const outcome = await dispatcher.handle(message, {
         caller,
         requestId: request.id,
         signal: abort,
+        ...(own ? { calls: own } : {}),
         ...(protocolVersion ? { protocolVersion } : {}),
         ...(stream ? { notify: stream.notify } : {}),
       });
@@ -185,6 +211,12 @@ class ProgressStream {
 function carriesToolsCall(message: unknown): boolean {
   const isCall = (m: unknown): boolean => isPlainObject(m) && m['method'] === 'tools/call';
   return isCall(message) || (Array.isArray(message) && message.some(isCall));
+}
+
+/** A notifications/cancelled, alone or in a batch: it needs the caller's calls in flight. */
+function carriesCancellation(message: unknown): boolean {
+  const isCancel = (m: unknown): boolean => isPlainObject(m) && m['method'] === 'notifications/cancelled';
+  return isCancel(message) || (Array.isArray(message) && message.some(isCancel));
 }
 
 /** A progress token, and a client that takes SSE: the spec lets the server answer either way. */

@@ -399,3 +399,76 @@ test('POST /mcp takes a progress token of 256 bytes and an integer token, and na
     assert.equal(first.params.progressToken, token);
   }
 });
+
+const cancelled = (requestId: unknown, reason = 'stop') => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } });
+
+test('notifications/cancelled in a POST of its own cancels the caller\'s call with that id, which gets no response', async (t) => {
+  const gated = gatedTool('Gated');
+  const { app, lines } = await appWith([gated.tool], { apiKeys: KEYS });
+  t.after(() => app.close());
+  const call = post(app, rpc('tools/call', { name: 'Gated', arguments: { id: 'mine' } }, 7), bearer(FULL_KEY));
+  const [run] = await gated.started(1);
+  const notice = await post(app, cancelled(7, 'the user pressed stop'), bearer(FULL_KEY));
+  assert.deepEqual([notice.statusCode, notice.body], [202, '']);
+  assert.equal(run!.signal.aborted, true);
+  assert.equal((run!.signal.reason as Error).message, 'Cancelled by the client: the user pressed stop');
+  const answer = await call;
+  assert.deepEqual([answer.statusCode, answer.body], [202, ''], 'the cancelled request gets no response');
+  const audit = lines.find((l) => l.msg === 'tool call');
+  assert.deepEqual([audit?.outcome, audit?.key, audit?.transport], ['aborted', 'key-1', 'mcp']);
+});
+
+test('another key\'s cancellations, hundreds at once naming every id, cancel none of a caller\'s calls', async (t) => {
+  const gated = gatedTool('Gated');
+  const other = { label: 'other', key: 'other-secret-0123456789abcdef' };
+  const { app } = await appWith([gated.tool], { apiKeys: [...KEYS, other], maxConcurrency: 32, maxConcurrencyPerCaller: 32 });
+  t.after(() => app.close());
+  const answers = Array.from({ length: 20 }, (_, id) => post(app, rpc('tools/call', { name: 'Gated', arguments: { id: `c${id}` } }, id), bearer(FULL_KEY)));
+  const runs = await gated.started(20);
+  // As an attacker would: every id as a number and as a string, all at once.
+  const attempts = await Promise.all(Array.from({ length: 400 }, (_, n) => post(app, cancelled(n % 2 === 0 ? n / 2 : String((n - 1) / 2)), bearer(other.key))));
+  assert.ok(attempts.every((res) => res.statusCode === 202));
+  assert.equal(runs.filter((run) => run.signal.aborted).length, 0, 'no call of key-1 was cancelled by another key');
+  // Its own cancellation does reach it.
+  await post(app, cancelled(0), bearer(FULL_KEY));
+  assert.deepEqual(runs.filter((run) => run.signal.aborted).map((run) => run.id), ['c0']);
+  for (const run of runs) run.release(`done ${run.id}`);
+  const results = await Promise.all(answers);
+  assert.equal(results[0]!.statusCode, 202);
+  assert.deepEqual(results.slice(1).map((res) => res.json().result.content[0].text), runs.slice(1).map((_, i) => `done c${i + 1}`));
+});
+
+test('without keys, a cancellation from another client address cancels nothing; from the same address it cancels', async (t) => {
+  const gated = gatedTool('Gated');
+  const { app } = await appWith([gated.tool]);
+  t.after(() => app.close());
+  const from = (remoteAddress: string, payload: unknown) =>
+    app.inject({ method: 'POST', url: '/mcp', remoteAddress, headers: { 'content-type': 'application/json', ...LEGACY }, payload: JSON.stringify(payload) });
+  const call = from('10.0.0.1', rpc('tools/call', { name: 'Gated', arguments: {} }, 1));
+  const [run] = await gated.started(1);
+  assert.equal((await from('10.0.0.2', cancelled(1))).statusCode, 202);
+  assert.equal(run!.signal.aborted, false, 'another address is another caller');
+  await from('10.0.0.1', cancelled(1));
+  assert.equal(run!.signal.aborted, true);
+  assert.equal((await call).statusCode, 202);
+});
+
+test('a cancellation that names two calls of its caller cancels neither and says so at debug; once one answered, it cancels the other', async (t) => {
+  const gated = gatedTool('Gated');
+  const { app, lines } = await appWith([gated.tool], { apiKeys: KEYS });
+  app.log.level = 'debug';
+  t.after(() => app.close());
+  // Two clients of one key, each with its own request id 5.
+  const first = post(app, rpc('tools/call', { name: 'Gated', arguments: { id: 'first' } }, 5), bearer(FULL_KEY));
+  const second = post(app, rpc('tools/call', { name: 'Gated', arguments: { id: 'second' } }, 5), bearer(FULL_KEY));
+  const runs = await gated.started(2);
+  await post(app, cancelled(5), bearer(FULL_KEY));
+  assert.deepEqual(runs.map((run) => run.signal.aborted), [false, false]);
+  const debug = lines.find((l) => l.msg === 'a cancellation names several calls in flight; none is cancelled');
+  assert.deepEqual([debug?.level, debug?.caller, debug?.requestId, debug?.calls], [20, 'key-1', 5, 2]);
+  runs.find((run) => run.id === 'first')!.release('first done');
+  assert.equal((await first).json().result.content[0].text, 'first done');
+  await post(app, cancelled(5), bearer(FULL_KEY));
+  assert.equal(runs.find((run) => run.id === 'second')!.signal.aborted, true);
+  assert.equal((await second).statusCode, 202);
+});
