@@ -13,6 +13,22 @@ export const EVENT_STREAM_TYPE = 'text/event-stream';
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
 
+/** What the event stream of `POST /tools/<name>` carries, for the OpenAPI document. */
+export const CALL_EVENTS =
+  'With `Accept: text/event-stream`, Server-Sent Events: `event: progress` while the tool reports progress, data `{"progress": number, "total"?: number, "message"?: string}` (progress only grows; at most 50 events a second, the latest report never dropped), then one `event: result` whose data is the JSON answer (as with `application/json`; an error body for a refusal that came after the stream began), then the end. Comment lines (`:`) keep a silent call\'s connection open. The stream begins at the first report, after half the idle timeout, or with the result; a refusal before it is answered with its status and error body.';
+
+/** What the event stream of `POST /calls` carries. */
+export const TURN_EVENTS =
+  'With `Accept: text/event-stream`, Server-Sent Events: `event: progress` for each call that reports progress, data `{"id": string, "index": number, "progress": number, "total"?: number, "message"?: string}` naming the call by its provider id and its place in the turn (at most 50 events a second per call, the latest report never dropped), then one `event: result` whose data is the JSON answer, then the end. Comment lines (`:`) keep a silent turn\'s connection open. A turn refused whole is answered with its status and error body.';
+
+/** A 200 answer that is JSON, or an event stream when the client asks for one (`events` says what it carries). */
+export function withEventStream<Answer extends { description: string }>(answer: Answer, events: string) {
+  return {
+    description: answer.description,
+    content: { 'application/json': { schema: answer }, [EVENT_STREAM_TYPE]: { schema: { type: 'string', description: events } } },
+  };
+}
+
 /** How often a stream sends a keep-alive comment: twice per idle timeout, at most once a second. */
 export function keepAliveInterval(idleTimeoutMs: number): number {
   return Math.max(1000, Math.floor(idleTimeoutMs / 2));

@@ -13,7 +13,7 @@ import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { asToolportError } from '../error-handler.js';
 import { ErrorRef, TurnAnswer } from '../schemas.js';
-import { acceptsEventStream, EventStream, keepAliveInterval } from '../sse.js';
+import { acceptsEventStream, EventStream, keepAliveInterval, TURN_EVENTS, withEventStream } from '../sse.js';
 import { REST_TRANSPORT } from './tools.js';
 
 // Re-exported for the adapters that cap their batches the same way.
@@ -59,7 +59,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs =
         tags: ['calls'],
         querystring: CallsQuery,
         response: {
-          200: TurnAnswer,
+          200: withEventStream(TurnAnswer, TURN_EVENTS),
           400: {
             ...ErrorRef,
             description:

@@ -14,7 +14,7 @@ import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
 import type { Progress, ToolResult } from '../../core/types.js';
 import { DEFAULT_IDLE_TIMEOUT_MS } from '../../defaults.js';
-import { acceptsEventStream, EventStream, keepAliveInterval } from '../sse.js';
+import { acceptsEventStream, CALL_EVENTS, EventStream, keepAliveInterval, withEventStream } from '../sse.js';
 
 export interface ToolRoutesOptions {
   /** Every rule of a call (scope, validation, admission, audit, metrics, calls in flight) is the gateway's. */
@@ -36,7 +36,7 @@ const stringify = (): ((data: unknown) => string) => JSON.stringify;
 
 const CALL_RESPONSES = {
   ...REFUSALS,
-  200: CallAnswer,
+  200: withEventStream(CallAnswer, CALL_EVENTS),
   400: {
     ...ErrorRef,
     description:
@@ -326,6 +326,10 @@ function toolResultSchema(tool: ToolDef & { outputSchema: ObjectSchema }): { $id
 
 /** A call's 200 answer with the plain ToolResult in it replaced by the tool's own. */
 function withStructuredContent(answer: unknown, tool: ToolDef): unknown {
+  // JSON or an event stream: the JSON answer's schema is the one to change.
+  const { content } = answer as { content?: Record<string, { schema: unknown }> };
+  const json = content?.['application/json'];
+  if (json !== undefined) return { ...(answer as object), content: { ...content, 'application/json': { ...json, schema: withStructuredContent(json.schema, tool) } } };
   const { anyOf, ...rest } = answer as { anyOf?: unknown[] };
   if (!Array.isArray(anyOf)) return answer;
   const own = { $ref: toolResultComponent(tool.name) };

@@ -227,3 +227,17 @@ test('a client that goes away from an event stream aborts its call', async (t) =
   request.destroy();
   assert.match(String(((await abortedWith) as Error).message), /disconnected/);
 });
+
+test('the OpenAPI document describes the event stream of POST /tools/<name> and POST /calls beside their JSON answers', async (t) => {
+  const app = await appWith();
+  t.after(() => app.close());
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { post: { responses: Record<string, { content: Record<string, { schema: { type?: string; description?: string } }> }> } }> };
+  for (const path of ['/tools/Echo', '/calls']) {
+    const content = doc.paths[path]!.post.responses['200']!.content;
+    assert.deepEqual(Object.keys(content), ['application/json', 'text/event-stream'], path);
+    const events = content['text/event-stream']!.schema;
+    assert.equal(events.type, 'string', path);
+    for (const part of ['`event: progress`', '"progress": number', '`event: result`', 'Comment lines']) assert.ok(events.description!.includes(part), `${path}: ${part}`);
+  }
+  assert.ok(doc.paths['/calls']!.post.responses['200']!.content['text/event-stream']!.schema.description!.includes('{"id": string, "index": number'));
+});
