@@ -1,6 +1,7 @@
 // The public API for embedding toolport in a service of your own.
 export type {
   ContentBlock,
+  ErrorResult,
   ImageBlock,
   ObjectSchema,
   Progress,
@@ -12,7 +13,7 @@ export type {
   ToolInput,
   ToolResult,
 } from './core/types.js';
-export { defineTool, type TypedToolSpec } from './core/define-tool.js';
+export { defineTool, type TypedToolResult, type TypedToolSpec, type TypedToolSpecWithOutput } from './core/define-tool.js';
 export { ToolRegistry } from './core/registry.js';
 export { ToolExecutor, type CallObserver, type CallOptions, type ExecutorOptions, type CallOutcome } from './core/executor.js';
 export {
@@ -39,9 +40,9 @@ export {
   type ErrorCode,
   type ToolportErrorOptions,
 } from './core/errors.js';
-export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
+export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, StructuredContentSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
 export { API_FORMATS, STRICT_FORMATS, strictSchema, type APIFormat, type AnthropicTool, type ListOptions, type OpenAITool, type OpenAIResponsesTool, type MCPTool } from './core/formats.js';
-export { textResult, errorResult } from './core/result.js';
+export { textResult, errorResult, readableContent } from './core/result.js';
 export {
   toAnthropicToolResult,
   toAnthropicToolResultMessage,

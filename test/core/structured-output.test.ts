@@ -8,6 +8,7 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { errorResult, textResult } from '../../src/core/result.js';
 import type { ObjectSchema, ToolDef, ToolResult } from '../../src/core/types.js';
 import { MAX_VALUES_FULLY_CHECKED } from '../../src/core/validator.js';
+import type { ErrorResult, TypedToolResult } from '../../src/index.js';
 
 const FILES_SCHEMA: ObjectSchema = {
   type: 'object',
@@ -225,4 +226,13 @@ describe('defineTool with an output schema', () => {
     // Without an output schema, any ToolResult, as before.
     defineTool({ name: 'Untyped', description: 'Untyped.', inputSchema, execute: () => textResult('x') });
   });
+});
+
+test('the package exports what a plug-in or an adapter of its own needs for structured output', async () => {
+  const api = await import('../../src/index.js');
+  assert.deepEqual(api.readableContent({ content: [], structuredContent: { a: 1 } }), [{ type: 'text', text: '{"a":1}' }]);
+  assert.deepEqual(api.ToolResultSchema.properties.structuredContent, api.StructuredContentSchema);
+  const typed: TypedToolResult<{ a: number }> = { content: [], structuredContent: { a: 1 } };
+  const failed: ErrorResult = api.errorResult('x');
+  assert.deepEqual([typed.structuredContent, failed.isError], [{ a: 1 }, true]);
 });
