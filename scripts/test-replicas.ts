@@ -11,7 +11,9 @@
  *   3. Redis stopped mid-run: nothing answers 5xx, each replica counts a key's calls alone (at
  *      most the limit on each) and says so in toolport_rate_limit_store_errors_total; started
  *      again, the count is shared again;
- *   4. a rolling update: under steady load through the balancer one replica gets SIGTERM; no
+ *   4. an MCP client (the SDK's v1, 2025-11-25) aborts a Bash call running on one replica, and its
+ *      notifications/cancelled goes to the other: passed on through Redis, it kills the command;
+ *   5. a rolling update: under steady load through the balancer one replica gets SIGTERM; no
  *      request fails, a call in flight on it finishes, it exits 0, and the other takes the traffic.
  * Prints `ok` or `not ok` per check and exits 1 on any failure. Logs stay in the printed directory
  * when something failed.
@@ -21,6 +23,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sandboxUnavailableReason } from '../src/tools/sandbox.js';
 import { freePorts, missingPrograms, ROOT, startHaproxy, startRedis, startToolport, stopAll, type Managed } from './replicas/fleet.js';
 
@@ -106,7 +110,7 @@ async function main(): Promise<number> {
   const loadKeys = Array.from({ length: LOAD_WORKERS }, (_, i) => `load-${i + 1}`);
   const keys = [
     ...TEAMS.map((team) => ({ label: team, key: secret(team), workspace: dir(team), ...(bash ? {} : { tools: ['Read', 'Write', 'LS', 'Glob', 'Grep'] }) })),
-    ...['admin', 'limited', 'while-down', 'counted-alone', 'back-up', ...loadKeys].map((label) => ({ label, key: secret(label), tools: bash ? ['Echo', 'Bash'] : ['Echo'] })),
+    ...['admin', 'limited', 'while-down', 'counted-alone', 'back-up', 'canceller', ...loadKeys].map((label) => ({ label, key: secret(label), tools: bash ? ['Echo', 'Bash'] : ['Echo'] })),
   ];
   const keysFile = path.join(base, 'keys.json');
   await writeFile(keysFile, JSON.stringify(keys, null, 2));
@@ -131,6 +135,7 @@ async function main(): Promise<number> {
     await rateLimitHolds(url, replicaUrls);
     await workspacesStayApart(url, replicaUrls, dir);
     await redisGoesAway(url, replicaUrls, redis, () => startRedis(redisPort, logs));
+    await cancellationCrossesReplicas(replicaUrls, replicas);
     await rollingUpdate(url, replicaUrls, replicas);
   } catch (err) {
     check('the run went to its end', false, err instanceof Error ? err.message : String(err));
@@ -230,7 +235,68 @@ async function countsInRedis(replicaUrl: string): Promise<boolean> {
   return (await metric(replicaUrl, 'toolport_rate_limit_store_errors_total')) === before;
 }
 
-/** Check 4: SIGTERM to replica 1 under steady load through the balancer. */
+/** Whether a process whose command line holds `marker` runs (the sandbox's processes are visible from here). */
+function running(marker: string): boolean {
+  return spawnSync('pgrep', ['-f', marker]).status === 0;
+}
+
+/** Polls `condition` every 50 ms; false when it is still false after `timeoutMs`. */
+async function eventually(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await delay(50);
+  }
+  return true;
+}
+
+/**
+ * Check 4: the SDK's v1 client aborts a Bash call; the call runs on replica 1 and every other
+ * message, notifications/cancelled among them, goes to replica 2 (as a balancer may send them).
+ * Runs after Redis came back, so the replicas' channel had to subscribe again.
+ */
+async function cancellationCrossesReplicas(replicaUrls: readonly string[], replicas: readonly Managed[]): Promise<void> {
+  const name = "an MCP client's cancellation that reaches the other replica kills the call's command (passed on through Redis)";
+  if (!bash) {
+    console.log(`ok - ${name} # SKIP no Bash without the sandbox`);
+    return;
+  }
+  const [first, second] = replicaUrls as [string, string];
+  const resubscribed = await eventually(() => replicas.every((r) => r.lines.some((l) => l.msg === 'MCP cancellations are shared through Redis again')), 10_000);
+  check('with Redis back, each replica shares MCP cancellations through it again', resubscribed);
+  const routed = (url: string | URL, init?: RequestInit): Promise<Response> => {
+    const target = typeof init?.body === 'string' && init.body.includes('"tools/call"') ? first : second;
+    return fetch(new URL(new URL(url).pathname, target), init);
+  };
+  const client = new Client({ name: 'test-replicas', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', second), { fetch: routed, requestInit: { headers: { authorization: `Bearer ${secret('canceller')}` } } }));
+  const marker = `1000.${Date.now() % 100_000}${process.pid}`;
+  try {
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'Bash', arguments: { command: `sleep ${marker}` } }, undefined, { signal: controller.signal, timeout: 120_000 });
+    call.catch(() => {});
+    if (!(await eventually(() => running(marker), 30_000))) {
+      check(name, false, 'the command never started');
+      return;
+    }
+    controller.abort(new Error('the user pressed stop'));
+    const gone = await eventually(() => !running(marker), 5_000);
+    const aborted = await eventually(() => replicas[0]!.lines.some((l) => l.msg === 'tool call' && l.key === 'canceller' && l.tool === 'Bash' && l.outcome === 'aborted'), 5_000);
+    check(name, gone && aborted, `command gone: ${gone}; aborted on replica 1: ${aborted}`);
+  } finally {
+    // Whatever a failure left behind, by pid.
+    for (const pid of spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    await client.close();
+  }
+}
+
+/** Check 5: SIGTERM to replica 1 under steady load through the balancer. */
 async function rollingUpdate(url: string, replicaUrls: readonly string[], replicas: readonly Managed[]): Promise<void> {
   const [leaving] = replicas as [Managed, Managed];
   let running = true;

@@ -124,10 +124,15 @@ export async function openCancellationChannel(
   });
   let resolveSubscribed: (subscribed: boolean) => void = () => {};
   const subscribed = new Promise<boolean>((resolve) => (resolveSubscribed = resolve));
+  let subscribedBefore = false;
   // Again after every reconnection: a new connection is subscribed to nothing.
   subscriber.on('ready', () => {
     subscriber.subscribe(channel).then(
-      () => resolveSubscribed(true),
+      () => {
+        if (subscribedBefore) log.info({ channel }, 'MCP cancellations are shared through Redis again');
+        subscribedBefore = true;
+        resolveSubscribed(true);
+      },
       () => {},
     );
   });

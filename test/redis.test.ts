@@ -95,7 +95,7 @@ test('replicas share MCP cancellations through Redis: a notification that reache
   assert.equal((await onElsewhere).json().result.content[0].text, 'not cancelled');
 });
 
-test('a cancellation channel ignores its own messages and messages that are not cancellations, and never throws while Redis is away', async (t) => {
+test('a cancellation channel ignores its own messages and messages that are not cancellations, never throws while Redis is away, and subscribes again when it is back', async (t) => {
   const redis = await startRedis();
   t.after(() => redis.stop());
   const { logger, lines } = capturedLog();
@@ -122,6 +122,14 @@ test('a cancellation channel ignores its own messages and messages that are not 
   channel.publish({ caller: 'me', requestId: 3, reason: 'lost' });
   await until(() => lines.some((l) => l.msg === 'cannot share an MCP cancellation through Redis (TOOLPORT_REDIS_URL); it reaches the calls of this replica only'), 'the warning');
   assert.equal(lines.filter((l) => String(l.msg).startsWith('cannot share an MCP cancellation')).length, 1, 'one warning in 10 s');
+
+  // Redis back: the channel subscribes again, says so, and hears cancellations again.
+  await redis.restart();
+  await until(() => lines.some((l) => l.msg === 'MCP cancellations are shared through Redis again'), 'the channel to subscribe again');
+  await until(() => other.status === 'ready', 'the other client to reconnect');
+  await other.publish('toolport:cancel:0', JSON.stringify({ from: 'x', caller: 'c', requestId: 9, reason: 'after' }));
+  await until(() => heard.length === 2, 'a cancellation after the restart');
+  assert.deepEqual(heard[1], { caller: 'c', requestId: 9, reason: 'after' });
 });
 
 /** Polls `condition` every 10 ms for up to 10 s. */
