@@ -94,9 +94,14 @@ function describe(req: HostileRequest): string {
   return `POST ${req.url} ${JSON.stringify(req.headers)} ${payload.length > 300 ? `${payload.slice(0, 300)}... (${payload.length} chars)` : payload}`;
 }
 
-/** `{content: blocks, isError: boolean}` and nothing else, every block well-formed. */
+/** `{content: blocks, isError: boolean}`, and `structuredContent` (an object) only from a tool with an output schema (LS), nothing else; every block well-formed. */
 function assertToolResult(body: Record<string, unknown>, what: string): void {
-  assert.deepEqual(Object.keys(body).sort(), ['content', 'isError'], what);
+  const structured = 'structuredContent' in body;
+  assert.deepEqual(Object.keys(body).sort(), structured ? ['content', 'isError', 'structuredContent'] : ['content', 'isError'], what);
+  if (structured) {
+    assert.ok(what.startsWith('POST /tools/LS'), `only LS declares an output schema: ${what}`);
+    assert.ok(typeof body.structuredContent === 'object' && body.structuredContent !== null && !Array.isArray(body.structuredContent), what);
+  }
   assert.equal(typeof body.isError, 'boolean', what);
   assert.ok(Array.isArray(body.content), what);
   for (const block of body.content as Array<Record<string, unknown>>) {
