@@ -32,4 +32,35 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The operating-system layer (pinned paths, locks, processes, the sandbox) sits below the
+    // tools and knows nothing above it, so it can be read, tested and reused alone.
+    files: ['src/os/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../../*', '!../../os/*'], message: 'src/os/ imports nothing from the rest of src/ (core, tools, adapters): pass what it needs in.' },
+            { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/os/ is free of Fastify.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Tools are plain modules over the core and the OS layer: never an adapter, the process or its configuration.
+    files: ['src/tools/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../http/*', '../mcp/*', '../main/*', '../providers/*', '../config/*', '../assembly/*'], message: 'A tool never imports an adapter, an entry point or the configuration: it gets what it needs as options.' },
+            { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'Tools never import Fastify.' },
+          ],
+        },
+      ],
+    },
+  },
 );

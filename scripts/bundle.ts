@@ -1,6 +1,6 @@
 /**
- * The second half of `npm run build`: bundles dist/run-server.js, what `node dist/server.js`
- * loads, and dist/run-cli.js, what the `toolport` command loads, each with its dependencies into
+ * The second half of `npm run build`: bundles dist/main/run-server.js, what `node dist/server.js`
+ * loads, and dist/main/run-cli.js, what the `toolport` command loads, each with its dependencies into
  * that one file. Start-up loaded about a thousand modules
  * (373 of them typebox's), and resolving, reading and linking them was most of a cold start;
  * one file of 3 MB loads in a fraction of that. The rest of dist/ stays as tsc wrote it, for the
@@ -14,7 +14,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const ENTRIES = ['dist/run-server.js', 'dist/run-cli.js'].map((entry) => path.join(ROOT, entry));
+const ENTRIES = ['dist/main/run-server.js', 'dist/main/run-cli.js'].map((entry) => path.join(ROOT, entry));
 
 // CommonJS packages inside an ES module bundle still call require and read __dirname.
 const BANNER = [

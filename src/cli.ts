@@ -5,4 +5,4 @@ import module from 'node:module';
 // (see server.ts), then the commands, which the build bundles into one file (scripts/bundle.ts):
 // `toolport mcp` answers a desktop client's first message without resolving hundreds of files.
 module.enableCompileCache?.();
-await import('./run-cli.js');
+await import('./main/run-cli.js');

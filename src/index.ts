@@ -75,8 +75,8 @@ export {
   Workspace,
   type BuiltinToolOptions,
 } from './tools/index.js';
-export { WorkspaceError } from './tools/workspace.js';
-export { loadPlugins, PluginLoadError, type ToolportPlugin } from './plugins.js';
-export { loadConfig, ConfigError, type Config } from './config.js';
-export { createLogger } from './logger.js';
+export { WorkspaceError } from './os/fs/workspace.js';
+export { loadPlugins, PluginLoadError, type ToolportPlugin } from './assembly/plugins.js';
+export { loadConfig, ConfigError, type Config } from './config/config.js';
+export { createLogger } from './infra/logger.js';
 export { Type, type Static } from 'typebox';

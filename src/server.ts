@@ -8,6 +8,6 @@ module.enableCompileCache?.();
 // SIGHUP (reload the keys) must never end the server, which is its default: while the modules
 // load, the keys have not been read yet, so there is nothing to reload; serve() takes it from there.
 process.on('SIGHUP', ignoreUntilServing);
-await import('./run-server.js');
+await import('./main/run-server.js');
 
 function ignoreUntilServing(): void {}

@@ -1,5 +1,5 @@
 import { CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY } from '../../src/mcp/era.js';
-import { MODERN_VERSIONS } from '../../src/mcp/versions.js';
+import { MODERN_VERSIONS } from '../../src/mcp/protocol-versions.js';
 import type { RequestSpec } from './wrk.js';
 
 /** A goal of issue 10: a throughput ratio to reach (`at least`) or a latency ratio to stay under (`at most`). */

@@ -6,7 +6,7 @@ import type { ObjectSchema } from './types.js';
 // errors.ts) derive from these with Static<>, and the HTTP adapter publishes them in OpenAPI.
 
 // Every schema a client sees on its own carries an `$id`: the OpenAPI document publishes it as a
-// component of that name (see src/http/components.ts), so generated clients get `TextBlock`, not
+// component of that name (see src/http/openapi/components.ts), so generated clients get `TextBlock`, not
 // `ToolResultContentItemAnyOf0`. Closed objects (`additionalProperties: false`) say what a
 // response holds exactly; the pipeline copies results into these shapes key by key.
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { ToolportError } from '../core/errors.js';
 import type { Caller } from '../core/gateway.js';
-import { countAnotherCall } from './protection.js';
+import { countAnotherCall } from './guards/protection.js';
 
 /**
  * The caller of a request, as the gateway sees it: the key the request authenticated with (its

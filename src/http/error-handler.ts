@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, ToolportError, type ErrorCode } from '../core/errors.js';
 import { describeViolations } from '../core/validator.js';
-import { UnauthorizedError } from './auth.js';
+import { UnauthorizedError } from './guards/auth.js';
 
 /**
  * One place turns every error into a response in the error-body shape: the catalog's own errors,

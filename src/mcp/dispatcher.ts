@@ -3,8 +3,8 @@ import type { AbortSource } from '../core/call-abort.js';
 import { MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
 import type { McpBackend } from './backend.js';
 import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
-import { httpStatusOf, methodError } from './errors.js';
-import type { InFlightCalls } from './in-flight.js';
+import { httpStatusOf, methodError } from './rpc-errors.js';
+import type { InFlightCalls } from './cancellable.js';
 import {
   classify,
   encodeOnce,
@@ -27,7 +27,7 @@ import {
   isModernVersion,
   MODERN_VERSIONS,
   negotiateLegacyVersion,
-} from './versions.js';
+} from './protocol-versions.js';
 
 /** What a transport tells the dispatcher about one incoming message. */
 export interface DispatchContext<Caller> {

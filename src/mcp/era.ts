@@ -6,7 +6,7 @@ import {
   isServedModern,
   LEGACY_VERSIONS,
   MODERN_VERSIONS,
-} from './versions.js';
+} from './protocol-versions.js';
 
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';

@@ -1,6 +1,6 @@
 import { PROTOCOL_VERSION_KEY } from './era.js';
 import { errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js';
-import { isModernVersion } from './versions.js';
+import { isModernVersion } from './protocol-versions.js';
 
 /** The standard MCP request headers of one Streamable HTTP POST, as received (any may be absent). */
 export interface McpRequestHeaders {

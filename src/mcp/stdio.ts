@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
-import { InFlightCalls } from './in-flight.js';
+import { InFlightCalls } from './cancellable.js';
 import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
 
 export interface StdioOptions<Caller> {

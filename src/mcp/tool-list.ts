@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/server';
 import type { McpToolSource } from './backend.js';
-import { toolFieldsOf } from './versions.js';
+import { toolFieldsOf } from './protocol-versions.js';
 
 /**
  * One tool as `tools/list` publishes it in a revision: `name`, `description`, `inputSchema`;

@@ -2,11 +2,11 @@ import type { AbortSource } from '../core/call-abort.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
 import { toMcpCallResult } from './content.js';
-import { methodError, refusalRpcCode } from './errors.js';
-import { CancelledByClient } from './in-flight.js';
+import { methodError, refusalRpcCode } from './rpc-errors.js';
+import { CancelledByClient } from './cancellable.js';
 import { isPlainObject, resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
 import { ProgressReporter } from './progress.js';
-import { inputErrorsAreToolResults, toolFieldsOf } from './versions.js';
+import { inputErrorsAreToolResults, toolFieldsOf } from './protocol-versions.js';
 
 /** What `tools/call` needs from the dispatcher that runs it. */
 export interface ToolsCallDeps<Caller> {

@@ -8,7 +8,7 @@ import type {
   OpenAIFunctionCallOutputSchema,
   OpenAIImageMessageSchema,
   OpenAIToolMessageSchema,
-} from './schemas.js';
+} from './shapes.js';
 
 // A ToolResult in each model provider's own shape, for what goes back to the model. The shapes
 // are declared once, as TypeBox schemas in ./schemas.ts (which the OpenAPI document publishes);

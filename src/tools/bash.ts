@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
-import { errorResult, textResult } from '../core/result.js';
+import { describeAbortReason, errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
-import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from './bash-isolation.js';
-import { DEFAULT_BASH_LIMITS, type BashLimits } from './bash-limits.js';
-import { limitNotes, LimitSigns } from './limit-notes.js';
-import { KILL_GRACE_MS } from './process.js';
-import type { Workspace } from './workspace.js';
+import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from '../os/proc/isolation.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/proc/limits.js';
+import { limitNotes, LimitSigns } from '../os/proc/limit-notes.js';
+import { KILL_GRACE_MS } from '../os/proc/process.js';
+import type { Workspace } from '../os/fs/workspace.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 export const MAX_BASH_TIMEOUT_MS = 600_000;
@@ -174,7 +174,7 @@ function formatResult(outcome: BashOutcome, stdout: OutputCapture, stderr: Outpu
 
   const { exitCode, exitSignal, timedOut, abortReason } = outcome;
   if (timedOut) parts.push(`(Command timed out after ${timeoutMs} ms and was killed)`);
-  else if (abortReason !== undefined) parts.push(`(Command was aborted: ${abortReason})`);
+  else if (abortReason !== undefined) parts.push(`(Command was aborted: ${describeAbortReason(abortReason)})`);
   else if (exitSignal) parts.push(`(Killed by signal ${exitSignal})`);
   if (exitCode !== null && exitCode !== 0) parts.push(`(Exit code ${exitCode})`);
 

@@ -1,13 +1,9 @@
 import { errorResult } from '../core/result.js';
 import type { ToolResult } from '../core/types.js';
-import { ReplacedWhileWriting } from './atomic-write.js';
-import { FileLockLost, FileLockTimeout } from './file-lock.js';
-import { WorkspaceError } from './workspace.js';
-
-/** A client's path, quoted for a message; long paths are cut so the message stays readable. */
-export function quotePath(given: string): string {
-  return JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given);
-}
+import { ReplacedWhileWriting } from '../os/fs/atomic-write.js';
+import { FileLockLost, FileLockTimeout } from '../os/fs/file-lock.js';
+import { quotePath } from '../os/fs/describe.js';
+import { WorkspaceError } from '../os/fs/workspace.js';
 
 // What each predictable file-system error means, phrased to follow `Path "x" `.
 const REASONS: Readonly<Record<string, string>> = {
@@ -50,13 +46,6 @@ export function fileErrorResult(err: unknown, given: string): ToolResult {
   return errorResult(`Path ${quotePath(given)} ${reason}.`);
 }
 
-/** A byte count for people: `512 bytes`, `3.2 KiB`, `10.0 MiB`, `2.0 GiB`. */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} bytes`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  if (bytes < 1024 ** 3) return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
-}
 
 /** The refusal for a path whose name is one the server gives its own temporary and lock files. */
 export function ownNameRefusal(shown: string): ToolResult {

@@ -7,11 +7,12 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { displayName, QUOTED_NAMES } from './display-name.js';
-import { fileErrorResult, quotePath } from './file-errors.js';
+import { fileErrorResult } from './file-errors.js';
+import { quotePath } from '../os/fs/describe.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
 import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget } from './glob-crawl.js';
-import { HeldTree } from './held-dir.js';
-import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
+import { HeldTree } from '../os/fs/held-dir.js';
+import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 
 /** Most paths one call returns (the newest); a note says how many matched in all. */
 export const MAX_GLOB_RESULTS = 100;

@@ -2,17 +2,18 @@ import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { Type, type Static } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
-import { errorResult, textResult } from '../core/result.js';
+import { describeAbortReason, errorResult, textResult } from '../core/result.js';
 import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
 import { QUOTED_NAMES } from './display-name.js';
-import { fileErrorResult, quotePath } from './file-errors.js';
+import { fileErrorResult } from './file-errors.js';
+import { quotePath } from '../os/fs/describe.js';
 import { LineCollector, MAX_STDERR_CHARS } from './grep-lines.js';
 import { RECORD_ARGS, RgRecords } from './grep-records.js';
 import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
-import { OWN_FILE_GLOBS } from './own-files.js';
-import { commandEnv, runProcess } from './process.js';
-import { isSandboxFailure, renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from './rg-confined.js';
-import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
+import { OWN_FILE_GLOBS } from '../os/fs/own-files.js';
+import { commandEnv, runProcess } from '../os/proc/process.js';
+import { isSandboxFailure, renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from '../os/proc/rg-confined.js';
+import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
 /** Largest head_limit accepted; the output cap stops far fewer lines of ordinary length anyway. */
@@ -221,7 +222,7 @@ async function search(command: RgCommand, runner: RgRunner, shape: OutputShape, 
   records.end();
   lines.end();
   const stderrText = Buffer.concat(stderr).toString('utf8').trim();
-  if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${outcome.abortReason}`);
+  if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${describeAbortReason(outcome.abortReason)}`);
   if (isSandboxFailure(runner, stderrText)) {
     // bwrap's messages name server paths; the client is told only that it failed.
     context.log.error({ tool: 'Grep', stderr: stderrText.slice(0, MAX_STDERR_CHARS) }, 'Grep sandbox failed');

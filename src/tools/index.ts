@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
 import { createBashTool } from './bash.js';
-import type { BashSandboxSetting } from './bash-isolation.js';
-import type { BashLimits } from './bash-limits.js';
+import type { BashSandboxSetting } from '../os/proc/isolation.js';
+import type { BashLimits } from '../os/proc/limits.js';
 import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob.js';
 import { createGrepTool } from './grep.js';
-import { flockUnavailableReason } from './flock.js';
-import { removeLeftovers } from './leftovers.js';
+import { flockUnavailableReason } from '../os/fs/flock.js';
+import { removeLeftovers } from '../os/fs/leftovers.js';
 import { createLsTool } from './ls.js';
 import { createReadTool } from './read.js';
-import { Workspace } from './workspace.js';
-import { workspaceUsage } from './workspace-usage.js';
+import { Workspace } from '../os/fs/workspace.js';
+import { workspaceUsage } from '../os/fs/workspace-usage.js';
 import { createWriteTool } from './write.js';
 import type { ToolDef } from '../core/types.js';
 

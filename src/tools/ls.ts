@@ -8,11 +8,12 @@ import { errorResult } from '../core/result.js';
 import type { Static } from 'typebox';
 import type { ErrorResult, ToolDef, ToolResult } from '../core/types.js';
 import { displayName, QUOTED_NAMES } from './display-name.js';
-import { fileErrorResult, quotePath } from './file-errors.js';
+import { fileErrorResult } from './file-errors.js';
+import { quotePath } from '../os/fs/describe.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import { isOwnFileName } from './own-files.js';
-import { heldPath, systemError, type Location, type Workspace } from './workspace.js';
+import { isOwnFileName } from '../os/fs/own-files.js';
+import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 
 /** Most entries one listing shows; the rest are counted in a note. */
 export const MAX_LS_ENTRIES = 1000;

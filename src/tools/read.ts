@@ -2,12 +2,13 @@ import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
-import { fileErrorResult, formatBytes, quotePath } from './file-errors.js';
+import { fileErrorResult } from './file-errors.js';
+import { formatBytes, quotePath } from '../os/fs/describe.js';
 import { imageMediaType, looksBinary } from './file-kind.js';
 import { countLines, linesFrom, numberLine } from './numbered-lines.js';
-import { loadRegularFile, MAX_FILE_BYTES, type LoadedFile } from './regular-file.js';
-import { versionNote } from './versions.js';
-import type { Workspace } from './workspace.js';
+import { loadRegularFile, MAX_FILE_BYTES, type LoadedFile } from '../os/fs/regular-file.js';
+import { versionNote } from './file-versions.js';
+import type { Workspace } from '../os/fs/workspace.js';
 
 /** Lines shown when the call gives no `limit`. */
 export const DEFAULT_READ_LIMIT = 2000;

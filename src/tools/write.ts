@@ -4,15 +4,16 @@ import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
-import { NEW_FILE_MODE, writeFileAtomic } from './atomic-write.js';
-import { fileErrorResult, ownNameRefusal, quotaRefusal, quotePath, systemErrorCode, writeConflictResult } from './file-errors.js';
-import { withFileLock } from './file-lock.js';
+import { NEW_FILE_MODE, writeFileAtomic } from '../os/fs/atomic-write.js';
+import { fileErrorResult, ownNameRefusal, quotaRefusal, systemErrorCode, writeConflictResult } from './file-errors.js';
+import { quotePath } from '../os/fs/describe.js';
+import { withFileLock } from '../os/fs/file-lock.js';
 import { countLines } from './numbered-lines.js';
-import { isOwnFileName } from './own-files.js';
-import { assertUnchanged, contentVersion, loadRegularFile } from './regular-file.js';
-import { expectedVersionSchema, versionMismatch, versionNote } from './versions.js';
-import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
-import type { Reservation, WorkspaceUsage } from './workspace-usage.js';
+import { isOwnFileName } from '../os/fs/own-files.js';
+import { assertUnchanged, contentVersion, loadRegularFile } from '../os/fs/regular-file.js';
+import { expectedVersionSchema, versionMismatch, versionNote } from './file-versions.js';
+import { heldPath, OPEN_DIRECTORY, type Workspace } from '../os/fs/workspace.js';
+import type { Reservation, WorkspaceUsage } from '../os/fs/workspace-usage.js';
 
 /** What Write is made with besides its workspace. */
 export interface FileWriteOptions {

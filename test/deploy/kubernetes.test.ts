@@ -13,13 +13,13 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import type { IService } from 'kubernetes-models/v1/Service';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { BASE_DIR, buildBase, parseManifests, type Manifest, type Resource } from './kustomize.js';
 import { restrictedViolations } from './pod-security.js';
 import { kindOf, KINDS, unknownFields, validateSchema } from './schemas.js';
 
 // How long the server gives itself past TOOLPORT_SHUTDOWN_GRACE_MS before it exits anyway
-// (FORCED_EXIT_AFTER_GRACE_MS in src/serve.ts).
+// (FORCED_EXIT_AFTER_GRACE_MS in src/main/serve.ts).
 const FORCED_EXIT_AFTER_GRACE_S = 5;
 
 let resourceFiles: string[];
@@ -181,7 +181,7 @@ describe('the configuration', () => {
   });
 
   test('names only variables toolport reads', async () => {
-    const source = await readFile(path.resolve(import.meta.dirname, '../../src/config.ts'), 'utf8');
+    const source = await readFile(path.resolve(import.meta.dirname, '../../src/config/config.ts'), 'utf8');
     const read = new Set([...source.matchAll(/'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]));
     const unread = Object.keys(configMap().data!).filter((name) => !read.has(name));
     assert.deepEqual(unread, []);

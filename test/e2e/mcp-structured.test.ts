@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLsTool } from '../../src/tools/ls.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { CLIENT_KINDS, httpClient } from '../fixtures/mcp-clients.js';
 import { BadFiles, Files } from '../fixtures/plugins/structured-tools.js';
 

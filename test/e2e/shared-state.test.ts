@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { freePort, REDIS_MISSING, startRedis } from '../fixtures/redis-server.js';
 import { kill, startServer } from '../fixtures/server-process.js';
 

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { buildApp } from '../../src/http/app.js';
-import { createToolset } from '../../src/toolset.js';
+import { createToolset } from '../../src/assembly/toolset.js';
 import { Nested, NoArgs } from '../fixtures/tools.js';
 import {
   deepBodies,

@@ -3,12 +3,12 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, after, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { loadApiKeys } from '../../src/api-keys.js';
+import { loadApiKeys } from '../../src/config/api-keys.js';
 import { buildApp } from '../../src/http/app.js';
-import { openKeyWorkspaces } from '../../src/key-workspaces.js';
-import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
-import { Workspace } from '../../src/tools/workspace.js';
-import { createToolset, type ToolsetConfig } from '../../src/toolset.js';
+import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
+import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
+import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
 
 // Outside /tmp, which the Bash sandbox replaces anyway: what Bash cannot see, it must not see because
 // of the workspaces' own confinement.

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { formatTools } from '../../src/core/formats.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
-import type { ApiKey } from '../../src/http/auth.js';
+import type { ApiKey } from '../../src/http/guards/auth.js';
 import { Echo } from '../../src/tools/echo.js';
 import { controllableTool, Nested, NoArgs } from '../fixtures/tools.js';
 

@@ -8,7 +8,7 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { createLsTool } from '../../src/tools/ls.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { BadFiles, Files } from '../fixtures/plugins/structured-tools.js';
 
 const FILES_JSON = '{"files":["a.ts","b.ts"],"count":2}';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '../../src/mcp/dispatcher.js';
-import { InFlightCalls } from '../../src/mcp/in-flight.js';
+import { InFlightCalls } from '../../src/mcp/cancellable.js';
 import { encode, type JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
 import { ANYONE, ECHO_ONLY, errorBody, fakeBackend, PNG, type FakeCaller } from './fake-backend.js';
 

@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import { pino } from 'pino';
 import type { ToolDef } from '../../src/core/types.js';
 import { bashIsolationOf, createBashTool } from '../../src/tools/bash.js';
-import { NO_BASH_LIMITS, type BashLimits } from '../../src/tools/bash-limits.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { waitFor } from '../fixtures/processes.js';
 
 /**

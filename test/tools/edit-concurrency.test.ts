@@ -12,8 +12,8 @@ import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { createReadTool } from '../../src/tools/read.js';
-import { contentVersion } from '../../src/tools/regular-file.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { contentVersion } from '../../src/os/fs/regular-file.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 
 let base: string;

@@ -9,7 +9,7 @@ import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createGlobTool, type SearchWork } from '../../src/tools/glob.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 
 let base: string;
 let root: string;

@@ -9,8 +9,8 @@ import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/tools/grep.js';
-import { rgRunner, type GrepConfinement } from '../../src/tools/rg-confined.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { rgRunner, type GrepConfinement } from '../../src/os/proc/rg-confined.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 
 const FILES: Record<string, string> = {
   'src/app.ts': [

@@ -9,7 +9,7 @@ import { compileInputSchema, compileOutputSchema } from '../../src/core/validato
 import type { ObjectSchema, ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '../../src/tools/ls.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 
 let base: string;
 let root: string;

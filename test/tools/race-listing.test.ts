@@ -9,8 +9,8 @@ import { createBashTool } from '../../src/tools/bash.js';
 import { createGlobTool } from '../../src/tools/glob.js';
 import { createGrepTool } from '../../src/tools/grep.js';
 import { createLsTool } from '../../src/tools/ls.js';
-import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { startSwapper } from '../fixtures/swapper.js';
 
 // The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside with

@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { createEditTool } from '../../src/tools/edit.js';
-import { sandboxUnavailableReason } from '../../src/tools/sandbox.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { startTempSwapper } from '../fixtures/swapper.js';
 

@@ -8,8 +8,8 @@ import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
 import { createReadTool } from '../../src/tools/read.js';
-import { contentVersion } from '../../src/tools/regular-file.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { contentVersion } from '../../src/os/fs/regular-file.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 
 let base: string;
 let root: string;

@@ -7,9 +7,9 @@ import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
 import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
-import { contentVersion } from '../../src/tools/regular-file.js';
+import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { createWriteTool } from '../../src/tools/write.js';
-import { Workspace } from '../../src/tools/workspace.js';
+import { Workspace } from '../../src/os/fs/workspace.js';
 
 let base: string;
 let root: string;

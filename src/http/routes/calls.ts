@@ -5,14 +5,14 @@ import { CallAbort } from '../../core/call-abort.js';
 import { errorBody, ToolportError } from '../../core/errors.js';
 import type { Gateway } from '../../core/gateway.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
-import { DEFAULT_IDLE_TIMEOUT_MS } from '../../defaults.js';
+import { DEFAULT_IDLE_TIMEOUT_MS } from '../defaults.js';
 import type { ProgressReporter } from '../../mcp/progress.js';
 import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from '../../providers/turn-runner.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { asToolportError } from '../error-handler.js';
-import { ErrorRef, TurnAnswer } from '../schemas.js';
+import { ErrorRef, TurnAnswer } from '../openapi/response-schemas.js';
 import { acceptsEventStream, EventStream, keepAliveInterval, TURN_EVENTS, withEventStream } from '../sse.js';
 import { REST_TRANSPORT } from './tools.js';
 

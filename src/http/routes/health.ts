@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ToolportError } from '../../core/errors.js';
-import { ErrorRef, REFUSALS } from '../schemas.js';
+import { ErrorRef, REFUSALS } from '../openapi/response-schemas.js';
 
 const Status = Type.Ref('HealthStatus');
 // Probes need no key and are never rate limited; the Host guard still applies (see local-only.ts).

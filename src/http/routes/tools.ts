@@ -7,13 +7,13 @@ import type { ObjectSchema, ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { entityTag, noneMatch } from '../entity-tag.js';
-import { toolResultComponent } from '../tools-document.js';
+import { toolResultComponent } from '../openapi/tools-document.js';
 import { asToolportError, sendError } from '../error-handler.js';
-import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../schemas.js';
+import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../openapi/response-schemas.js';
 import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
 import type { Progress, ToolResult } from '../../core/types.js';
-import { DEFAULT_IDLE_TIMEOUT_MS } from '../../defaults.js';
+import { DEFAULT_IDLE_TIMEOUT_MS } from '../defaults.js';
 import { acceptsEventStream, CALL_EVENTS, EventStream, keepAliveInterval, withEventStream } from '../sse.js';
 
 export interface ToolRoutesOptions {

@@ -1,0 +1,338 @@
+import { isIP } from 'node:net';
+import path from 'node:path';
+import { DEFAULT_TOOL_TIMEOUT_MS } from '../core/executor.js';
+import { DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from '../core/limiter.js';
+import { redactedUrl } from '../infra/net.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/proc/limits.js';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+} from '../http/defaults.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+// Ten times a large checkout with its dependencies and build output: stops a client filling a
+// volume through Write, not normal work. A workspace that needs more sets TOOLPORT_WORKSPACE_QUOTA.
+const DEFAULT_WORKSPACE_QUOTA = 10 * 1024 ** 3;
+// An hour: no connection deadline needs more, and Node's timers take at most 2^31 - 1 ms.
+const MAX_TIMEOUT_MS = 3_600_000;
+
+/** Everything the service reads from its environment, validated. Nothing else reads `process.env`. */
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  /** Names of the registered tools to serve; undefined serves all. */
+  tools: string[] | undefined;
+  toolTimeoutMs: number;
+  bodyLimit: number;
+  /** Modules that add tools: file paths or package names. */
+  plugins: string[];
+  /** How long calls in flight may run on after SIGTERM before they are aborted. */
+  shutdownGraceMs: number;
+  /** The only directory the file tools may touch. */
+  workspace: string;
+  /** Most bytes each workspace may use for Write and Edit to go on writing in it (TOOLPORT_WORKSPACE_QUOTA); 0: no quota. */
+  workspaceQuota: number;
+  /** Run Bash inside the bubblewrap sandbox: `auto` when a trial run at start-up works, `true` always (or fail), `false` never. */
+  bashSandbox: boolean | 'auto';
+  /** Bounds on each Bash call (TOOLPORT_BASH_MAX_PROCESSES, _TMP_SIZE, _MAX_FILE_SIZE, _MAX_MEMORY, _MAX_ADDRESS_SPACE, _MAX_CPU_SECONDS); 0 switches one off. */
+  bashLimits: BashLimits;
+  /** Serve the API browser at /docs. */
+  docs: boolean;
+  /** Keys with access to every served tool (TOOLPORT_API_KEYS). */
+  apiKeys: string[];
+  /** A JSON file of scoped keys: [{ label, key, tools? }]. */
+  apiKeysFile: string | undefined;
+  /** With keys configured, leave /docs and /openapi.json open to everyone. */
+  publicDocs: boolean;
+  /** Serve tools that are not read-only on a non-loopback address without keys. */
+  allowUnauthenticated: boolean;
+  /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
+  rateLimit: number;
+  /** A Redis server (`redis://` or `rediss://` URL) that keeps the rate-limit counts, shared by every replica; undefined: each process counts alone. */
+  redisUrl: string | undefined;
+  /** Most calls of any one tool that run at once. */
+  maxConcurrency: number;
+  /** Most calls of any one tool that may wait for a slot; past it, 503. */
+  queueSize: number;
+  /** Most calls of one caller (key, or client address without keys) that run at once, per tool; undefined: half the tool's slots, rounded up. */
+  maxConcurrencyPerCaller: number | undefined;
+  /** Most calls of one caller that may wait for a slot, per tool; undefined: a quarter of the queue, rounded up. */
+  queuePerCaller: number | undefined;
+  /** Time for a request's headers to arrive, in ms (at most `requestTimeoutMs`). */
+  headersTimeoutMs: number;
+  /** Time for a whole request, body included, to arrive, in ms; the response may take longer. */
+  requestTimeoutMs: number;
+  /** How long a kept-alive connection may sit idle between requests, in ms. */
+  keepAliveTimeoutMs: number;
+  /** How long a connection may see no traffic while none of its calls runs, in ms. */
+  idleTimeoutMs: number;
+  /** Most connections open at once; undefined: derived from the descriptor limit at start-up. */
+  maxConnections: number | undefined;
+  /** Host names (or IP addresses) the server answers to besides local ones, lower case. */
+  allowedHosts: string[];
+  /** Web origins allowed to call besides local ones, as `URL.origin` writes them. */
+  allowedOrigins: string[];
+  /** Web origins whose pages may call through CORS (and pass the Origin check), as `URL.origin` writes them; none: no CORS. */
+  corsOrigins: string[];
+  /** Whose X-Forwarded-For to believe: no one, every peer, this many hops, or these addresses and CIDR ranges. */
+  trustProxy: boolean | number | string[];
+}
+
+/** Raised for a missing or malformed variable; the message names it and says what is expected. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly variable: string;
+
+  constructor(variable: string, expected: string, got: string, message = `Invalid ${variable}: expected ${expected}, got ${JSON.stringify(got)}`) {
+    super(message);
+    this.variable = variable;
+  }
+}
+
+/**
+ * The workspace when TOOLPORT_WORKSPACE is unset: the working directory, unless that is `/` or
+ * the home directory itself. Desktop clients start `toolport mcp` from a directory the user did
+ * not choose (often `/`), which would quietly make the whole file system, or every file of the
+ * user, the file tools' and Bash's workspace.
+ */
+function implicitWorkspace(env: Env, cwd: string): string {
+  const dir = path.resolve(cwd);
+  const home = raw(env, 'HOME');
+  const what = dir === path.parse(dir).root ? 'the root of the file system' : home !== undefined && dir === path.resolve(home) ? 'the home directory' : undefined;
+  if (what === undefined) return cwd;
+  throw new ConfigError(
+    'TOOLPORT_WORKSPACE',
+    '',
+    '',
+    `TOOLPORT_WORKSPACE is not set, and the working directory ${dir} is ${what}, which toolport does not take as its workspace by default: ` +
+      'set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.',
+  );
+}
+
+/** A warning for a workspace set explicitly to the root of the file system, or undefined. */
+export function workspaceWarning(config: Pick<Config, 'workspace'>): string | undefined {
+  const dir = path.resolve(config.workspace);
+  if (dir !== path.parse(dir).root) return undefined;
+  return `TOOLPORT_WORKSPACE is ${dir}: the file tools and Bash may touch every file the server's user can`;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the configuration; throws `ConfigError` naming the first bad variable. */
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const requestTimeoutMs = integer(env, 'TOOLPORT_REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS, 1, MAX_TIMEOUT_MS);
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: text(env, 'HOST', '127.0.0.1'),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    tools: list(env, 'TOOLPORT_TOOLS'),
+    toolTimeoutMs: integer(env, 'TOOLPORT_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS, 1, 2_147_483_647),
+    bodyLimit: integer(env, 'TOOLPORT_BODY_LIMIT', DEFAULT_BODY_LIMIT, 1, 1024 ** 3),
+    plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
+    shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
+    workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),
+    bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
+    bashLimits: bashLimits(env),
+    docs: boolean(env, 'TOOLPORT_DOCS', true),
+    apiKeys: list(env, 'TOOLPORT_API_KEYS', { secret: true }) ?? [],
+    apiKeysFile: raw(env, 'TOOLPORT_API_KEYS_FILE'),
+    publicDocs: boolean(env, 'TOOLPORT_PUBLIC_DOCS', false),
+    allowUnauthenticated: boolean(env, 'TOOLPORT_ALLOW_UNAUTHENTICATED', false),
+    rateLimit: integer(env, 'TOOLPORT_RATE_LIMIT', 600, 0, 1_000_000),
+    redisUrl: redisUrl(env, 'TOOLPORT_REDIS_URL'),
+    maxConcurrency: integer(env, 'TOOLPORT_MAX_CONCURRENCY', DEFAULT_MAX_CONCURRENCY, 1, 10_000),
+    queueSize: integer(env, 'TOOLPORT_QUEUE_SIZE', DEFAULT_QUEUE_SIZE, 0, 100_000),
+    maxConcurrencyPerCaller: optionalInteger(env, 'TOOLPORT_MAX_CONCURRENCY_PER_CALLER', 1, 10_000),
+    queuePerCaller: optionalInteger(env, 'TOOLPORT_QUEUE_PER_CALLER', 0, 100_000),
+    headersTimeoutMs: headersTimeout(env, 'TOOLPORT_HEADERS_TIMEOUT_MS', requestTimeoutMs),
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'TOOLPORT_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_KEEP_ALIVE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
+    idleTimeoutMs: integer(env, 'TOOLPORT_IDLE_TIMEOUT_MS', DEFAULT_IDLE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
+    maxConnections: optionalInteger(env, 'TOOLPORT_MAX_CONNECTIONS', 1, 1_000_000),
+    allowedHosts: checkedList(env, 'TOOLPORT_ALLOWED_HOSTS', hostName, 'host names or IP addresses, without scheme or port'),
+    allowedOrigins: checkedList(env, 'TOOLPORT_ALLOWED_ORIGINS', webOrigin, 'web origins such as https://app.example.com (http or https, a host, an optional port, no path)'),
+    corsOrigins: corsOrigins(env, 'TOOLPORT_CORS_ORIGINS', raw(env, 'TOOLPORT_API_KEYS') !== undefined || raw(env, 'TOOLPORT_API_KEYS_FILE') !== undefined),
+    trustProxy: trustProxy(env, 'TOOLPORT_TRUST_PROXY'),
+  };
+}
+
+function raw(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === '' ? undefined : value;
+}
+
+function text(env: Env, name: string, fallback: string): string {
+  return raw(env, name) ?? fallback;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new ConfigError(name, `an integer from ${min} to ${max}`, value);
+  return n;
+}
+
+/** Bytes, as a count or with a binary suffix: `1048576`, `512K`, `512M`, `10G`, `1T`; `0` is allowed. */
+function byteSize(env: Env, name: string, fallback: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const match = /^(\d{1,15})([kmgt])?$/i.exec(value);
+  const power = match?.[2] === undefined ? 0 : 'kmgt'.indexOf(match[2].toLowerCase()) + 1;
+  const n = match === null ? NaN : Number(match[1]) * 1024 ** power;
+  if (!Number.isSafeInteger(n)) throw new ConfigError(name, 'a size in bytes, optionally with K, M, G or T (powers of 1024), such as 10G; 0 for no quota', value);
+  return n;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = raw(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  throw new ConfigError(name, 'true or false', value);
+}
+
+function booleanOrAuto(env: Env, name: string): boolean | 'auto' {
+  const value = raw(env, name)?.toLowerCase();
+  if (value === undefined || value === 'auto') return 'auto';
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  throw new ConfigError(name, 'auto, true or false', value);
+}
+
+const MAX_BYTES = 1024 ** 5;
+
+/** Each bound an integer from 0 (off); sizes in bytes, up to a PiB; CPU seconds up to a day. */
+function bashLimits(env: Env): BashLimits {
+  const d = DEFAULT_BASH_LIMITS;
+  return {
+    maxProcesses: integer(env, 'TOOLPORT_BASH_MAX_PROCESSES', d.maxProcesses, 0, 1_000_000),
+    tmpSize: integer(env, 'TOOLPORT_BASH_TMP_SIZE', d.tmpSize, 0, MAX_BYTES),
+    maxFileSize: integer(env, 'TOOLPORT_BASH_MAX_FILE_SIZE', d.maxFileSize, 0, MAX_BYTES),
+    maxMemory: integer(env, 'TOOLPORT_BASH_MAX_MEMORY', d.maxMemory, 0, MAX_BYTES),
+    maxAddressSpace: integer(env, 'TOOLPORT_BASH_MAX_ADDRESS_SPACE', d.maxAddressSpace, 0, MAX_BYTES),
+    maxCpuSeconds: integer(env, 'TOOLPORT_BASH_MAX_CPU_SECONDS', d.maxCpuSeconds, 0, 86_400),
+  };
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(name, `one of ${allowed.join(', ')}`, value);
+  return value as T;
+}
+
+function list(env: Env, name: string, { secret = false } = {}): string[] | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((s) => s.trim());
+  // A secret's value never goes into an error message (it would end up in logs).
+  if (items.some((s) => s === '')) throw new ConfigError(name, 'a comma-separated list without empty items', secret ? '(hidden)' : value);
+  return items;
+}
+
+/** Node requires the header deadline to fall within the request's (TOOLPORT_REQUEST_TIMEOUT_MS). */
+function headersTimeout(env: Env, name: string, requestTimeoutMs: number): number {
+  const ms = integer(env, name, Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeoutMs), 1, MAX_TIMEOUT_MS);
+  if (ms > requestTimeoutMs) throw new ConfigError(name, `at most TOOLPORT_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`, String(ms));
+  return ms;
+}
+
+function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
+  return raw(env, name) === undefined ? undefined : integer(env, name, 0, min, max);
+}
+
+/** A list whose every item `check` accepts (returning it normalised); the error names the first bad item. */
+function checkedList(env: Env, name: string, check: (item: string) => string | undefined, expected: string): string[] {
+  return (list(env, name) ?? []).map((item) => {
+    const normalised = check(item);
+    if (normalised === undefined) throw new ConfigError(name, `a comma-separated list of ${expected}`, item);
+    return normalised;
+  });
+}
+
+// A DNS name (labels of letters, digits and inner hyphens or underscores), which covers IPv4 too.
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/i;
+
+/** A Host header's name part, lower case: a DNS name, an IPv4 address or a bracketed IPv6 address. */
+function hostName(item: string): string | undefined {
+  const bracketed = /^\[(.*)\]$/.exec(item)?.[1];
+  if (bracketed !== undefined) return isIP(bracketed) === 6 ? item.toLowerCase() : undefined;
+  return DNS_NAME.test(item) ? item.toLowerCase() : undefined;
+}
+
+/** An http(s) origin as browsers send it (`URL.origin`: lower case, default port left out), or undefined. */
+function webOrigin(item: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(item);
+  } catch {
+    return undefined;
+  }
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+  // The host must be a name or an address: `https://*.example.com` parses, but no browser sends it.
+  return (url.protocol === 'http:' || url.protocol === 'https:') && bare && hostName(url.hostname) !== undefined ? url.origin : undefined;
+}
+
+/**
+ * Exact web origins, never `*`. The origins listed also pass the Origin check (see
+ * src/http/guards/local-only.ts), so a wildcard would let every page the user opens call: with keys,
+ * with any key it was given; without keys, where that check is all that stops a page, anyone.
+ */
+function corsOrigins(env: Env, name: string, keyed: boolean): string[] {
+  if (list(env, name)?.includes('*')) {
+    const why = keyed ? 'with API keys configured, * would let any web page send calls with a key' : 'without API keys, * would let any web page the user opens run the tools';
+    throw new ConfigError(name, `exact web origins such as https://app.example.com, not a wildcard: ${why}`, raw(env, name) ?? '');
+  }
+  return checkedList(env, name, webOrigin, 'exact web origins such as https://app.example.com (http or https, a host, an optional port, no path)');
+}
+
+/**
+ * A Redis URL as ioredis takes it: `redis://` (or `rediss://`, TLS), a host, an optional port,
+ * user and password, and an optional database number as the path. The password never goes into
+ * an error message.
+ */
+function redisUrl(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  const valid = url !== undefined && (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^\/?(\d+)?$/.test(url.pathname) && url.search === '' && url.hash === '';
+  if (!valid) throw new ConfigError(name, 'a URL such as redis://redis:6379 or rediss://:password@redis.example:6380/2 (a database number as the path)', redactedUrl(value));
+  return value;
+}
+
+
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const HOP_COUNT = /^\d{1,3}$/;
+
+/**
+ * `true`, `false`, a hop count (how many proxies in front to believe), or a comma-separated list of
+ * the proxies' addresses and CIDR ranges (and the names `loopback`, `linklocal`, `uniquelocal`).
+ */
+function trustProxy(env: Env, name: string): boolean | number | string[] {
+  const value = raw(env, name);
+  if (value === undefined) return false;
+  const word = value.toLowerCase();
+  if (word === 'true' || word === 'false') return word === 'true';
+  if (HOP_COUNT.test(value)) return Number(value);
+  const items = value.split(',').map((s) => s.trim());
+  if (items.every((item) => PROXY_RANGES.has(item) || isAddressRange(item))) return items;
+  throw new ConfigError(name, 'true, false, a hop count, or a comma-separated list of IP addresses and CIDR ranges', value);
+}
+
+function isAddressRange(item: string): boolean {
+  const [address = '', prefix, ...rest] = item.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}

@@ -1,0 +1,122 @@
+import { Type } from 'typebox';
+import { API_FORMATS } from '../../core/formats.js';
+import {
+  AnthropicToolListSchema,
+  ErrorBodySchema,
+  MCPToolListSchema,
+  OpenAIResponsesToolListSchema,
+  OpenAIToolListSchema,
+  ToolResultSchema,
+} from '../../core/schemas.js';
+import {
+  AnthropicToolResultMessageSchema,
+  AssistantTurnSchema,
+  MCPCallToolResultSchema,
+  OpenAIChatMessagesSchema,
+  OpenAIFunctionCallOutputsSchema,
+} from '../../providers/shapes.js';
+
+/** What the probes answer when all is well. */
+export const HealthStatusSchema = Type.Object(
+  { status: Type.String({ description: '`ok` (the process is up) or `ready` (ready to take tool calls).' }) },
+  { $id: 'HealthStatus', additionalProperties: false },
+);
+
+// The response contracts are declared once, in the core and the providers; this adapter publishes
+// them. Each of these, and each named schema inside them, becomes a component of the document.
+export const PUBLISHED_SCHEMAS = [
+  HealthStatusSchema,
+  ToolResultSchema,
+  ErrorBodySchema,
+  AnthropicToolListSchema,
+  OpenAIToolListSchema,
+  OpenAIResponsesToolListSchema,
+  MCPToolListSchema,
+  AnthropicToolResultMessageSchema,
+  OpenAIChatMessagesSchema,
+  OpenAIFunctionCallOutputsSchema,
+  MCPCallToolResultSchema,
+  AssistantTurnSchema,
+];
+
+export const FormatQuery = Type.Object(
+  {
+    format: Type.Optional(
+      Type.Enum([...API_FORMATS], {
+        type: 'string',
+        default: 'anthropic',
+        description: 'Which provider\'s tool format to return.',
+      }),
+    ),
+    strict: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'For `openai` and `openai-responses`: schemas for OpenAI\'s strict mode (every property required, optional ones nullable, keywords strict mode refuses removed), with `strict: true`. A `null` for an optional property is taken as absent in every call.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** `?format=` of a single call: the result in a provider's shape, for the call `id` the provider gave it. */
+export const CallQuery = Type.Object(
+  {
+    format: Type.Optional(
+      Type.Enum([...API_FORMATS], {
+        type: 'string',
+        description:
+          'Answer in a provider\'s shape instead of a ToolResult: an Anthropic tool_result block, the Chat Completions tool messages, a Responses function_call_output item, or an MCP CallToolResult. A call the gateway refuses is then an error result (status 200) too.',
+      }),
+    ),
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The provider\'s id of the call (tool_use_id, tool_call_id, call_id); required with every format but mcp.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ToolNameParams = Type.Object({ name: Type.String({ description: 'The tool\'s name.' }) });
+
+export const ErrorRef = Type.Ref('ErrorBody');
+export const ToolResultRef = Type.Ref('ToolResult');
+
+// Answers whose shape the query chooses. anyOf, not oneOf: the shapes overlap (an empty list is
+// every format's list; a text-only MCP result is also a ToolResult), and oneOf would then refuse
+// the very answers the server gives.
+
+/** `GET /tools`: the list in the shape `format` names. */
+export const ToolListAnswer = {
+  description: 'The tools the caller may use, in the shape `format` names: an array of AnthropicTool (the default), OpenAITool or OpenAIResponsesTool, or MCP\'s `{tools: [MCPTool]}`.',
+  anyOf: [Type.Ref('AnthropicToolList'), Type.Ref('OpenAIToolList'), Type.Ref('OpenAIResponsesToolList'), Type.Ref('MCPToolList')],
+};
+
+/** `GET /tools/{name}`: one tool in the shape `format` names. */
+export const ToolDefinitionAnswer = {
+  description: 'The tool, in the shape `format` names: AnthropicTool (the default), OpenAITool, OpenAIResponsesTool or MCPTool.',
+  oneOf: [Type.Ref('AnthropicTool'), Type.Ref('OpenAITool'), Type.Ref('OpenAIResponsesTool'), Type.Ref('MCPTool')],
+};
+
+/** `POST /tools/{name}`: a ToolResult, or with `?format=` the result in that provider's shape. */
+export const CallAnswer = {
+  description:
+    'The tool ran. `isError` is true when it failed, threw, timed out or returned garbage. Without `format`, a ToolResult; with it, an AnthropicToolResultBlock, the OpenAIToolMessages, an OpenAIFunctionCallOutput or an MCPCallToolResult, and a refusal of the call is such an error result too.',
+  anyOf: [ToolResultRef, Type.Ref('AnthropicToolResultBlock'), Type.Ref('OpenAIToolMessages'), Type.Ref('OpenAIFunctionCallOutput'), Type.Ref('MCPCallToolResult')],
+};
+
+/** `POST /calls`: the next turn, in the dialect of the turn given. */
+export const TurnAnswer = {
+  description:
+    'The results, in the provider\'s shape and the order of the calls: an AnthropicToolResultMessage, the OpenAIToolMessages, or the OpenAIFunctionCallOutputs. A call that failed or was refused is an error result.',
+  anyOf: [Type.Ref('AnthropicToolResultMessage'), Type.Ref('OpenAIToolMessages'), Type.Ref('OpenAIFunctionCallOutputs')],
+};
+
+/** The refusals every route but the probes may answer, with what each means. */
+export const REFUSALS = {
+  401: { ...ErrorRef, description: 'API keys are configured and the request has no valid `Authorization: Bearer` key (UNAUTHORIZED); `WWW-Authenticate` says so.' },
+  403: { ...ErrorRef, description: 'The Host and Origin guard refused the request: a Host or web Origin that is neither local nor allowed (FORBIDDEN).' },
+  429: { ...ErrorRef, description: 'Over the rate limit (RATE_LIMITED); Retry-After says when to retry.' },
+  500: { ...ErrorRef, description: 'An unexpected failure of the service itself (INTERNAL_ERROR); no internals are included.' },
+  503: { ...ErrorRef, description: 'Shutting down (SHUTTING_DOWN) or overloaded (OVERLOADED); Retry-After says when to retry.' },
+};
+
+/** A bad query: an unknown parameter, or a value out of its range (INVALID_QUERY). */
+export const BAD_QUERY = { ...ErrorRef, description: 'A query parameter is unknown or its value is not allowed (INVALID_QUERY).' };

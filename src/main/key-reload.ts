@@ -1,0 +1,63 @@
+import type { Logger } from 'pino';
+import { loadApiKeys, type ApiKey } from '../config/api-keys.js';
+import type { Config } from '../config/config.js';
+import type { KeyWorkspaces } from '../assembly/key-workspaces.js';
+
+/** What a reload did: put the file's keys in place, kept the keys in use (the file was refused), or found no file to read. */
+export type ReloadOutcome = 'reloaded' | 'kept' | 'no keys file';
+
+export interface KeyReloadOptions {
+  config: Pick<Config, 'apiKeys' | 'apiKeysFile'>;
+  /** The names of the served tools: a key's `tools` may name only these. */
+  servedTools: readonly string[];
+  /** The keys in use now, as `openKeyWorkspaces` gave them; the log of a reload says what changed since. */
+  keys: readonly ApiKey[];
+  /** Checks the reloaded keys against the workspaces open (`KeyWorkspaces.admit`). */
+  workspaces: Pick<KeyWorkspaces, 'admit'>;
+  /** Puts the keys in place (`Toolport.replaceKeys`). */
+  replaceKeys(keys: readonly ApiKey[]): void;
+  log: Logger;
+}
+
+/**
+ * Reloads the keys (`TOOLPORT_API_KEYS` and the file of `TOOLPORT_API_KEYS_FILE`) on each call,
+ * with every check of start-up: the file's keys are put in place, or, when any check fails, the
+ * keys in use are kept and one warning says why (naming entries by label, never showing a key).
+ * Reloads run one after another, each reading the file afresh, so the file as it is last wins.
+ * The returned function never rejects.
+ */
+export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOutcome> {
+  const { config, log } = options;
+  let inUse = options.keys;
+  const once = async (): Promise<ReloadOutcome> => {
+    if (config.apiKeysFile === undefined) {
+      log.warn('nothing to reload: no keys file is configured (TOOLPORT_API_KEYS_FILE)');
+      return 'no keys file';
+    }
+    let keys: ApiKey[];
+    try {
+      keys = await options.workspaces.admit(await loadApiKeys(config, options.servedTools));
+      options.replaceKeys(keys);
+    } catch (err) {
+      log.warn({ reason: (err as Error).message }, 'API keys not reloaded; the keys in use are kept');
+      return 'kept';
+    }
+    log.info({ keyLabels: keys.map((k) => k.label), ...changes(inUse, keys) }, 'API keys reloaded');
+    inUse = keys;
+    return 'reloaded';
+  };
+  let last: Promise<ReloadOutcome> = Promise.resolve('reloaded');
+  return () => (last = last.then(once, once));
+}
+
+/** The labels of the keys added, removed, and kept with another key, tools or workspace. */
+function changes(before: readonly ApiKey[], after: readonly ApiKey[]): { added: string[]; removed: string[]; changed: string[] } {
+  const old = new Map(before.map((k) => [k.label, k]));
+  const now = new Set(after.map((k) => k.label));
+  const same = (a: ApiKey, b: ApiKey): boolean => a.key === b.key && a.workspace === b.workspace && String(a.tools) === String(b.tools);
+  return {
+    added: after.filter((k) => !old.has(k.label)).map((k) => k.label),
+    removed: before.filter((k) => !now.has(k.label)).map((k) => k.label),
+    changed: after.filter((k) => old.has(k.label) && !same(old.get(k.label)!, k)).map((k) => k.label),
+  };
+}

@@ -1,0 +1,147 @@
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { API_FORMATS, isAPIFormat } from '../core/formats.js';
+
+// Each command loads only what it uses: `toolport mcp` never loads the HTTP stack, so a desktop
+// client's first message is answered in a fraction of the time.
+
+const USAGE = `Usage: toolport <command>
+
+Commands:
+  serve                     Serve the tools over HTTP (configured by the environment)
+  mcp                       Serve the tools over MCP on stdin/stdout (for Claude Desktop and other local clients)
+  list [--format F]         Print the tool definitions (F: ${API_FORMATS.join(', ')}; default anthropic)
+  call <name> [json]        Run a tool in-process and print its ToolResult; exit 1 when isError
+  openapi [--out FILE]      Print (or write) the OpenAPI document
+  reload <pid>              Make the server with this process id reload its API keys (sends it SIGHUP)
+
+Options:
+  --workspace DIR           The directory the file tools and Bash work in (TOOLPORT_WORKSPACE; default:
+                            the working directory, unless that is / or the home directory)
+
+Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
+TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
+`;
+
+const CLI_TRANSPORT = 'cli';
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Runs one CLI command; resolves to the process exit code. */
+export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { format: { type: 'string' }, out: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  // The option wins over the variable, as a flag given on the command line should.
+  if (values.workspace !== undefined) env = { ...env, TOOLPORT_WORKSPACE: values.workspace };
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(USAGE);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  if (command === 'serve') {
+    // As server.ts does: a SIGHUP while the modules load must not end the server (nothing to reload yet).
+    process.on('SIGHUP', () => {});
+    return (await (await import('./serve.js')).serve(env)) ? 0 : 1;
+  }
+  if (command === 'mcp') return (await import('./serve-stdio.js')).serveMcpStdio(env);
+  if (command === 'reload') return reload(rest);
+
+  const { loadConfig } = await import('../config/config.js');
+  const { createToolset } = await import('../assembly/toolset.js');
+  const config = loadConfig(env);
+  const registry = await createToolset(config);
+  switch (command) {
+    case 'list': {
+      const format = values.format ?? 'anthropic';
+      if (!isAPIFormat(format)) throw new UsageError(`unknown format "${format}"; valid formats: ${API_FORMATS.join(', ')}`);
+      print(registry.toAPI(format));
+      return 0;
+    }
+    case 'call': {
+      const [name, json = '{}'] = rest;
+      if (name === undefined) throw new UsageError('call needs a tool name: toolport call <name> [json]');
+      const [{ pino }, { createLogger }, { errorBody, ToolportError }, { ANYONE, Gateway }] = await Promise.all([
+        import('pino'),
+        import('../infra/logger.js'),
+        import('../core/errors.js'),
+        import('../core/gateway.js'),
+      ]);
+      const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
+      // In-process, through the same gateway as the server: the same checks and audit lines.
+      const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs });
+      const call = { caller: ANYONE, tool: name, requestId: 'cli', transport: CLI_TRANSPORT };
+      let input: unknown;
+      try {
+        input = JSON.parse(json);
+      } catch {
+        const refusal = new ToolportError('INVALID_JSON', `The input is not valid JSON: ${json}`);
+        gateway.refused(call, refusal);
+        print(errorBody(refusal.code, refusal.message));
+        return 1;
+      }
+      const controller = new AbortController();
+      const abort = (): void => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', abort);
+      try {
+        const result = await gateway.callSafe({ ...call, input, signal: controller.signal, inputBytes: Buffer.byteLength(json) });
+        print(result);
+        return result.isError ? 1 : 0;
+      } finally {
+        process.off('SIGINT', abort);
+      }
+    }
+    case 'openapi': {
+      const { buildApp } = await import('../http/app.js');
+      const app = await buildApp({ registry });
+      await app.ready();
+      const document = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+      await app.close();
+      if (values.out) await writeFile(values.out, document);
+      else process.stdout.write(document);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+/**
+ * Sends SIGHUP, as `kill -HUP <pid>` does: the operating system lets only the server's own user
+ * (or root) do it, so a reload needs no key and no route of its own. The outcome is in the
+ * server's log, which the signal cannot carry back.
+ */
+function reload(args: string[]): number {
+  const [pid, ...extra] = args;
+  // Process ids are positive 32-bit numbers; kill() would read 0 or -1 as "a whole group".
+  if (pid === undefined || extra.length > 0 || !/^[1-9]\d{0,9}$/.test(pid) || Number(pid) > 2 ** 31 - 1) {
+    throw new UsageError('reload needs the process id of the server: toolport reload <pid>');
+  }
+  try {
+    process.kill(Number(pid), 'SIGHUP');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(code === 'ESRCH' ? `no process has the id ${pid}` : code === 'EPERM' ? `not permitted to signal process ${pid} (it runs as another user)` : (err as Error).message);
+  }
+  process.stdout.write(`Sent SIGHUP to process ${pid}; its log says whether the keys were reloaded or kept.\n`);
+  return 0;
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`toolport: ${(err as Error).message}\n${usage ? `\n${USAGE}` : ''}`);
+    process.exitCode = usage ? 2 : 1;
+  },
+);

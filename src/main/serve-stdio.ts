@@ -1,0 +1,97 @@
+import type { Readable, Writable } from 'node:stream';
+import { loadConfig, workspaceWarning } from '../config/config.js';
+import { ANYONE, Gateway } from '../core/gateway.js';
+import { createLogger, logDestination } from '../infra/logger.js';
+import { McpDispatcher } from '../mcp/dispatcher.js';
+import { gatewayBackend } from '../mcp/gateway-backend.js';
+import { serveStdio } from '../mcp/stdio.js';
+import { createToolset } from '../assembly/toolset.js';
+import { VERSION } from '../infra/version.js';
+
+/** The transport label of calls that come through `toolport mcp`. */
+export const STDIO_TRANSPORT = 'stdio';
+
+/**
+ * Owns the process for `toolport mcp`: MCP over stdio, one JSON-RPC message per line, with the
+ * configuration `serve` reads (TOOLPORT_TOOLS, TOOLPORT_WORKSPACE, plug-ins, the Bash sandbox,
+ * deadlines and limits) and through the same gateway, so every call has its audit line. Standard
+ * output carries the protocol alone: logs go to standard error. The caller is the local user who
+ * launched the process, so every served tool is available (no keys). Resolves to the exit code:
+ * 0 once the input has ended (or SIGTERM or SIGINT aborted the calls in flight), every call has
+ * answered and the output has taken the answers; 1 when start-up fails, with the reason on
+ * standard error. After SIGTERM or SIGINT, output not taken within TOOLPORT_SHUTDOWN_GRACE_MS
+ * (a reader that stopped reading) is given up: `exit(1)` ends the process, whose pending writes
+ * to a pipe would otherwise keep it alive for as long as the reader does not read.
+ */
+export async function serveMcpStdio(
+  env: Record<string, string | undefined> = process.env,
+  input: Readable = process.stdin,
+  output: Writable = process.stdout,
+  exit: (code: number) => void = (code) => process.exit(code),
+): Promise<number> {
+  let dispatcher: McpDispatcher<typeof ANYONE>;
+  let logger: ReturnType<typeof createLogger>;
+  let graceMs: number;
+  try {
+    const config = loadConfig(env);
+    graceMs = config.shutdownGraceMs;
+    logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false });
+    const rootWarning = workspaceWarning(config);
+    if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
+    const registry = await createToolset(config, process.cwd(), logger);
+    const gateway = new Gateway({
+      registry,
+      logger,
+      defaultTimeoutMs: config.toolTimeoutMs,
+      maxConcurrency: config.maxConcurrency,
+      queueSize: config.queueSize,
+    });
+    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
+    logger.info({ tools: registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
+  } catch (err) {
+    process.stderr.write(`toolport: ${(err as Error).message}\n`);
+    return 1;
+  }
+
+  const shutdown = new AbortController();
+  let givenUp: (() => void) | undefined;
+  const gaveUp = new Promise<void>((resolve) => (givenUp = resolve));
+  let graceTimer: NodeJS.Timeout | undefined;
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal, graceMs }, 'shutting down: aborting calls in flight');
+    shutdown.abort(new Error('the server is shutting down'));
+    graceTimer = setTimeout(() => {
+      logger.warn({ graceMs, unsentBytes: output.writableLength }, 'the output was not taken within the shutdown grace; exiting');
+      exit(1);
+      givenUp?.();
+    }, graceMs);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  try {
+    await Promise.race([serveStdio(dispatcher, input, output, { caller: ANYONE, signal: shutdown.signal }), gaveUp]);
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+    // After a signal the input is still open, and an open stdin keeps the process alive.
+    input.destroy();
+  }
+  const outcome = await Promise.race([drained(output).then(() => 'drained' as const), gaveUp.then(() => 'given up' as const)]);
+  if (graceTimer) clearTimeout(graceTimer);
+  if (outcome === 'given up') return 1;
+  logger.info('stopped');
+  return 0;
+}
+
+/** Resolves once the stream has handed on everything written to it, or can take nothing more. */
+function drained(output: Writable): Promise<void> {
+  if (output.writableLength === 0 || output.destroyed || output.writableEnded) return Promise.resolve();
+  // Writes are handed on in order, so an empty one is done when everything before it is.
+  return new Promise((resolve) => {
+    output.once('close', resolve);
+    output.write('', () => {
+      output.off('close', resolve);
+      resolve();
+    });
+  });
+}

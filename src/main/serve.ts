@@ -1,0 +1,164 @@
+import type { FastifyInstance } from 'fastify';
+import { loadApiKeys } from '../config/api-keys.js';
+import { loadConfig, workspaceWarning, type Config } from '../config/config.js';
+import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from '../config/descriptors.js';
+import { Workspace } from '../os/fs/workspace.js';
+import { buildApp } from '../http/app.js';
+import type { ConnectionLimits } from '../http/guards/connections.js';
+import { keysReloader } from './key-reload.js';
+import { assertKeysFileOutsideWorkspace, openKeyWorkspaces } from '../assembly/key-workspaces.js';
+import { createLogger } from '../infra/logger.js';
+import { connectRedis } from '../infra/redis.js';
+import { assertSafeExposure } from '../config/exposure.js';
+import { isLoopback } from '../infra/net.js';
+import { createToolset } from '../assembly/toolset.js';
+
+// After the grace period calls are aborted and answer at once; this is only a last resort.
+const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
+
+/**
+ * Owns the process: reads the configuration and the API keys, opens the workspaces (the server's
+ * and the keys' own), refuses an unsafe exposure (tools that change things, on a non-loopback
+ * address, without keys), connects to Redis when limits are shared, builds the app, listens, and shuts
+ * down gracefully on SIGTERM or SIGINT (stop taking calls, let calls in flight finish up to the
+ * grace period, abort the rest, exit 0). SIGHUP reloads the keys (`keysReloader`). Start-up errors
+ * are printed on one line and exit with status 1.
+ */
+export async function serve(env: Record<string, string | undefined> = process.env): Promise<FastifyInstance | undefined> {
+  let app: FastifyInstance;
+  let config: ReturnType<typeof loadConfig>;
+  let keyLabels: string[];
+  let keyWorkspaces: Array<{ key: string; workspace: string }>;
+  let unauthenticated: string[];
+  let descriptors: DescriptorUsage;
+  let connections: ConnectionLimits;
+  // A SIGHUP before the handlers are in place (start-up takes a while: the sandbox's trial run, the
+  // workspaces) would end the process; it is remembered, and the keys are read again once serving.
+  let reloadAsked = false;
+  const askedEarly = (): void => {
+    reloadAsked = true;
+  };
+  process.on('SIGHUP', askedEarly);
+  try {
+    config = loadConfig(env);
+    const logger = createLogger(config.logLevel);
+    const rootWarning = workspaceWarning(config);
+    if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
+    const workspace = await Workspace.open(config.workspace);
+    const served = await createToolset(config, process.cwd(), logger, workspace);
+    const tools = served.list();
+    const loadedKeys = await loadApiKeys(config, tools.map((t) => t.name));
+    await assertKeysFileOutsideWorkspace(config, workspace);
+    const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
+    const apiKeys = workspaces.keys;
+    unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
+    // The replicas share the rate-limit counts and MCP cancellations through it.
+    const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;
+    keyLabels = apiKeys.map((k) => k.label);
+    keyWorkspaces = apiKeys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
+    descriptors = descriptorUsage();
+    connections = {
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors),
+    };
+    app = await buildApp({
+      registry: workspaces.registry,
+      toolsets: workspaces.toolsets,
+      redis,
+      logger,
+      toolTimeoutMs: config.toolTimeoutMs,
+      bodyLimit: config.bodyLimit,
+      docs: config.docs,
+      apiKeys,
+      publicDocs: config.publicDocs,
+      localOnly: isLoopback(config.host),
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      corsOrigins: config.corsOrigins,
+      trustProxy: config.trustProxy,
+      connections,
+      rateLimit: config.rateLimit,
+      maxConcurrency: config.maxConcurrency,
+      queueSize: config.queueSize,
+      maxConcurrencyPerCaller: config.maxConcurrencyPerCaller,
+      queuePerCaller: config.queuePerCaller,
+    });
+    // After the last call: closes every workspace and the Redis connection.
+    app.addHook('onClose', async () => {
+      await Promise.all([workspaces.close(), workspace.close(), redis?.quit()]);
+    });
+    const reload = keysReloader({
+      config,
+      servedTools: tools.map((t) => t.name),
+      keys: apiKeys,
+      workspaces,
+      replaceKeys: (keys) => app.toolport.replaceKeys(keys),
+      log: logger,
+    });
+    handleSignals(app, config, reload);
+    process.off('SIGHUP', askedEarly);
+    if (reloadAsked) void reload();
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    process.off('SIGHUP', askedEarly);
+    process.stderr.write(`toolport: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return undefined;
+  }
+  if (unauthenticated.length > 0) {
+    app.log.warn(
+      { tools: unauthenticated, host: config.host },
+      'serving tools that are not read-only without authentication on a non-loopback address (TOOLPORT_ALLOW_UNAUTHENTICATED=true)',
+    );
+  }
+  // Labels only: a key's value never reaches the log.
+  app.log.info({ tools: app.toolport.gateway.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
+  if (keyWorkspaces.length > 0) app.log.info({ workspaces: keyWorkspaces }, 'keys with workspaces of their own');
+  app.log.info({ ...connections, descriptorLimit: descriptors.limit }, 'connection limits');
+  if (descriptors.limit !== undefined && descriptors.open !== undefined && connections.maxConnections > descriptors.limit - descriptors.open) {
+    app.log.warn(
+      { ...descriptors, maxConnections: connections.maxConnections },
+      'TOOLPORT_MAX_CONNECTIONS is above what the descriptor limit (ulimit -n) leaves: connections past it will be refused by the system, and tool calls may fail to open files',
+    );
+  }
+
+  return app;
+}
+
+/**
+ * SIGTERM or SIGINT: stop taking calls, let calls in flight finish up to the grace period, abort
+ * the rest, exit 0. SIGHUP: reload the keys; the process goes on (by default SIGHUP ends it).
+ * Installed before the server listens, so no signal finds it without a handler.
+ */
+function handleSignals(app: FastifyInstance, config: Config, reload: () => Promise<unknown>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      // A second signal means "now": exit at once; the exit handler still kills running commands.
+      app.log.warn({ signal }, 'second signal; exiting without waiting for calls in flight');
+      process.exit(1);
+    }
+    stopping = true;
+    app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    setTimeout(() => {
+      app.log.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + FORCED_EXIT_AFTER_GRACE_MS).unref();
+    app.toolport.shutdown(config.shutdownGraceMs).then(
+      () => {
+        app.log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGHUP', () => void reload());
+}

@@ -1,0 +1,222 @@
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome } from './process.js';
+import { ReapedCall } from './reaped-call.js';
+import { REAPER_SCRIPT, REAPER_SYSCALLS } from './reaper-script.js';
+
+const CHECK_TIMEOUT_MS = 10_000;
+const MAX_REASON_CHARS = 500;
+// A token (32 hex digits) and `o` or `e` open each output connection.
+const TOKEN_CHARS = 32;
+// A connection that has not said which call it belongs to by then is dropped.
+const OPENING_TIMEOUT_MS = 10_000;
+// Far above the connections of the calls one server runs at once (two per call).
+const MAX_CONNECTIONS = 1_024;
+
+type ResidentProcess = ChildProcessByStdio<Writable, Readable, Readable>;
+
+/** One resident Perl process and the calls sent to it. */
+interface Resident {
+  child: ResidentProcess;
+  tokens: Set<string>;
+  /** The end of what it wrote to stderr, for the reason of a failure. */
+  stderr: string;
+}
+
+export interface ResidentReaperOptions {
+  /** The Perl to run (default `perl`, looked up on PATH). */
+  perl?: string;
+  /** The resident's own environment (default `commandEnv()`); each command gets the one it is run with. */
+  env?: Record<string, string>;
+}
+
+/**
+ * Runs commands under the reaper (see `REAPER_SCRIPT`): one resident Perl process, started here
+ * and again whenever it has gone, forks a call reaper per command, which makes itself a child
+ * subreaper, so nothing the command starts (setsid, double forks included) outlives the call.
+ * The output comes over a Unix socket of the server's in the abstract namespace, two connections
+ * per call, each opened with the call's random token; a connection without a live token is
+ * dropped. Calls behave as `runProcess` calls do: a process group per call, killed on timeout and
+ * abort (SIGTERM, then SIGKILL), never a rejection. Handles are unreferenced: an idle reaper does
+ * not keep the process alive, and the resident dies with the server (PR_SET_PDEATHSIG).
+ */
+export class ResidentReaper {
+  readonly #perl: string;
+  readonly #env: Record<string, string>;
+  readonly #address = `toolport-reaper-${process.pid}-${randomBytes(8).toString('hex')}`;
+  readonly #calls = new Map<string, ReapedCall>();
+  readonly #server: net.Server;
+  #resident: Resident | undefined;
+  #closed = false;
+
+  private constructor(options: ResidentReaperOptions) {
+    this.#perl = options.perl ?? 'perl';
+    this.#env = options.env ?? commandEnv();
+    this.#server = net.createServer((socket) => this.#accept(socket));
+    this.#server.maxConnections = MAX_CONNECTIONS;
+    this.#server.unref();
+  }
+
+  /**
+   * Starts a reaper and tries it once; rejects with why it cannot work here (not Linux, an
+   * architecture whose system calls it does not know, no perl, prctl refused, ...).
+   */
+  static async start(options: ResidentReaperOptions = {}): Promise<ResidentReaper> {
+    if (process.platform !== 'linux') throw new Error(`child subreapers are a Linux feature and this is ${process.platform}`);
+    if (REAPER_SYSCALLS[process.arch] === undefined) throw new Error(`the reaper does not know the system calls of ${process.arch}`);
+    const reaper = new ResidentReaper(options);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        reaper.#server.once('error', reject);
+        reaper.#server.listen(`\0${reaper.#address}`, () => resolve());
+      });
+      const outcome = await reaper.#submit([], { cwd: '/', env: reaper.#env, timeoutMs: CHECK_TIMEOUT_MS, onStdout: () => {}, onStderr: () => {} });
+      const reason = trialFailure(reaper.#perl, outcome, reaper.#resident?.stderr ?? '');
+      if (reason !== undefined) throw new Error(reason);
+    } catch (err) {
+      reaper.close();
+      throw err;
+    }
+    return reaper;
+  }
+
+  /** Runs `file args` under a call reaper. `killGraceMs` is the reaper's grace between SIGTERM and SIGKILL. */
+  run(file: string, args: readonly string[], options: RunOptions): Promise<RunOutcome> {
+    return this.#submit([file, ...args], options);
+  }
+
+  /** Stops the resident; calls still running are ended by their reapers, as when the server dies. */
+  close(): void {
+    this.#closed = true;
+    this.#resident?.child.kill('SIGTERM');
+    this.#server.close();
+  }
+
+  #submit(command: string[], options: RunOptions): Promise<RunOutcome> {
+    const outcome: RunOutcome = { exitCode: null, exitSignal: null, timedOut: false };
+    if (options.signal?.aborted) return Promise.resolve({ ...outcome, abortReason: options.signal.reason });
+    const token = randomBytes(TOKEN_CHARS / 2).toString('hex');
+    const env = Object.entries(options.env).map(([name, value]) => `${name}=${value}`);
+    const fields = [token, options.cwd, String(options.killGraceMs ?? KILL_GRACE_MS), String(env.length), ...env, ...command];
+    // As spawn refuses them: no program can receive a NUL byte in an argument.
+    if (fields.some((field) => field.includes('\0'))) {
+      const error = Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), { code: 'ERR_INVALID_ARG_VALUE' });
+      return Promise.resolve({ ...outcome, spawnError: error });
+    }
+    if (this.#closed) return Promise.resolve({ ...outcome, spawnError: new Error('the reaper was closed') });
+    const resident = this.#resident ?? this.#startResident();
+    const call = new ReapedCall(options, () => {
+      this.#calls.delete(token);
+      resident.tokens.delete(token);
+    });
+    this.#calls.set(token, call);
+    resident.tokens.add(token);
+    const payload = Buffer.from(fields.join('\0'));
+    resident.child.stdin.write(Buffer.concat([Buffer.from(`${payload.length}\n`), payload]));
+    return call.done;
+  }
+
+  #startResident(): Resident {
+    const syscalls = REAPER_SYSCALLS[process.arch]!;
+    const child = spawn(this.#perl, ['-e', REAPER_SCRIPT, '--', String(syscalls.prctl), String(syscalls.rtSigprocmask), String(process.pid), this.#address], {
+      cwd: '/',
+      env: this.#env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      // A session of its own: a terminal's Ctrl-C, meant for the server (which drains), does not reach it.
+      detached: true,
+    });
+    const resident: Resident = { child, tokens: new Set(), stderr: '' };
+    this.#resident = resident;
+    const gone = (): void => {
+      if (this.#resident === resident) this.#resident = undefined;
+    };
+    let lines = '';
+    child.stdout.setEncoding('latin1').on('data', (chunk: string) => {
+      lines += chunk;
+      let end: number;
+      while ((end = lines.indexOf('\n')) >= 0) {
+        this.#report(lines.slice(0, end));
+        lines = lines.slice(end + 1);
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (resident.stderr = (resident.stderr + chunk).slice(-MAX_REASON_CHARS)));
+    child.stdin.on('error', () => {});
+    child.on('error', (err) => {
+      // It could not be started (no perl): nothing was sent to it.
+      gone();
+      for (const token of resident.tokens) this.#calls.get(token)?.failed(err);
+    });
+    child.on('exit', gone);
+    // Closed once the resident and every call reaper it forked are gone: a call with no report now will never have one.
+    child.stdout.on('close', () => {
+      gone();
+      const why = `the reaper exited before it started the command${resident.stderr.trim() ? `: ${resident.stderr.trim()}` : ''}`;
+      for (const token of resident.tokens) this.#calls.get(token)?.lost(why);
+    });
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as net.Socket).unref();
+    return resident;
+  }
+
+  /** One line from the resident or a call reaper: `pid`, `done`, `exit` or `error`, a token, and the rest. */
+  #report(line: string): void {
+    const [kind, token = '', ...rest] = line.split(' ');
+    const call = this.#calls.get(token);
+    const value = Number(rest[0]);
+    if (kind === 'pid') {
+      if (call !== undefined) call.started(value);
+    } else if (call === undefined) {
+      return;
+    } else if (kind === 'done') {
+      call.reported(value);
+    } else if (kind === 'exit') {
+      call.reaped(value);
+    } else if (kind === 'error') {
+      call.failed(new Error(rest.join(' ')));
+    }
+  }
+
+  /** An output connection: its first bytes name the call and the stream. */
+  #accept(socket: net.Socket): void {
+    let opening: Buffer = Buffer.alloc(0);
+    socket.setTimeout(OPENING_TIMEOUT_MS, () => socket.destroy());
+    socket.on('error', () => {});
+    const onOpening = (chunk: Buffer): void => {
+      opening = opening.length === 0 ? chunk : Buffer.concat([opening, chunk]);
+      if (opening.length <= TOKEN_CHARS) return;
+      socket.off('data', onOpening);
+      socket.setTimeout(0);
+      const call = this.#calls.get(opening.toString('latin1', 0, TOKEN_CHARS));
+      const stream = opening[TOKEN_CHARS] === 0x6f ? 'stdout' : opening[TOKEN_CHARS] === 0x65 ? 'stderr' : undefined;
+      if (call === undefined || stream === undefined) socket.destroy();
+      else call.attach(stream, socket, opening.subarray(TOKEN_CHARS + 1));
+    };
+    socket.on('data', onOpening);
+  }
+}
+
+/** Why a trial call failed, or undefined when it worked. */
+function trialFailure(perl: string, outcome: RunOutcome, stderr: string): string | undefined {
+  const error = outcome.spawnError;
+  if (error?.code === 'ENOENT') return `${perl} was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)`;
+  if (error !== undefined && (error as { syscall?: string }).syscall?.startsWith('spawn')) return `${perl} could not be started: ${error.message}`;
+  if (outcome.timedOut) return `a trial run of the reaper did not finish within ${CHECK_TIMEOUT_MS} ms`;
+  if (error === undefined && outcome.exitCode === 0) return undefined;
+  const message = (error?.message ?? stderr).trim().slice(0, MAX_REASON_CHARS);
+  return `a trial run of the reaper failed${message ? `: ${message}` : ''}`;
+}
+
+/**
+ * Tries the reaper once. Returns why it cannot work here (not Linux, an architecture it does not
+ * know, no perl, prctl refused), or undefined when it works.
+ */
+export async function reaperUnavailableReason(perl = 'perl'): Promise<string | undefined> {
+  try {
+    (await ResidentReaper.start({ perl })).close();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
