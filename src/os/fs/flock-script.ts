@@ -1,7 +1,7 @@
 /**
  * The lock helper, in Perl because Node has no binding for flock(2) and Perl is on every
  * Debian-based system (perl-base is essential), as for the reaper. It loads no module: the
- * constants are Linux's (LOCK_EX 2, LOCK_NB 4, O_RDONLY 0, O_RDWR 2, EWOULDBLOCK 11).
+ * constants are Linux's (LOCK_EX 2, LOCK_NB 4, O_RDONLY 0, O_RDWR 2, O_NONBLOCK 2048, EWOULDBLOCK 11).
  *
  * Argument: the server's pid. Requests come on stdin, one a line:
  *
@@ -9,7 +9,8 @@
  *   same file or directory, whatever its name leads to now), for reading and writing where it may
  *   (NFS grants an exclusive flock only on a file open for writing; opening changes nothing) or
  *   else for reading, and take an exclusive flock on it
- *   without waiting. Answers `<id> K` (held), `<id> B` (someone else holds it) or `<id> E <why>`.
+ *   without waiting. Answers `<id> K` (held), `<id> B` (someone else holds it, or a lease would make
+ *   the open wait) or `<id> E <why>`.
  * - `U <id>`: let go of lock `<id>`; no answer.
  *
  * A lock is held by the helper's open file and dies with it: the helper exits when stdin ends,
@@ -26,7 +27,9 @@ while (my $line = <STDIN>) {
   next unless $op eq 'L' && defined $fd && $fd =~ /^\d+$/;
   my $fh;
   my $path = "/proc/$server/fd/$fd";
-  if (!sysopen($fh, $path, 2) && !sysopen($fh, $path, 0)) { print "$id E $!\n"; next; }
+  # O_NONBLOCK: an open that would wait (a lease some process holds on the file) fails at once
+  # instead of holding this helper, and every lock behind it, for the kernel's lease-break-time.
+  if (!sysopen($fh, $path, 2 | 2048) && !sysopen($fh, $path, 0 | 2048)) { print(($! + 0 == 11 ? "$id B" : "$id E $!") . "\n"); next; }
   if (flock($fh, 2 | 4)) { $held{$id} = $fh; print "$id K\n"; }
   elsif ($! + 0 == 11) { print "$id B\n"; }
   else { print "$id E $!\n"; }
