@@ -1,6 +1,6 @@
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
 import type { AbortSource } from '../core/call-abort.js';
-import { MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
+import { MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
 import type { McpBackend } from './backend.js';
 import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
 import { httpStatusOf, methodError } from './rpc-errors.js';
@@ -168,6 +168,7 @@ export class McpDispatcher<Caller> {
       return invalidBatch(why);
     }
     let calls = 0;
+    let answerBytes = 0;
     const outcomes = await inTurns(
       this.#maxBatchConcurrency,
       messages.map((message) => async (): Promise<DispatchOutcome> => {
@@ -178,7 +179,15 @@ export class McpDispatcher<Caller> {
         }
         // Every call of a batch counts against the rate limit, as if it came alone.
         const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
-        return this.#one(message, extra ? { ...context, extra } : context);
+        const outcome = await this.#one(message, extra ? { ...context, extra } : context);
+        // The answers of one batch are bounded as a /calls turn's are: 64 Reads of 10 MiB each
+        // would hold most of a gigabyte per request (and the client may not read it).
+        const size = outcome.reply === undefined ? 0 : JSON.stringify(outcome.reply).length;
+        if (answerBytes + size <= MAX_TURN_ANSWER_BYTES) {
+          answerBytes += size;
+          return outcome;
+        }
+        return { reply: leftOut(outcome.reply as JsonRpcResponse, size), status: 200 };
       }),
     );
     const replies: JsonRpcResponse[] = [];
@@ -284,6 +293,21 @@ export class McpDispatcher<Caller> {
     return { reply: resultResponse(request.id, result), status: 200 };
   }
 
+}
+
+/** A batch's answer past its budget: the call ran (or was refused), and its answer is replaced by an error result saying why. */
+function leftOut(reply: JsonRpcResponse, size: number): JsonRpcResponse {
+  // Only results are large; an error without an id (an unreadable request) is a few bytes.
+  if (reply.id === null || reply.id === undefined) return reply;
+  return resultResponse(reply.id, {
+    content: [
+      {
+        type: 'text',
+        text: `The call ran, but its answer (${size} bytes) is left out: the answers of one batch may take at most ${MAX_TURN_ANSWER_BYTES} bytes. Send fewer or smaller calls per batch (a Read with offset and limit, say).`,
+      },
+    ],
+    isError: true,
+  });
 }
 
 /** An element a batch may not hold: `initialize` (2025-03-26 says so), or a stateless-revision request. */
