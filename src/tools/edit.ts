@@ -112,7 +112,8 @@ async function editLocked(location: Location, lock: HeldLock, request: EditReque
       return errorResult(`${shown} was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written. ${why}`);
     }
     const read = loaded.stats;
-    const before = Number(read.blocks) * 512;
+    // The old content's blocks are freed only when no other name (a hard link) keeps them.
+    const before = Number(read.nlink) === 1 ? Number(read.blocks) * 512 : 0;
     const reservation = await usage?.reserve(Buffer.byteLength(planned.output) - before, signal);
     if (typeof reservation === 'string') return quotaRefusal(shown, reservation);
     try {

@@ -1,4 +1,4 @@
-import type { BigIntStats } from 'node:fs';
+import type { BigIntStats, Stats } from 'node:fs';
 import { lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
@@ -13,7 +13,7 @@ import { isOwnFileName } from '../os/fs/own-files.js';
 import { assertUnchanged, contentVersion, loadRegularFile } from '../os/fs/regular-file.js';
 import { expectedVersionSchema, versionMismatch, versionNote } from './file-versions.js';
 import { heldPath, OPEN_DIRECTORY, type Workspace } from '../os/fs/workspace.js';
-import type { Reservation, WorkspaceUsage } from '../os/fs/workspace-usage.js';
+import { MAX_MEASURED_DEPTH, type Reservation, type WorkspaceUsage } from '../os/fs/workspace-usage.js';
 
 /** What Write is made with besides its workspace. */
 export interface FileWriteOptions {
@@ -53,9 +53,14 @@ export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {})
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
           if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           if (location.kind === 'missing' && expected_version !== undefined) return versionMismatch(shown, 'does not exist');
-          // Room for the whole content, less what the file it replaces takes; settled once written.
+          // Room for the whole content and a block for each new name (the file, the directories made
+          // for it), less what the file it replaces takes when no hard link keeps that; settled once written.
           const replaced = location.kind === 'other' ? await lstat(heldPath(location.parent, location.name)).catch(() => undefined) : undefined;
-          reservation = await usage?.reserve(Buffer.byteLength(content) - (replaced?.isFile() ? replaced.blocks * 512 : 0), signal);
+          const created = location.kind === 'missing' ? location.missing.length : 0;
+          if (usage !== undefined && created > 1 && location.relative.split('/').length > MAX_MEASURED_DEPTH) {
+            return quotaRefusal(shown, `its directories would lie deeper than the ${MAX_MEASURED_DEPTH} levels the workspace's disk use is measured to`);
+          }
+          reservation = await usage?.reserve(Buffer.byteLength(content) + created * ENTRY_BYTES - freedBy(replaced), signal);
           if (typeof reservation === 'string') return quotaRefusal(shown, reservation);
           parent = location.kind === 'missing' ? await makeParents(location.parent, location.missing.slice(0, -1)) : location.parent;
           if (parent === undefined) return errorResult(`Cannot create ${shown}: a part of its directory is a file, not a directory.`);
@@ -90,7 +95,7 @@ export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {})
                   if (checked) await assertUnchanged(dir, location.name, checked, () => new ChangedSinceCheck());
                 },
               });
-              if (typeof reservation === 'object') reservation.done(Number(written.blocks) * 512 - (existing ? existing.blocks * 512 : 0));
+              if (typeof reservation === 'object') reservation.done(Number(written.blocks) * 512 + Math.max(0, created - 1) * ENTRY_BYTES - freedBy(existing));
             } catch (err) {
               if (err instanceof ChangedSinceCheck) return versionMismatch(shown, 'was changed by someone else while this write ran');
               throw err;
@@ -115,6 +120,14 @@ export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {})
       return versionNote(textResult(`${existed ? 'Overwrote' : 'Created'} ${shown} (${size}).`), contentVersion(content));
     },
   });
+}
+
+/** What a new name (a file or a directory Write makes) takes at least: one block of the file system. */
+const ENTRY_BYTES = 4096;
+
+/** The blocks replacing `file` gives back: none for what is not a regular file, or when another name (a hard link) keeps them. */
+function freedBy(file: Stats | undefined): number {
+  return file?.isFile() === true && file.nlink === 1 ? file.blocks * 512 : 0;
 }
 
 /** Thrown before the rename when the file changed after its version was checked. */

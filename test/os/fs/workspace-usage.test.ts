@@ -58,7 +58,8 @@ const refusal = (file: string, usage: WorkspaceUsage, needs: number): ToolResult
 test('a Write that would take the workspace past its quota is refused, saying used, quota and need, and writes nothing', async (t) => {
   const f = await fixture(t, 'refused');
   const content = 'x'.repeat(QUOTA + KiB);
-  const expected = refusal('big/new.txt', f.usage, content.length);
+  // The content, and a block for each new name: the directory big/ and the file.
+  const expected = refusal('big/new.txt', f.usage, content.length + 2 * 4 * KiB);
   assert.deepEqual(await f.Write.execute({ file_path: 'big/new.txt', content }, context()), expected);
   assert.deepEqual(await readdir(f.root), [], 'not even its parent directory');
   // Within the quota, it is written.
@@ -71,7 +72,7 @@ test('the server\'s own writes count at once, without measuring again; a file ma
   assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'a'.repeat(160 * KiB) }, context())).isError, false);
   assert.ok(f.usage.used >= before + 160 * KiB, `the figure counts the write: ${f.usage.used}`);
   const second = 'b'.repeat(160 * KiB);
-  assert.deepEqual(await f.Write.execute({ file_path: 'b.txt', content: second }, context()), refusal('b.txt', f.usage, second.length));
+  assert.deepEqual(await f.Write.execute({ file_path: 'b.txt', content: second }, context()), refusal('b.txt', f.usage, second.length + 4 * KiB));
   // Replacing a.txt by something of the same size needs no room: only growth counts.
   assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'c'.repeat(160 * KiB) }, context())).isError, false);
   // Over the quota (another process wrote), shrinking a file still works, so a full workspace can be cleaned up.
@@ -99,7 +100,7 @@ test('what others write (Bash, another replica) counts from the next measurement
   assert.equal((await f.Write.execute({ file_path: 'one.txt', content: 'x'.repeat(40 * KiB) }, context())).isError, false);
   await f.usage.measure();
   const content = 'y'.repeat(40 * KiB);
-  assert.deepEqual(await f.Write.execute({ file_path: 'two.txt', content }, context()), refusal('two.txt', f.usage, content.length));
+  assert.deepEqual(await f.Write.execute({ file_path: 'two.txt', content }, context()), refusal('two.txt', f.usage, content.length + 4 * KiB));
 });
 
 test('concurrent Writes cannot together pass the quota: each reserves its room first', async (t) => {
