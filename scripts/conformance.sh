@@ -15,7 +15,7 @@
 # the npm registry is all it needs. Each run's checks.json and output stay in a temp directory,
 # kept and named when something fails.
 #
-# Scenarios not run, because a tools-only server has nothing for them to test (README, "Conformance"):
+# Scenarios not run, because a tools-only server has nothing for them to test (docs/mcp.md, "Conformance"):
 #   resources-*, prompts-*, completion-complete, sep-2164-resource-not-found: no resources or prompts.
 #   tools-call-audio, tools-call-embedded-resource, tools-call-mixed-content: a ToolResult holds text
 #     and image blocks only; no toolport tool can return audio or an embedded resource.
