@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, readlink, readdir, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { pino } from 'pino';
 import type { ApiKey } from '../../src/config/api-keys.js';
 import type { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
@@ -11,9 +10,11 @@ import { openKeyWorkspaces, type KeyWorkspacesOptions } from '../../src/assembly
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { requireOrSkip } from '../support/require.js';
+import { toolContext } from '../support/tool-context.js';
 
 const SANDBOX_MISSING = await sandboxUnavailableReason(tmpdir());
-const CONTEXT = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+const CONTEXT = toolContext();
 
 interface Setup {
   base: string;
@@ -164,7 +165,8 @@ test('close() closes every workspace it opened', async (t) => {
   assert.deepEqual(await heldRoots(), []);
 });
 
-test('in the sandbox, each workspace\'s Bash cannot see the other workspaces in use', { skip: SANDBOX_MISSING && `bubblewrap cannot run here: ${SANDBOX_MISSING}` }, async (t) => {
+test('in the sandbox, each workspace\'s Bash cannot see the other workspaces in use', async (t) => {
+  if (!requireOrSkip(t, 'bubblewrap', SANDBOX_MISSING)) return;
   // Outside /tmp, which the sandbox replaces anyway: the hiding must come from the workspaces' own mounts.
   const base = await mkdtemp('/var/tmp/toolport-keyws-');
   t.after(() => rm(base, { recursive: true, force: true }));

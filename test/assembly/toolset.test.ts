@@ -12,6 +12,8 @@ import { PluginLoadError } from '../../src/assembly/plugins.js';
 import { Echo } from '../../src/tools/index.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { UnknownToolError, createToolset, secretFiles, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { requireOrSkip } from '../support/require.js';
+import { toolContext } from '../support/tool-context.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const TOOL_ARRAY = './test/fixtures/plugins/tool-array.ts';
@@ -138,10 +140,10 @@ describe('createToolset', () => {
     await writeFile(path.join(keysDir, 'keys.json'), '[{"label":"ci","key":"sk-toolset-test-0123456789"}]');
     const cfg = await config(t, { bashSandbox: true, apiKeysFile: path.join(keysDir, 'keys.json') });
     const unavailable = await sandboxUnavailableReason(cfg.workspace);
-    if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+    if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
     const registry = await createToolset(cfg, REPO);
     const bash = registry.get('Bash')!;
-    const context = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+    const context = toolContext();
     const result = await bash.execute({ command: `cat ${path.join(keysDir, 'keys.json')}` }, context);
     const block = result.content[0];
     assert.equal(result.isError, true);

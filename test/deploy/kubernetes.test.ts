@@ -17,6 +17,7 @@ import { loadConfig, type Config } from '../../src/config/config.js';
 import { BASE_DIR, buildBase, parseManifests, type Manifest, type Resource } from './kustomize.js';
 import { restrictedViolations } from './pod-security.js';
 import { kindOf, KINDS, unknownFields, validateSchema } from './schemas.js';
+import { skipWithout } from '../support/require.js';
 
 // How long the server gives itself past TOOLPORT_SHUTDOWN_GRACE_MS before it exits anyway
 // (FORCED_EXIT_AFTER_GRACE_MS in src/main/serve.ts).
@@ -95,7 +96,7 @@ describe('the kustomize base in deploy/kubernetes', () => {
     try {
       ({ stdout: output } = await promisify(execFile)('kubectl', ['kustomize', BASE_DIR], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return t.skip('kubectl is not installed');
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return void skipWithout(t, 'kubectl', 'it is not installed');
       throw err;
     }
     const key = (m: Manifest): string => `${kindOf(m)} ${m.metadata.name}`;

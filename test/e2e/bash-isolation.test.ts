@@ -10,6 +10,7 @@ import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { requireOrSkip } from '../support/require.js';
 
 async function server(t: TestContext, env: Record<string, string>): Promise<ServerProcess> {
   const started = await startServer(env);
@@ -46,7 +47,7 @@ const key = (): string => randomBytes(24).toString('hex');
 
 test("by default the server runs Bash in the sandbox, says so at start-up, and Bash reads no key from the keys file or the server's environment", async (t) => {
   const unavailable = await sandboxUnavailableReason(tmpdir());
-  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
   const keysDir = await mkdtemp('/var/tmp/toolport-e2e-keys-');
   t.after(() => rm(keysDir, { recursive: true, force: true }));
   const [envKey, fileKey] = [key(), key()];
@@ -71,7 +72,7 @@ test("by default the server runs Bash in the sandbox, says so at start-up, and B
 
 test('with TOOLPORT_BASH_SANDBOX=false the server warns at start-up, and nothing a Bash call starts outlives the call or the server', async (t) => {
   const noReaper = await reaperUnavailableReason();
-  if (noReaper !== undefined) return t.skip(`the subreaper cannot run here: ${noReaper}`);
+  if (!requireOrSkip(t, 'the subreaper (Perl)', noReaper)) return;
   const apiKey = key();
   const srv = await server(t, { TOOLPORT_API_KEYS: apiKey, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
 

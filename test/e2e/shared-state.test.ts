@@ -5,6 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { freePort, REDIS_MISSING, startRedis } from '../fixtures/redis-server.js';
 import { kill, startServer } from '../fixtures/server-process.js';
+import { requireOrSkip } from '../support/require.js';
 
 const SANDBOX_MISSING = await sandboxUnavailableReason('/var/tmp');
 const KEYS = { 'team-a': 'team-a-secret-0123456789abcdef', 'team-b': 'team-b-secret-0123456789abcdef' } as const;
@@ -48,7 +49,8 @@ test('the server refuses to start when Redis cannot be reached, naming TOOLPORT_
   );
 });
 
-test('with TOOLPORT_REDIS_URL the server counts in Redis, and closes the connection on SIGTERM', { skip: REDIS_MISSING }, async (t) => {
+test('with TOOLPORT_REDIS_URL the server counts in Redis, and closes the connection on SIGTERM', async (t) => {
+  if (!requireOrSkip(t, 'Redis', REDIS_MISSING)) return;
   const redis = await startRedis();
   t.after(() => redis.stop());
   const server = await startServer({ TOOLPORT_REDIS_URL: redis.url, TOOLPORT_RATE_LIMIT: '2', TOOLPORT_BASH_SANDBOX: 'false' });

@@ -6,6 +6,8 @@ import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { until } from '../support/wait.js';
+import { requireOrSkip } from '../support/require.js';
 
 // Low enough to exhaust with a few hundred sockets, high enough for the server's own start-up.
 const DESCRIPTOR_LIMIT = 160;
@@ -19,15 +21,14 @@ const SHORT_TIMEOUTS = {
 const HALF_A_HEADER = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n';
 const ECHOED = { content: [{ type: 'text', text: 'still serving' }], isError: false };
 
-const hasPrlimit = (() => {
+const PRLIMIT_MISSING = (() => {
   try {
     execFileSync('prlimit', ['--version'], { stdio: 'ignore' });
-    return true;
+    return undefined;
   } catch {
-    return false;
+    return 'prlimit (util-linux) is not installed';
   }
 })();
-const needsPrlimit = hasPrlimit ? {} : { skip: 'prlimit (util-linux) is not installed' };
 
 async function server(t: TestContext, env: Record<string, string>, prefix: string[] = []): Promise<ServerProcess> {
   const started = await startServer({ ...SHORT_TIMEOUTS, ...env }, { prefix });
@@ -45,14 +46,6 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /** Polls `condition` until it holds, failing after `ms`. */
-async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /**
  * The attacker: `count` connections that each send `payload` (half a request, or nothing) and then
  * nothing more, ever. Resolves `closed` once the server has closed every one of them.
@@ -94,7 +87,8 @@ async function assertServing(srv: ServerProcess): Promise<void> {
   assert.deepEqual(await call.json(), ECHOED);
 }
 
-test('more idle half-open connections than the descriptor limit allows: the server stays up, refuses past its cap, and serves again once they are reaped', needsPrlimit, async (t) => {
+test('more idle half-open connections than the descriptor limit allows: the server stays up, refuses past its cap, and serves again once they are reaped', async (t) => {
+  if (!requireOrSkip(t, 'prlimit', PRLIMIT_MISSING)) return;
   const srv = await server(t, {}, ['prlimit', `--nofile=${DESCRIPTOR_LIMIT}:${DESCRIPTOR_LIMIT}`, '--']);
   const attack = idleConnections(srv.url, DESCRIPTOR_LIMIT * 2, HALF_A_HEADER);
   t.after(() => attack.sockets.forEach((s) => s.destroy()));
@@ -108,12 +102,13 @@ test('more idle half-open connections than the descriptor limit allows: the serv
   assert.ok(srv.lines.some((l) => String(l.msg).startsWith('connections refused')), 'the cap turned connections away');
 });
 
-test('running out of descriptors does not end the process: with the cap set above the limit, accepts fail, and the server recovers', needsPrlimit, async (t) => {
+test('running out of descriptors does not end the process: with the cap set above the limit, accepts fail, and the server recovers', async (t) => {
+  if (!requireOrSkip(t, 'prlimit', PRLIMIT_MISSING)) return;
   const srv = await server(t, { TOOLPORT_MAX_CONNECTIONS: '100000' }, ['prlimit', `--nofile=${DESCRIPTOR_LIMIT}:${DESCRIPTOR_LIMIT}`, '--']);
   const attack = idleConnections(srv.url, DESCRIPTOR_LIMIT * 2, '');
   t.after(() => attack.sockets.forEach((s) => s.destroy()));
   // Every descriptor the process may have is taken: the state that used to end it.
-  await until(() => srv.child.exitCode !== null || openDescriptors(srv.pid) >= DESCRIPTOR_LIMIT, 20_000, 'the descriptor table to fill');
+  await until(() => srv.child.exitCode !== null || openDescriptors(srv.pid) >= DESCRIPTOR_LIMIT, 'the descriptor table to fill', 20_000, 20);
   await within(attack.closed, 30_000, 'the server to close every idle connection');
 
   assert.equal(srv.child.exitCode, null, `the server exited: ${srv.stderr()}`);
@@ -128,7 +123,7 @@ test('a Bash call that outlasts the header, request and idle timeouts still gets
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'touch started; while [ ! -e release ]; do sleep 0.05; done; echo released' }),
   });
-  await until(() => existsSync(path.join(srv.workspace, 'started')), 10_000, 'the command to start');
+  await until(() => existsSync(path.join(srv.workspace, 'started')), 'the command to start', 10_000, 20);
   // Proof that the deadlines passed while the call ran: idle connections opened after it, one
   // after the other, were each closed by the server.
   for (let i = 0; i < 2; i++) await within(idleConnections(srv.url, 1, '').closed, 10_000, 'an idle connection to be reaped');

@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { gatedTool, type GatedRun } from '../fixtures/gated-tool.js';
+import { until } from '../support/wait.js';
 
 const KEY_A = 'key-of-caller-a-0123456789';
 const KEY_B = 'key-of-caller-b-0123456789';
@@ -35,14 +36,6 @@ async function busyServer(options: Partial<AppOptions> = {}) {
   return { app, gated, call };
 }
 
-async function until(condition: () => boolean, what: string, deadlineMs = 10_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
 /** Releases every run of the tool, as they start, until all `calls` have answered. */
 async function releaseUntilAnswered(gated: ReturnType<typeof gatedTool>, calls: Array<Promise<unknown>>, deadlineMs = 10_000): Promise<void> {
   let answered = false;
@@ -67,7 +60,7 @@ test("200 calls from one key take half the tool's slots and a quarter of its que
   t.after(() => app.close());
   const flood = Array.from({ length: 200 }, (_, i) => call(KEY_A, `a${i}`));
   await gated.started(2);
-  await until(() => app.toolport.executor.load('Slow').waiting === 16, "A's share of the queue to fill");
+  await until(() => app.toolport.executor.load('Slow').waiting === 16, "A's share of the queue to fill", 10_000, 0);
   const refused = (await Promise.all(flood.slice(18))).map((r) => [r.statusCode, r.headers['retry-after'], r.json()]);
   assert.equal(refused.length, 182);
   const expected = {
@@ -103,9 +96,9 @@ test("while two keys flood and hold every slot, a third key's call runs as soon 
   await gated.started(2);
   const floodC = Array.from({ length: 10 }, (_, i) => call(KEY_C, `c${i}`));
   await gated.started(4);
-  await until(() => app.toolport.executor.load('Slow').waiting === 16, 'both floods to queue');
+  await until(() => app.toolport.executor.load('Slow').waiting === 16, 'both floods to queue', 10_000, 0);
   const b = call(KEY_B, 'b0');
-  await until(() => app.toolport.executor.load('Slow').waiting === 17, "B's call to queue");
+  await until(() => app.toolport.executor.load('Slow').waiting === 17, "B's call to queue", 10_000, 0);
   gated.runs[0]?.release();
   const runs = await gated.started(5);
   assert.equal(runs[4]?.id, 'b0', 'the freed slot went to the caller that had none');
@@ -120,7 +113,7 @@ test('without keys each client address gets its share: one address flooding leav
   t.after(() => app.close());
   const flood = Array.from({ length: 30 }, (_, i) => call('', `x${i}`, '10.0.0.1'));
   await gated.started(2);
-  await until(() => app.toolport.executor.load('Slow').waiting === 16, "the first address's share of the queue to fill");
+  await until(() => app.toolport.executor.load('Slow').waiting === 16, "the first address's share of the queue to fill", 10_000, 0);
   const other = call('', 'y0', '10.0.0.2');
   const runs = await gated.started(3);
   assert.equal(runs[2]?.id, 'y0');
@@ -137,7 +130,7 @@ test('TOOLPORT_MAX_CONCURRENCY_PER_CALLER and TOOLPORT_QUEUE_PER_CALLER set the 
   t.after(() => app.close());
   const calls = [0, 1, 2, 3].map((i) => call(KEY_A, `a${i}`));
   await gated.started(3);
-  await until(() => app.toolport.executor.load('Slow').waiting === 1, "A's fourth call to queue");
+  await until(() => app.toolport.executor.load('Slow').waiting === 1, "A's fourth call to queue", 10_000, 0);
   const refused = await call(KEY_A, 'a4');
   assert.equal(refused.statusCode, 503);
   assert.equal(refused.json().error.message, `Tool "Slow" is busy with this caller's calls: 3 running and 1 waiting, the most one caller may have (3 running, 1 waiting); retry later.`);
@@ -150,7 +143,7 @@ test('without keys, every loopback address is one caller: a client cycling throu
   t.after(() => app.close());
   const flood = Array.from({ length: 40 }, (_, i) => call('', `x${i}`, `127.0.0.${2 + (i % 8)}`));
   await gated.started(2);
-  await until(() => app.toolport.executor.load('Slow').waiting === 16, 'the share of the queue to fill');
+  await until(() => app.toolport.executor.load('Slow').waiting === 16, 'the share of the queue to fill', 10_000, 0);
   const refused = await Promise.all(flood.slice(18));
   assert.deepEqual(new Set(refused.map((r) => r.statusCode)), new Set([503]), '22 of the 40 are past the one share');
   assert.equal(gated.runs.length, 2, 'two run, as for one caller');

@@ -9,6 +9,7 @@ import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { requireOrSkip } from '../support/require.js';
 
 // Outside /tmp, which the Bash sandbox replaces anyway: what Bash cannot see, it must not see because
 // of the workspaces' own confinement.
@@ -17,7 +18,6 @@ const SANDBOX_MISSING = await sandboxUnavailableReason(BASE_PARENT);
 // Keys in two workspaces may use Bash only in the sandbox; without it, the file tools are checked alone.
 const BASH = SANDBOX_MISSING === undefined;
 const TOOLS = BASH ? undefined : ['Read', 'Write', 'LS', 'Glob', 'Grep'];
-if (!BASH) console.log(`# Bash left out: bubblewrap cannot run here: ${SANDBOX_MISSING}`);
 const TEAMS = ['team-a', 'team-b'] as const;
 type Team = (typeof TEAMS)[number];
 const KEY: Record<Team | 'admin', string> = {
@@ -52,6 +52,10 @@ async function call(app: FastifyInstance, transport: Transport, key: string, too
   const { result } = res.json() as { result: { content: Array<{ text?: string }>; isError: boolean } };
   return { status: res.statusCode, text: result.content.map((c) => c.text ?? '').join('\n'), isError: result.isError };
 }
+
+test('bubblewrap works here, so the keys are also checked with Bash in their workspaces', (t) => {
+  requireOrSkip(t, 'bubblewrap', SANDBOX_MISSING);
+});
 
 describe('keys with workspaces of their own', () => {
   let base: string;

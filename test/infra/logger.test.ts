@@ -6,6 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { createLogger, logDestination, redactSecrets } from '../../src/infra/logger.js';
+import { until } from '../support/wait.js';
 
 function capture() {
   const lines: string[] = [];
@@ -50,7 +51,7 @@ test('the log destination writes a buffered line within its flush interval, with
   const destination = logDestination(openSync(file, 'w'));
   t.after(() => destination.destroy());
   createLogger('info', { destination }).info({ tool: 'Echo' }, 'tool call');
-  await until(() => readFileSync(file, 'utf8').includes('"msg":"tool call"'));
+  await until(() => readFileSync(file, 'utf8').includes('"msg":"tool call"'), 'the tool call line in the log file');
 });
 
 test('the log destination hands lines over in batches, in order, and flush(callback) calls back once they are written', async (t) => {
@@ -109,16 +110,9 @@ test('a log write that fails (ENOSPC) loses the line and does not end the proces
   };
   const log = createLogger('info', { destination });
   log.info('lost');
-  await until(() => errors.length === 1);
+  await until(() => errors.length === 1, 'the first error');
   log.info('lost too');
-  await until(() => errors.length === 2);
+  await until(() => errors.length === 2, 'the second error');
   assert.deepEqual(errors.map((e) => e.code), ['ENOSPC', 'ENOSPC']);
 });
 
-async function until(condition: () => boolean): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > end) assert.fail('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

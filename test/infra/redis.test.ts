@@ -7,6 +7,7 @@ import { connectRedis, openCancellationChannel, RedisUnavailableError } from '..
 import { gatedTool } from '../fixtures/gated-tool.js';
 import { capturedLog } from '../fixtures/log-capture.js';
 import { freePort, startRedis } from '../fixtures/redis-server.js';
+import { until } from '../support/wait.js';
 
 test('connectRedis refuses after its timeout when nothing answers, naming TOOLPORT_REDIS_URL but not the password', async () => {
   const port = await freePort();
@@ -133,10 +134,3 @@ test('a cancellation channel ignores its own messages and messages that are not 
 });
 
 /** Polls `condition` every 10 ms for up to 10 s. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

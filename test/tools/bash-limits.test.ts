@@ -5,12 +5,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import type { ToolDef } from '../../src/core/types.js';
 import { bashIsolationOf, createBashTool } from '../../src/tools/bash.js';
 import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { waitFor } from '../fixtures/processes.js';
+import { skipWithout } from '../support/require.js';
+import { toolContext } from '../support/tool-context.js';
 
 /**
  * Each bound from a real call, as a hostile command tries it: in the bubblewrap sandbox (which
@@ -35,7 +36,7 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }, sandbox
 }
 
 async function run(bash: ToolDef, command: string): Promise<{ text: string; isError: boolean }> {
-  const result = await bash.execute({ command, timeout: 60_000 }, { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' });
+  const result = await bash.execute({ command, timeout: 60_000 }, toolContext());
   const block = result.content[0]!;
   return { text: block.type === 'text' ? block.text : '', isError: result.isError === true };
 }
@@ -53,7 +54,7 @@ for (const { name, sandbox } of MODES) {
   test(`Bash ${name}: a fork loop stays under the process limit, and the result names the limit`, async (t) => {
     const { bash } = await setup(t, sandbox, { maxProcesses: PROCESSES });
     const enforced = bashIsolationOf(bash)!.enforced;
-    if (!sandbox && enforced.processes === 'none') return t.skip(`no process limit here without the sandbox: ${enforced.notes.join('; ')}`);
+    if (!sandbox && !skipWithout(t, 'a process limit without the sandbox', enforced.processes === 'none' ? enforced.notes.join('; ') : undefined)) return;
     assert.notEqual(enforced.processes, 'none', `the sandbox has no way to limit processes here: ${enforced.notes.join('; ')}`);
     const result = await run(bash, FORK_LOOP);
     assert.match(result.text, /fork failed after \d+: Resource temporarily unavailable/);
@@ -64,7 +65,7 @@ for (const { name, sandbox } of MODES) {
   test(`Bash ${name}: four fork loops at once are each held to the limit, which counts per call`, async (t) => {
     const { bash } = await setup(t, sandbox, { maxProcesses: PROCESSES });
     const enforced = bashIsolationOf(bash)!.enforced;
-    if (!sandbox && enforced.processes === 'none') return t.skip(`no process limit here without the sandbox: ${enforced.notes.join('; ')}`);
+    if (!sandbox && !skipWithout(t, 'a process limit without the sandbox', enforced.processes === 'none' ? enforced.notes.join('; ') : undefined)) return;
     assert.notEqual(enforced.processes, 'none', `the sandbox has no way to limit processes here: ${enforced.notes.join('; ')}`);
     const results = await Promise.all([1, 2, 3, 4].map(() => run(bash, FORK_LOOP)));
     for (const result of results) {
@@ -107,7 +108,7 @@ for (const { name, sandbox } of MODES) {
   test(`Bash ${name}: a command past the memory limit is stopped by the kernel, where a memory cgroup can be made`, async (t) => {
     const { bash } = await setup(t, sandbox, { maxMemory: 64 * MIB });
     const enforced = bashIsolationOf(bash)!.enforced;
-    if (enforced.memory === 'none') return t.skip(`no memory cgroup here: ${enforced.notes.join('; ')}`);
+    if (!skipWithout(t, 'a memory cgroup per call', enforced.memory === 'none' ? enforced.notes.join('; ') : undefined)) return;
     const result = await run(bash, `perl -e '$x = "x" x (256 * 1024 * 1024); print "allocated\\n"'`);
     assert.doesNotMatch(result.text, /allocated/);
     assert.match(result.text, /\(Stopped: the command went past the memory limit of 67108864 bytes, TOOLPORT_BASH_MAX_MEMORY, and the kernel killed a process\)/);
@@ -143,7 +144,7 @@ test('Bash in the sandbox: a command cannot raise its hard limits back', async (
 test("Bash keeps a call's cgroups for later calls once empty: thirty calls make no more than a few, and leave no process in them", async (t) => {
   // Without the sandbox, whose cgroup namespace would show the call's cgroup as "/".
   const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
-  if (bashIsolationOf(bash)!.enforced.processes !== 'cgroup') return t.skip('no cgroup per call here');
+  if (!skipWithout(t, 'a cgroup per call', bashIsolationOf(bash)!.enforced.processes === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))) return;
   // The server's own cgroup in each v1 hierarchy, where the calls' cgroups are made.
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').map((line) => line.split(':'));
   const dirs = ['pids', 'memory'].map((controller) => `/sys/fs/cgroup/${controller}${own.find((f) => f[1] === controller)![2]}`);
@@ -161,7 +162,7 @@ test("Bash keeps a call's cgroups for later calls once empty: thirty calls make 
 
 test("Bash without the sandbox: a cgroup still charged with a call's files in RAM (/dev/shm) is not reused, so the next call gets its whole memory limit", async (t) => {
   const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
-  if (bashIsolationOf(bash)!.enforced.memory !== 'cgroup') return t.skip('no memory cgroup per call here');
+  if (!skipWithout(t, 'a memory cgroup per call', bashIsolationOf(bash)!.enforced.memory === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))) return;
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').map((line) => line.split(':'));
   const memory = `/sys/fs/cgroup/memory${own.find((f) => f[1] === 'memory')![2]}`;
   const emptied = (): boolean =>

@@ -4,10 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool, DEFAULT_BASH_TIMEOUT_MS, effectiveTimeout, MAX_BASH_TIMEOUT_MS } from '../../src/tools/bash.js';
 import { KILL_GRACE_MS } from '../../src/os/proc/process.js';
 import { reaperUnavailableReason } from '../../src/os/proc/reaper.js';
@@ -16,6 +15,8 @@ import { Workspace } from '../../src/os/fs/workspace.js';
 import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { pathWithOnly } from '../fixtures/programs.js';
+import { toolContext } from '../support/tool-context.js';
+import { requireOrSkip } from '../support/require.js';
 
 /**
  * Bash without the sandbox (TOOLPORT_BASH_SANDBOX=false), under the subreaper when it can run
@@ -28,13 +29,8 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }): Promis
   return { bash: await createBashTool({ workspace: ws, sandbox: false }), ws };
 }
 
-
-function context(signal = new AbortController().signal): ToolContext {
-  return { signal, log: pino({ level: 'silent' }), requestId: 'test' };
-}
-
 async function run(bash: ToolDef, input: Record<string, unknown>, signal?: AbortSignal): Promise<{ text: string; isError: boolean }> {
-  const result: ToolResult = await bash.execute(input, context(signal));
+  const result: ToolResult = await bash.execute(input, toolContext(signal));
   assert.equal(result.content.length, 1);
   const block = result.content[0]!;
   assert.equal(block.type, 'text');
@@ -98,7 +94,7 @@ test('Bash kills background jobs that are still running when the command ends', 
 });
 
 test('Bash without the sandbox kills processes that called setsid or were double-forked when the command ends, as its description says', async (t) => {
-  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
   const { bash } = await setup(t);
   const marker = trackedMarker(t);
   assert.deepEqual(await run(bash, { command: `${escapees(marker)}; echo escaped`, timeout: 5_000 }), { text: 'escaped', isError: false });
@@ -108,7 +104,7 @@ test('Bash without the sandbox kills processes that called setsid or were double
 });
 
 test('Bash without the sandbox kills processes that called setsid or were double-forked when the call is aborted', async (t) => {
-  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
   const { bash, ws } = await setup(t);
   const marker = trackedMarker(t);
   const controller = new AbortController();
@@ -271,7 +267,7 @@ test('Bash runs in the sandbox by default when bubblewrap works here', async (t)
   t.after(() => rm(dir, { recursive: true, force: true }));
   const ws = await Workspace.open(dir);
   const unavailable = await sandboxUnavailableReason(ws.root);
-  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
   const bash = await createBashTool({ workspace: ws });
   assert.match(bash.description, /^- Sandbox: commands run inside a bubblewrap sandbox/m);
   assert.doesNotMatch(bash.description, /NOT confined/);
@@ -294,7 +290,7 @@ test('Bash reports progress as output arrives, at a bounded rate, when its calle
   // Chunks 600 ms apart (well over the 250 ms interval), then a burst of 200 lines.
   const command = 'echo one; sleep 0.6; echo two; sleep 0.6; echo three; for i in $(seq 200); do echo $i; done';
   const started = Date.now();
-  const result = await bash.execute({ command }, { ...context(), progress });
+  const result = await bash.execute({ command }, { ...toolContext(), progress });
   const elapsed = Date.now() - started;
   assert.equal(result.isError, false);
   assert.ok(reports.length >= 2, `chunks 600 ms apart are reported apart: ${JSON.stringify(reports)}`);

@@ -8,13 +8,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { createReadTool } from '../../src/tools/read.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
@@ -22,8 +22,7 @@ let Edit: ToolDef;
 let Write: ToolDef;
 let Read: ToolDef;
 
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'concurrency' });
-const call = async (tool: ToolDef, input: Record<string, unknown>): Promise<ToolResult> => tool.execute(input, context());
+const call = async (tool: ToolDef, input: Record<string, unknown>): Promise<ToolResult> => tool.execute(input, toolContext());
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 const lines = (n: number, label = 'line'): string => Array.from({ length: n }, (_, i) => `${label} ${i}`).join('\n') + '\n';
 

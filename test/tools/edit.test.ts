@@ -3,22 +3,21 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, 
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
 let outside: string;
 let Edit: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
 /** Calls Edit; a successful result must end with the version of the file as edited, which is checked and taken off. */
 async function edit(input: Record<string, unknown>): Promise<ToolResult> {
-  const result = await Edit.execute(input, context());
+  const result = await Edit.execute(input, toolContext());
   if (!result.isError) {
     const data = await readFile(path.resolve(root, String(input.file_path)));
     assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(data)})` });
@@ -212,7 +211,7 @@ test('Edit stops before writing when its signal is aborted', async () => {
   const controller = new AbortController();
   controller.abort();
   await assert.rejects(
-    Promise.resolve(Edit.execute({ file_path: 'abort.txt', old_string: 'stay', new_string: 'go' }, context(controller.signal))),
+    Promise.resolve(Edit.execute({ file_path: 'abort.txt', old_string: 'stay', new_string: 'go' }, toolContext(controller.signal))),
     { name: 'AbortError' },
   );
   assert.equal(await contentOf('abort.txt'), 'stay\n');

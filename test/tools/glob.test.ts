@@ -4,19 +4,18 @@ import { mkdir, mkdtemp, open, realpath, rm, symlink, utimes, writeFile } from '
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createGlobTool, type SearchWork } from '../../src/tools/glob.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
 let Glob: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
-const glob = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Glob.execute(input, context()));
+const glob = (input: Record<string, unknown>): Promise<ToolResult> => Promise.resolve(Glob.execute(input, toolContext()));
 const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
 
 /** Writes a file with an explicit modification time (seconds since the epoch). */
@@ -178,7 +177,7 @@ test('Glob refuses a path that is a file or does not exist', async () => {
 test('Glob stops when its signal is aborted', async () => {
   const controller = new AbortController();
   controller.abort();
-  await assert.rejects(Promise.resolve(Glob.execute({ pattern: '**/*' }, context(controller.signal))), { name: 'AbortError' });
+  await assert.rejects(Promise.resolve(Glob.execute({ pattern: '**/*' }, toolContext(controller.signal))), { name: 'AbortError' });
 });
 
 test('Glob takes a pattern and an optional path and no other properties', () => {
@@ -264,7 +263,7 @@ test('Glob stops reading after its entry budget and says so, instead of holding 
   await mkdir(path.join(dir, 'b'), { recursive: true });
   for (let i = 0; i < 30; i += 1) await writeFile(path.join(dir, i < 15 ? 'a' : 'b', `f${i}.txt`), '');
   const Small = createGlobTool(await Workspace.open(root), { maxCrawledEntries: 10 });
-  const result = await Small.execute({ pattern: '**/*.txt', path: 'budget' }, context());
+  const result = await Small.execute({ pattern: '**/*.txt', path: 'budget' }, toolContext());
   assert.equal(result.isError, false);
   const text = result.content[0]!.type === 'text' ? result.content[0]!.text : '';
   assert.match(
@@ -281,7 +280,7 @@ async function globIn(dir: string, maxCrawledEntries?: number): Promise<{ root: 
   await mkdir(own, { recursive: true });
   let last: SearchWork = { opens: -1, entries: -1 };
   const tool = createGlobTool(await Workspace.open(own), { maxCrawledEntries, onSearched: (work) => (last = work) });
-  return { root: own, glob: (input, signal) => Promise.resolve(tool.execute(input, context(signal))), work: () => last };
+  return { root: own, glob: (input, signal) => Promise.resolve(tool.execute(input, toolContext(signal))), work: () => last };
 }
 
 const textOf = (r: ToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');

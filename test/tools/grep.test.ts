@@ -11,6 +11,7 @@ import type { ToolDef } from '../../src/core/types.js';
 import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/tools/grep.js';
 import { rgRunner, type GrepConfinement } from '../../src/os/proc/rg-confined.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { requireOrSkip } from '../support/require.js';
 
 const FILES: Record<string, string> = {
   'src/app.ts': [
@@ -274,10 +275,8 @@ test("Grep leaves out the server's own temporary and lock files, even when a glo
 test('Grep finds the same inside its sandbox as without it', async (t) => {
   const ws = await Workspace.open(root);
   const runner = await rgRunner(ws, 'rg', 'on');
-  if (runner.sandbox === undefined) {
-    t.skip(`the sandbox does not work on this machine: ${runner.problem}`);
-    return;
-  }
+  const missing = !runner.found ? 'rg was not found on PATH' : runner.sandbox === undefined ? (runner.problem ?? 'bubblewrap does not work') : undefined;
+  if (!requireOrSkip(t, 'ripgrep in the bubblewrap sandbox', missing)) return;
   const inside = createGrepTool(ws, { confine: 'on' });
   const direct = createGrepTool(ws, { confine: 'off' });
   const inputs = [

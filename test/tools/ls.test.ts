@@ -4,18 +4,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import { compileInputSchema, compileOutputSchema } from '../../src/core/validator.js';
-import type { ObjectSchema, ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ObjectSchema, ToolDef, ToolResult } from '../../src/core/types.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
 let LS: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
 const result = (text: string, isError = false): ToolResult => ({ content: [{ type: 'text', text }], isError });
 const checkOutput = compileOutputSchema(LsOutputSchema as unknown as ObjectSchema);
 
@@ -31,13 +30,13 @@ function checked(r: ToolResult): ToolResult {
 
 /** The structured content of a successful listing. */
 async function structured(tool: ToolDef, input: Record<string, unknown>): Promise<LsOutput> {
-  const r = await tool.execute(input, context());
+  const r = await tool.execute(input, toolContext());
   checked(r);
   assert.notEqual(r.isError, true, JSON.stringify(r.content));
   return r.structuredContent as LsOutput;
 }
 
-const ls = async (input: Record<string, unknown>): Promise<ToolResult> => checked(await LS.execute(input, context()));
+const ls = async (input: Record<string, unknown>): Promise<ToolResult> => checked(await LS.execute(input, toolContext()));
 
 before(async () => {
   base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-ls-')));
@@ -97,7 +96,7 @@ async function lsWith(dir: string, names: string[]): Promise<(input: Record<stri
   await mkdir(own);
   for (const name of names) await writeFile(path.join(own, name), '');
   const tool = createLsTool(await Workspace.open(own));
-  return async (input) => checked(await tool.execute(input, context()));
+  return async (input) => checked(await tool.execute(input, toolContext()));
 }
 
 test('LS refuses an ignore pattern with more than two "*" in one segment before matching it against a hostile name', async () => {
@@ -192,7 +191,7 @@ test('LS lists a symlinked directory that stays inside', async () => {
 test('LS stops when its signal is aborted', async () => {
   const controller = new AbortController();
   controller.abort();
-  await assert.rejects(Promise.resolve(LS.execute({ path: 'src' }, context(controller.signal))), { name: 'AbortError' });
+  await assert.rejects(Promise.resolve(LS.execute({ path: 'src' }, toolContext(controller.signal))), { name: 'AbortError' });
 });
 
 test('LS takes path and an optional list of ignore patterns and no other properties', () => {
@@ -216,7 +215,7 @@ test('LS resolves at most 50 symbolic links per listing, the first by name, and 
   const names = Array.from({ length: MAX_RESOLVED_LINKS + 2 }, (_, i) => `l${String(i).padStart(2, '0')}`);
   for (const name of names) await symlink('target.txt', path.join(own, name));
   const tool = createLsTool(await Workspace.open(own));
-  const r = checked(await tool.execute({ path: '.' }, context()));
+  const r = checked(await tool.execute({ path: '.' }, toolContext()));
   const lines = names.map((name, i) => `${name} -> ${i < MAX_RESOLVED_LINKS ? 'target.txt' : '(not resolved: too many links)'}`);
   assert.deepEqual(
     r,
@@ -230,7 +229,7 @@ test('LS resolves at most 50 symbolic links per listing, the first by name, and 
 
 test('LS resolves as many links as it is told to, and counts only links against the limit', async () => {
   const tool = createLsTool(await Workspace.open(root), { maxResolvedLinks: 2 });
-  const r = checked(await tool.execute({ path: 'src' }, context()));
+  const r = checked(await tool.execute({ path: 'src' }, toolContext()));
   const limited = SRC_LISTING.map((line) =>
     ['link-file', 'link-out', 'link-secret'].some((name) => line.startsWith(`${name} `)) ? `${line.split(' -> ')[0]!} -> (not resolved: too many links)` : line,
   );
@@ -262,7 +261,7 @@ test('LS shows names with control or formatting characters, or with " -> ", as J
     'plain.txt',
     '"tab\\tname.txt"',
   ];
-  assert.deepEqual(checked(await tool.execute({ path: '.' }, context())), result(`Directory ".", 9 entries:\n${listing.join('\n')}`));
+  assert.deepEqual(checked(await tool.execute({ path: '.' }, toolContext())), result(`Directory ".", 9 entries:\n${listing.join('\n')}`));
   assert.ok(LS.description.includes('are shown as JSON strings'), LS.description);
 });
 

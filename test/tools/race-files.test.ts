@@ -3,8 +3,7 @@ import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symli
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { createReadTool } from '../../src/tools/read.js';
@@ -12,6 +11,8 @@ import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { startSwapper } from '../fixtures/swapper.js';
+import { toolContext } from '../support/tool-context.js';
+import { requireOrSkip } from '../support/require.js';
 
 // The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside holding
 // files of the same names; another process exchanges the two entries in a tight loop while
@@ -28,7 +29,6 @@ let root: string;
 let outside: string;
 let tools: { Read: ToolDef; Write: ToolDef; Edit: ToolDef };
 
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'race' });
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('\n');
 
 /** Every file below `dir` with its content and modification time, symlinks not followed. */
@@ -74,7 +74,7 @@ async function clients(done: () => boolean): Promise<{ calls: number; leaks: str
           [tools.Edit, { file_path: 'd/e.txt', old_string: i % 2 ? 'y' : 'x', new_string: i % 2 ? 'x' : 'y' }],
         ];
         const [tool, input] = calls[(client + i) % calls.length]!;
-        const text = textOf(await tool.execute(input, context()));
+        const text = textOf(await tool.execute(input, toolContext()));
         seen.calls += 1;
         if (text.includes(SECRET) || text.includes('OUTSIDE-zone')) seen.leaks.push(`${tool.name} ${JSON.stringify(input)}: ${text}`);
       }
@@ -106,17 +106,14 @@ test('Read, Write and Edit never act outside while a directory on their path is 
 
 test('Read, Write and Edit never act outside while a sandboxed Bash call does the swapping', async (t) => {
   const reason = await sandboxUnavailableReason(root);
-  if (reason !== undefined) {
-    t.skip(`bubblewrap does not work on this machine: ${reason}`);
-    return;
-  }
+  if (!requireOrSkip(t, 'bubblewrap', reason)) return;
   const outsideBefore = await snapshot(outside);
   const bash = await createBashTool({ workspace: await Workspace.open(root), sandbox: true });
   // The sandbox binds the workspace writable, so the swap runs there while the file tools run outside it.
   let finished = false;
   // Inside the workspace: the sandbox hides /tmp and /run, where the checkout may be.
   await copyFile(SWAPPER, path.join(root, 'swapper.py'));
-  const swapping = Promise.resolve(bash.execute({ command: `python3 swapper.py d .swap ${ROUNDS_MS / 1000}` }, context())).finally(() => {
+  const swapping = Promise.resolve(bash.execute({ command: `python3 swapper.py d .swap ${ROUNDS_MS / 1000}` }, toolContext())).finally(() => {
     finished = true;
   });
   const seen = await clients(() => finished);

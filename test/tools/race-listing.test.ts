@@ -3,8 +3,7 @@ import { copyFile, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { createGlobTool } from '../../src/tools/glob.js';
 import { createGrepTool } from '../../src/tools/grep.js';
@@ -12,6 +11,8 @@ import { createLsTool } from '../../src/tools/ls.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { startSwapper } from '../fixtures/swapper.js';
+import { toolContext } from '../support/tool-context.js';
+import { requireOrSkip } from '../support/require.js';
 
 // The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside with
 // files of distinct names and secret content; another process exchanges the two entries in a
@@ -29,7 +30,6 @@ let root: string;
 let ws: Workspace;
 let calls: [ToolDef, Record<string, unknown>][];
 
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'race' });
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('\n');
 
 before(async () => {
@@ -86,7 +86,7 @@ async function clients(done: () => boolean): Promise<Seen> {
         const [tool, input] = calls[(client + i) % calls.length]!;
         let text: string;
         try {
-          const result = await tool.execute(input, context());
+          const result = await tool.execute(input, toolContext());
           text = textOf(result);
           if (!result.isError && /needle inside|a\.txt/.test(text)) seen.listed += 1;
         } catch (err) {
@@ -120,17 +120,14 @@ test('LS, Glob and Grep never list or search outside while a directory on their 
 
 test('LS, Glob and Grep stay inside while a sandboxed Bash call swaps the directory', async (t) => {
   const reason = await sandboxUnavailableReason(root);
-  if (reason !== undefined) {
-    t.skip(`bubblewrap does not work on this machine: ${reason}`);
-    return;
-  }
+  if (!requireOrSkip(t, 'bubblewrap', reason)) return;
   const bash = await createBashTool({ workspace: ws, sandbox: true });
   // Inside the workspace: the sandbox hides /tmp and /run, where the checkout may be.
   await copyFile(SWAPPER, path.join(root, 'swapper.py'));
   // The swapper stops when its stdin closes: when sleep ends, so it leaves the pair as it found it.
   const command = `sleep ${ROUNDS_MS / 1000} | python3 swapper.py d .swap`;
   let finished = false;
-  const swapping = Promise.resolve(bash.execute({ command }, context())).finally(() => {
+  const swapping = Promise.resolve(bash.execute({ command }, toolContext())).finally(() => {
     finished = true;
   });
   const seen = await clients(() => finished);

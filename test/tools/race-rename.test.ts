@@ -3,14 +3,14 @@ import { copyFile, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } fr
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { startTempSwapper } from '../fixtures/swapper.js';
+import { toolContext } from '../support/tool-context.js';
 
 // The attack: another process (a command in the workspace) replaces the temporary file of a
 // Write or Edit with a symlink to a file outside just before the rename, so that the rename puts
@@ -27,7 +27,6 @@ let ws: Workspace;
 let Write: ToolDef;
 let Edit: ToolDef;
 
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'race-rename' });
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 
 before(async () => {
@@ -60,8 +59,8 @@ async function attackRounds(name: string): Promise<Tally> {
     const edit = round % 2 === 1;
     const expected = edit ? `edited ${round}\n` : `written ${round}\n`;
     const result = edit
-      ? await Edit.execute({ file_path: `d/${name}`, old_string: 'original line', new_string: `edited ${round}` }, context())
-      : await Write.execute({ file_path: `d/${name}`, content: expected }, context());
+      ? await Edit.execute({ file_path: `d/${name}`, old_string: 'original line', new_string: `edited ${round}` }, toolContext())
+      : await Write.execute({ file_path: `d/${name}`, content: expected }, toolContext());
     if (result.isError) {
       tally.refusals += 1;
       assert.match(textOf(result), /another process replaced the server's temporary file|was changed by another process while this write ran/, textOf(result));
@@ -99,7 +98,7 @@ test('Write and Edit never report success while a sandboxed Bash command swaps t
   const controller = new AbortController();
   let finished = false;
   const swapping = Promise.resolve(
-    bash.execute({ command: `python3 swapper.py --temp d ${outside} 600`, timeout: 600_000 }, { ...context(), signal: controller.signal }),
+    bash.execute({ command: `python3 swapper.py --temp d ${outside} 600`, timeout: 600_000 }, { ...toolContext(), signal: controller.signal }),
   ).then(
     (result) => textOf(result),
     (err: unknown) => String(err),
@@ -114,7 +113,7 @@ test('Write and Edit never report success while a sandboxed Bash command swaps t
     for (;;) {
       assert.ok(!finished && Date.now() < deadline, `the sandboxed swapper did not start${finished ? `: ${await swapping}` : ''}`);
       await rm(probe, { force: true });
-      const result = await Write.execute({ file_path: 'd/probe.txt', content: 'probe\n' }, context());
+      const result = await Write.execute({ file_path: 'd/probe.txt', content: 'probe\n' }, toolContext());
       if (result.isError || (await lstat(probe)).isSymbolicLink()) break;
     }
     tally = await attackRounds('sandboxed.txt');

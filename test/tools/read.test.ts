@@ -4,21 +4,20 @@ import { mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } 
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createReadTool } from '../../src/tools/read.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
 let Read: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
 /** Calls Read; a successful result must end with the file's version, which is checked and taken off. */
 async function read(input: Record<string, unknown>): Promise<ToolResult> {
-  const result = await Read.execute(input, context());
+  const result = await Read.execute(input, toolContext());
   if (result.isError) return result;
   const data = await readFile(path.resolve(root, String(input.file_path)));
   assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(data)})` });
@@ -234,7 +233,7 @@ test('Read refuses an empty path and a NUL byte', async () => {
 test('Read stops when its signal is aborted', async () => {
   const controller = new AbortController();
   controller.abort();
-  await assert.rejects(Promise.resolve(Read.execute({ file_path: 'long.txt' }, context(controller.signal))), { name: 'AbortError' });
+  await assert.rejects(Promise.resolve(Read.execute({ file_path: 'long.txt' }, toolContext(controller.signal))), { name: 'AbortError' });
 });
 
 test('Read takes positive integer offset and limit and no other properties', () => {

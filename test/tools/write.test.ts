@@ -4,22 +4,21 @@ import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, readlink, realpa
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pino } from 'pino';
 import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolContext, ToolDef, ToolResult } from '../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
+import { toolContext } from '../support/tool-context.js';
 
 let base: string;
 let root: string;
 let outside: string;
 let Write: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'test' });
 /** Calls Write; a successful result must end with the version of the content written, which is checked and taken off. */
 async function write(input: Record<string, unknown>): Promise<ToolResult> {
-  const result = await Write.execute(input, context());
+  const result = await Write.execute(input, toolContext());
   if (!result.isError) assert.deepEqual(result.content.pop(), { type: 'text', text: `(version ${contentVersion(String(input.content))})` });
   return result;
 }
@@ -107,7 +106,7 @@ test('Write removes its temporary file and keeps the target when the call is abo
   const controller = new AbortController();
   controller.abort();
   await assert.rejects(
-    Promise.resolve(Write.execute({ file_path: 'aborted/keep.txt', content: 'lost\n' }, context(controller.signal))),
+    Promise.resolve(Write.execute({ file_path: 'aborted/keep.txt', content: 'lost\n' }, toolContext(controller.signal))),
     { name: 'AbortError' },
   );
   assert.deepEqual(await readdir(path.join(root, 'aborted')), ['keep.txt']);

@@ -15,6 +15,7 @@ import { Echo } from '../../../src/tools/echo.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY } from '../../../src/mcp/era.js';
 import { MODERN_VERSIONS } from '../../../src/mcp/protocol-versions.js';
+import { until } from '../../support/wait.js';
 
 const LONG = 60_000;
 const REQUEST_TIMEOUT_BODY = {
@@ -58,14 +59,6 @@ async function connectionCount(app: FastifyInstance): Promise<number> {
 }
 
 /** Polls `condition` until it holds, failing after `ms`. */
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 test('a connection that sends half its headers and stops is answered 408 REQUEST_TIMEOUT and closed', async (t) => {
   const { port } = await listening(t, { headersTimeoutMs: 200 });
   const { head, body } = splitResponse(await rawConnection(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n').closed);

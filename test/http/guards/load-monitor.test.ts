@@ -2,16 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LoadMonitor, type LoadThresholds } from '../../../src/http/guards/load-monitor.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
+import { until } from '../../support/wait.js';
 
 const OFF: LoadThresholds = { maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssBytes: 0, healthCheckIntervalMs: 1000, sampleIntervalMs: 5 };
-
-async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 test('a sample that fails (EMFILE reading resident memory) is logged once and the process goes on with the last values', async (t) => {
   const emfile = Object.assign(new Error('EMFILE: too many open files, uv_resident_set_memory'), { code: 'EMFILE' });

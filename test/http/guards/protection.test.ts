@@ -7,6 +7,7 @@ import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
+import { until } from '../../support/wait.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();
@@ -36,14 +37,6 @@ function fakeKeys(app: FastifyInstance): void {
 }
 
 /** Polls a condition until it holds or the deadline passes. */
-async function until(condition: () => boolean | Promise<boolean>, what: string, deadlineMs = 5_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!(await condition())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
 const echo = (app: FastifyInstance, headers: Record<string, string> = {}, remoteAddress?: string) =>
   app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'hi' }, headers, ...(remoteAddress && { remoteAddress }) });
 
@@ -79,7 +72,7 @@ test('POST /tools/:name waits in the queue for a slot, and past a full queue get
   const first = call('a');
   await gated.started(1);
   const second = call('b');
-  await until(() => app.toolport.executor.load('Busy').waiting === 1, 'the second call to queue');
+  await until(() => app.toolport.executor.load('Busy').waiting === 1, 'the second call to queue', 5_000, 0);
   const third = await call('c');
   assert.equal(third.statusCode, 503);
   assert.equal(third.headers['retry-after'], '1');
@@ -102,10 +95,10 @@ test('a queued call whose client disconnects leaves the queue at once and never 
   await gated.started(1);
   const client = new AbortController();
   const second = call('b', client.signal).catch((err: unknown) => err);
-  await until(() => app.toolport.executor.load('Busy').waiting === 1, 'the second call to queue');
+  await until(() => app.toolport.executor.load('Busy').waiting === 1, 'the second call to queue', 5_000, 0);
   client.abort();
   assert.equal(((await second) as Error).name, 'AbortError');
-  await until(() => app.toolport.executor.load('Busy').waiting === 0, 'the second call to leave the queue');
+  await until(() => app.toolport.executor.load('Busy').waiting === 0, 'the second call to leave the queue', 5_000, 0);
   gated.runs[0]?.release();
   assert.equal((await first).status, 200);
   assert.deepEqual(gated.runs.map((r) => r.id), ['a']);
@@ -243,7 +236,7 @@ test('when the pressure ends, calls are taken again', async (t) => {
   t.after(() => app.close());
   assert.equal((await echo(app)).statusCode, 503);
   overloaded = false;
-  await until(async () => (await echo(app)).statusCode === 200, 'a call to be taken');
+  await until(async () => (await echo(app)).statusCode === 200, 'a call to be taken', 5_000, 0);
 });
 
 test('an overloaded server sheds a call before the rate limit counts it', async (t) => {
@@ -253,7 +246,7 @@ test('an overloaded server sheds a call before the rate limit counts it', async 
   assert.equal((await echo(app)).statusCode, 503);
   overloaded = false;
   let status = 503;
-  await until(async () => (status = (await echo(app)).statusCode) !== 503, 'the pressure to end');
+  await until(async () => (status = (await echo(app)).statusCode) !== 503, 'the pressure to end', 5_000, 0);
   assert.equal(status, 200, 'the shed calls used none of the budget');
 });
 

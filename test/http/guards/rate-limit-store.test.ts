@@ -9,6 +9,8 @@ import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
 import { scrapeMetrics } from '../../fixtures/metrics-text.js';
 import { REDIS_MISSING, startRedis, type RedisServer } from '../../fixtures/redis-server.js';
+import { until } from '../../support/wait.js';
+import { requiredOptions } from '../../support/require.js';
 
 const TEAM = { label: 'team', key: 'team-secret-0123456789abcdef' };
 const OTHER = { label: 'other', key: 'other-secret-0123456789abcdef' };
@@ -45,15 +47,7 @@ function assertRateLimited(res: LightMyRequestResponse, limit: number): void {
   });
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-describe('rate limits kept in Redis', { skip: REDIS_MISSING }, () => {
+describe('rate limits kept in Redis', requiredOptions('Redis', REDIS_MISSING), () => {
   test('two replicas sharing Redis give a key exactly its limit in all, then 429 RATE_LIMITED; other keys are not touched', async (t) => {
     const redis = await startRedis();
     t.after(() => redis.stop());

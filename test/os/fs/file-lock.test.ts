@@ -8,7 +8,6 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { pino } from 'pino';
 import type { ToolContext, ToolDef, ToolResult } from '../../../src/core/types.js';
 import { createEditTool } from '../../../src/tools/edit.js';
 import { FileLockLost, lockKey, withFileLock } from '../../../src/os/fs/file-lock.js';
@@ -18,6 +17,8 @@ import { lockFileName, tempFileName } from '../../../src/os/fs/own-files.js';
 import { contentVersion, MAX_FILE_BYTES, readAtMost } from '../../../src/os/fs/regular-file.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../../src/tools/write.js';
+import { toolContext } from '../../support/tool-context.js';
+import { skipWithout } from '../../support/require.js';
 
 // The lock files and temporary files of Edit and Write, attacked as a client that also runs
 // commands in the workspace would: it can plant anything under a lock's name.
@@ -27,12 +28,11 @@ let ws: Workspace;
 let Edit: ToolDef;
 let Write: ToolDef;
 
-const context = (signal = new AbortController().signal): ToolContext => ({ signal, log: pino({ level: 'silent' }), requestId: 'lock' });
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 const FUTURE = new Date('2099-01-01T00:00:00Z');
 // Planted locks must not delay a call: one that waits this long (the old stale limit was 30 s) fails the test.
 const PROMPTLY_MS = 5_000;
-const prompt = (): ToolContext => context(AbortSignal.timeout(PROMPTLY_MS));
+const prompt = (): ToolContext => toolContext(AbortSignal.timeout(PROMPTLY_MS));
 const SRC = path.resolve(import.meta.dirname, '../../../src');
 
 before(async () => {
@@ -69,10 +69,10 @@ test('Write and Edit refuse names of the form the server gives its own files', a
       ],
       isError: true,
     };
-    assert.deepEqual(await Write.execute({ file_path: name, content: 'x' }, context()), refusal);
+    assert.deepEqual(await Write.execute({ file_path: name, content: 'x' }, toolContext()), refusal);
   }
   await writeFile(path.join(root, '.toolport-0123456789abcdef.01234567.tmp'), 'planted\n');
-  assert.equal((await Edit.execute({ file_path: '.toolport-0123456789abcdef.01234567.tmp', old_string: 'planted', new_string: 'x' }, context())).isError, true);
+  assert.equal((await Edit.execute({ file_path: '.toolport-0123456789abcdef.01234567.tmp', old_string: 'planted', new_string: 'x' }, toolContext())).isError, true);
 });
 
 test('a Write with expected_version refuses when the file changes while it writes, and keeps that change', async () => {
@@ -86,7 +86,7 @@ test('a Write with expected_version refuses when the file changes while it write
     before = true;
     writeFileSync(file, `${readFileSync(file, 'utf8')}appended\n`);
   });
-  const result = await Write.execute({ file_path: 'versioned-write/f.txt', content: 'replaced\n', expected_version: contentVersion('one\n') }, context());
+  const result = await Write.execute({ file_path: 'versioned-write/f.txt', content: 'replaced\n', expected_version: contentVersion('one\n') }, toolContext());
   watcher.close();
   if (before) {
     assert.equal(
@@ -119,8 +119,8 @@ test('a full disk fails the Edit cleanly: no lock file left, no descriptor left 
   await mkdir(small);
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', small], { stdio: 'ignore' });
-  } catch {
-    t.skip('cannot mount a small tmpfs here (needs root)');
+  } catch (err) {
+    skipWithout(t, 'mounting a small tmpfs (needs root)', (err as Error).message);
     return;
   }
   try {
@@ -136,7 +136,7 @@ test('a full disk fails the Edit cleanly: no lock file left, no descriptor left 
     const full = await Workspace.open(dir);
     t.after(() => full.close());
     const FullEdit = createEditTool(full);
-    const result = await FullEdit.execute({ file_path: 'f.txt', old_string: 'one', new_string: 'two' }, context());
+    const result = await FullEdit.execute({ file_path: 'f.txt', old_string: 'one', new_string: 'two' }, toolContext());
     assert.equal(result.isError, true);
     assert.match(textOf(result), /no space left on the device/);
     assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith('.toolport-')), []);
@@ -270,7 +270,7 @@ test('a process holding the file\'s flock delays Edit and Write; once it is kill
   await writeFile(path.join(root, 'held.txt'), 'one\n');
   const holder = await holdFlock(path.join(root, 'held.txt'));
   const controller = new AbortController();
-  const waiting = Promise.resolve(Edit.execute({ file_path: 'held.txt', old_string: 'one', new_string: 'two' }, context(controller.signal)));
+  const waiting = Promise.resolve(Edit.execute({ file_path: 'held.txt', old_string: 'one', new_string: 'two' }, toolContext(controller.signal)));
   let settled = false;
   void waiting.finally(() => (settled = true));
   // A bounded look: an Edit that does not wait would have finished within it.
@@ -288,7 +288,7 @@ test('a file being created is locked through its directory: a Write waits while 
   await mkdir(dir);
   const holder = await holdFlock(dir);
   let settled = false;
-  const waiting = Promise.resolve(Write.execute({ file_path: 'creating/new.txt', content: 'new\n' }, context()));
+  const waiting = Promise.resolve(Write.execute({ file_path: 'creating/new.txt', content: 'new\n' }, toolContext()));
   void waiting.finally(() => (settled = true));
   for (let i = 0; i < 20 && !settled; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(settled, false, 'the Write waits for the holder');

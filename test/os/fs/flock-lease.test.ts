@@ -5,15 +5,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef } from '../../../src/core/types.js';
+import type { ToolDef } from '../../../src/core/types.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { createEditTool } from '../../../src/tools/edit.js';
 import { createWriteTool } from '../../../src/tools/write.js';
+import { toolContext } from '../../support/tool-context.js';
 
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'lease' });
 const text = async (tool: ToolDef, input: Record<string, unknown>): Promise<string> => {
-  const result = await tool.execute(input, context());
+  const result = await tool.execute(input, toolContext());
   const block = result.content[0]!;
   return `${result.isError === true ? 'error: ' : ''}${block.type === 'text' ? block.text : ''}`;
 };

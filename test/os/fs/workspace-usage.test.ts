@@ -3,21 +3,20 @@ import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
-import { pino } from 'pino';
-import type { ToolContext, ToolDef, ToolResult } from '../../../src/core/types.js';
+import type { ToolDef, ToolResult } from '../../../src/core/types.js';
 import { openKeyWorkspaces } from '../../../src/assembly/key-workspaces.js';
 import { createToolset, type ToolsetConfig } from '../../../src/assembly/toolset.js';
 import { formatBytes } from '../../../src/os/fs/describe.js';
 import { builtinTools } from '../../../src/tools/index.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { workspaceUsage, type WorkspaceUsage } from '../../../src/os/fs/workspace-usage.js';
+import { toolContext } from '../../support/tool-context.js';
 
 // The disk quota of a workspace, tried through real Write and Edit calls.
 const KiB = 1024;
 const QUOTA = 256 * KiB;
 
 let base: string;
-const context = (): ToolContext => ({ signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'quota' });
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 
 before(async () => {
@@ -60,26 +59,26 @@ test('a Write that would take the workspace past its quota is refused, saying us
   const content = 'x'.repeat(QUOTA + KiB);
   // The content, and a block for each new name: the directory big/ and the file.
   const expected = refusal('big/new.txt', f.usage, content.length + 2 * 4 * KiB);
-  assert.deepEqual(await f.Write.execute({ file_path: 'big/new.txt', content }, context()), expected);
+  assert.deepEqual(await f.Write.execute({ file_path: 'big/new.txt', content }, toolContext()), expected);
   assert.deepEqual(await readdir(f.root), [], 'not even its parent directory');
   // Within the quota, it is written.
-  assert.equal((await f.Write.execute({ file_path: 'small.txt', content: 'x'.repeat(64 * KiB) }, context())).isError, false);
+  assert.equal((await f.Write.execute({ file_path: 'small.txt', content: 'x'.repeat(64 * KiB) }, toolContext())).isError, false);
 });
 
 test('the server\'s own writes count at once, without measuring again; a file made smaller is always written', async (t) => {
   const f = await fixture(t, 'running');
   const before = f.usage.used;
-  assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'a'.repeat(160 * KiB) }, context())).isError, false);
+  assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'a'.repeat(160 * KiB) }, toolContext())).isError, false);
   assert.ok(f.usage.used >= before + 160 * KiB, `the figure counts the write: ${f.usage.used}`);
   const second = 'b'.repeat(160 * KiB);
-  assert.deepEqual(await f.Write.execute({ file_path: 'b.txt', content: second }, context()), refusal('b.txt', f.usage, second.length + 4 * KiB));
+  assert.deepEqual(await f.Write.execute({ file_path: 'b.txt', content: second }, toolContext()), refusal('b.txt', f.usage, second.length + 4 * KiB));
   // Replacing a.txt by something of the same size needs no room: only growth counts.
-  assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'c'.repeat(160 * KiB) }, context())).isError, false);
+  assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'c'.repeat(160 * KiB) }, toolContext())).isError, false);
   // Over the quota (another process wrote), shrinking a file still works, so a full workspace can be cleaned up.
   await writeFile(path.join(f.root, 'outside-writer.bin'), Buffer.alloc(200 * KiB, 1));
   await f.usage.measure();
   assert.ok(f.usage.used > QUOTA);
-  assert.equal((await f.Edit.execute({ file_path: 'a.txt', old_string: 'c'.repeat(100 * KiB), new_string: '' }, context())).isError, false);
+  assert.equal((await f.Edit.execute({ file_path: 'a.txt', old_string: 'c'.repeat(100 * KiB), new_string: '' }, toolContext())).isError, false);
   assert.equal((await stat(path.join(f.root, 'a.txt'))).size, 60 * KiB);
 });
 
@@ -89,7 +88,7 @@ test('an Edit that would take the workspace past its quota is refused, and the f
   await f.usage.measure();
   const grown = 'g'.repeat(QUOTA);
   const needs = Buffer.byteLength(`${grown}\n`) - Number((await stat(path.join(f.root, 'grow.txt'))).blocks) * 512;
-  assert.deepEqual(await f.Edit.execute({ file_path: 'grow.txt', old_string: 'seed', new_string: grown }, context()), refusal('grow.txt', f.usage, needs));
+  assert.deepEqual(await f.Edit.execute({ file_path: 'grow.txt', old_string: 'seed', new_string: grown }, toolContext()), refusal('grow.txt', f.usage, needs));
   assert.equal(await readFile(path.join(f.root, 'grow.txt'), 'utf8'), 'seed\n');
 });
 
@@ -97,16 +96,16 @@ test('what others write (Bash, another replica) counts from the next measurement
   const f = await fixture(t, 'others');
   await writeFile(path.join(f.root, 'from-bash.bin'), Buffer.alloc(200 * KiB, 1));
   // Not measured per call: the figure is the one from before.
-  assert.equal((await f.Write.execute({ file_path: 'one.txt', content: 'x'.repeat(40 * KiB) }, context())).isError, false);
+  assert.equal((await f.Write.execute({ file_path: 'one.txt', content: 'x'.repeat(40 * KiB) }, toolContext())).isError, false);
   await f.usage.measure();
   const content = 'y'.repeat(40 * KiB);
-  assert.deepEqual(await f.Write.execute({ file_path: 'two.txt', content }, context()), refusal('two.txt', f.usage, content.length + 4 * KiB));
+  assert.deepEqual(await f.Write.execute({ file_path: 'two.txt', content }, toolContext()), refusal('two.txt', f.usage, content.length + 4 * KiB));
 });
 
 test('concurrent Writes cannot together pass the quota: each reserves its room first', async (t) => {
   const f = await fixture(t, 'concurrent');
   const size = 40 * KiB;
-  const results = await Promise.all(Array.from({ length: 12 }, (_, i) => f.Write.execute({ file_path: `c${i}.txt`, content: 'z'.repeat(size) }, context())));
+  const results = await Promise.all(Array.from({ length: 12 }, (_, i) => f.Write.execute({ file_path: `c${i}.txt`, content: 'z'.repeat(size) }, toolContext())));
   const written = results.filter((r) => !r.isError).length;
   assert.ok(written >= 1 && written < 12, `${written} of 12 written`);
   for (const r of results.filter((result) => result.isError)) assert.match(textOf(r), /would pass its disk quota/);
@@ -131,7 +130,7 @@ test('each key\'s workspace has its own budget, from TOOLPORT_WORKSPACE_QUOTA th
     cwd: base,
   });
   t.after(() => opened.close());
-  const write = async (registry: typeof served, name: string): Promise<ToolResult> => registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, context());
+  const write = async (registry: typeof served, name: string): Promise<ToolResult> => registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, toolContext());
   const a = opened.toolsets.get(path.join(base, 'keys-a'))!;
   const b = opened.toolsets.get(path.join(base, 'keys-b'))!;
   assert.equal((await write(a, 'one.txt')).isError, false);
@@ -149,5 +148,5 @@ test('a quota of 0 means none', async (t) => {
   assert.equal(workspaceUsage(ws, 0), undefined);
   const tools = await builtinTools({ workspace: ws, bashSandbox: false, workspaceQuota: 0 });
   const Write = tools.find((tool) => tool.name === 'Write')!;
-  assert.equal((await Write.execute({ file_path: 'big.txt', content: 'x'.repeat(2 * QUOTA) }, context())).isError, false);
+  assert.equal((await Write.execute({ file_path: 'big.txt', content: 'x'.repeat(2 * QUOTA) }, toolContext())).isError, false);
 });

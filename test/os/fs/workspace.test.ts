@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { pino } from 'pino';
-import type { ToolContext, ToolResult } from '../../../src/core/types.js';
+import type { ToolResult } from '../../../src/core/types.js';
 import { createReadTool } from '../../../src/tools/read.js';
 import { Workspace, WorkspaceError } from '../../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../../src/tools/write.js';
+import { toolContext } from '../../support/tool-context.js';
 
 // Layout, under a fresh temp directory `base`:
 //   base/ws/                 the workspace root
@@ -230,7 +230,7 @@ describe('Workspace.resolve', () => {
 });
 
 describe('file tools given a path that ends with "/"', () => {
-  const context: ToolContext = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+  const context = toolContext();
   const refusal = (given: string): ToolResult => ({ content: [{ type: 'text', text: `Path "${given}" ends with "/" but is not a directory.` }], isError: true });
 
   test('Read refuses a file named with a trailing "/" instead of reading it', async () => {

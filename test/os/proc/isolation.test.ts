@@ -9,6 +9,7 @@ import { chooseBashIsolation, logBashIsolation, type BashIsolation } from '../..
 import { reaperUnavailableReason } from '../../../src/os/proc/reaper.js';
 import { sandboxUnavailableReason } from '../../../src/os/proc/sandbox.js';
 import { pathWithOnly } from '../../fixtures/programs.js';
+import { requireOrSkip } from '../../support/require.js';
 
 async function workspace(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-isolation-'));
@@ -45,7 +46,7 @@ const NO_BWRAP = 'bwrap was not found on PATH; install it (Debian/Ubuntu: apt-ge
 test('auto runs the sandbox when a trial run works, and the log line says so and why', async (t) => {
   const root = await workspace(t);
   const unavailable = await sandboxUnavailableReason(root);
-  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
   const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: 'auto' });
   assert.deepEqual([isolation.mode, isolation.reaping], ['sandbox', 'pid-namespace']);
   // bubblewrap is the init of the sandbox's PID namespace.
@@ -61,7 +62,7 @@ test('auto runs the sandbox when a trial run works, and the log line says so and
 test('auto runs without the sandbox when bubblewrap does not work, under the subreaper, and warns naming the reason', async (t) => {
   const root = await workspace(t);
   await pathWithOnly(t, ['bash', 'perl']);
-  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
   const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: 'auto' });
   assert.deepEqual([isolation.mode, isolation.reaping], ['unconfined', 'subreaper']);
   assert.equal(await output(isolation, 'read -r name < /proc/$PPID/comm; echo "$name"', root), 'toolport-reaper\n');
@@ -86,7 +87,7 @@ test('true refuses to start, saying why, when bubblewrap does not work', async (
 
 test('false runs without the sandbox even where it works, and warns', async (t) => {
   const root = await workspace(t);
-  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the subreaper cannot run here');
+  if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
   const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: false });
   assert.deepEqual([isolation.mode, isolation.reaping], ['unconfined', 'subreaper']);
   const line = logged(isolation);
@@ -114,7 +115,7 @@ test('without bubblewrap and perl only the process group is left, and the reason
 test('the sandbox hides the secret files it is given, and the log line lists what it hides', async (t) => {
   const root = await workspace(t);
   const unavailable = await sandboxUnavailableReason(root);
-  if (unavailable !== undefined) return t.skip(`bubblewrap does not work here: ${unavailable}`);
+  if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
   const dir = await mkdtemp('/var/tmp/toolport-secrets-');
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(path.join(dir, 'keys.json'), '[]');

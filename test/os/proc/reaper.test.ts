@@ -10,6 +10,7 @@ import { reaperUnavailableReason, ResidentReaper, type ResidentReaperOptions } f
 import { escapees } from '../../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../../fixtures/processes.js';
 import { pathWithOnly } from '../../fixtures/programs.js';
+import { requireOrSkip } from '../../support/require.js';
 
 /** A reaper closed when the test ends, or undefined (the test skipped, saying why) when it cannot run here. */
 async function startReaper(t: TestContext, options: ResidentReaperOptions = {}): Promise<ResidentReaper | undefined> {
@@ -18,7 +19,7 @@ async function startReaper(t: TestContext, options: ResidentReaperOptions = {}):
     t.after(() => reaper.close());
     return reaper;
   } catch (err) {
-    t.skip(`the reaper cannot run here: ${(err as Error).message}`);
+    requireOrSkip(t, 'the reaper (Perl)', (err as Error).message);
     return undefined;
   }
 }
@@ -187,7 +188,7 @@ test('a new resident takes the next call when the last one was killed, and the c
 });
 
 test('when the server dies the reaper kills everything it started', async (t) => {
-  if ((await reaperUnavailableReason()) !== undefined) return t.skip('the reaper cannot run here');
+  if (!requireOrSkip(t, 'the reaper (Perl)', await reaperUnavailableReason())) return;
   const marker = trackedMarker(t);
   // A stand-in for the server: it starts a reaper and a command, and is then killed with
   // SIGKILL, which leaves it no time to do anything.

@@ -7,13 +7,14 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import type { ToolDef } from '../../../src/core/types.js';
 import { createBashTool } from '../../../src/tools/bash.js';
 import { bwrapArgs, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from '../../../src/os/proc/sandbox.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { escapees } from '../../fixtures/escapees.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../../fixtures/processes.js';
+import { requireOrSkip, skipWithout } from '../../support/require.js';
+import { toolContext } from '../../support/tool-context.js';
 
 type TestContext = { after(fn: () => Promise<void> | void): void; skip(reason: string): void };
 
@@ -37,15 +38,12 @@ async function secretsDirectory(t: TestContext): Promise<string> {
 async function sandboxedTool(t: TestContext, secretFiles: string[] = []): Promise<{ bash: ToolDef; ws: Workspace } | undefined> {
   const ws = await workspace(t);
   const reason = await sandboxUnavailableReason(ws.root);
-  if (reason !== undefined) {
-    t.skip(`bubblewrap does not work on this machine: ${reason}`);
-    return undefined;
-  }
+  if (!requireOrSkip(t, 'bubblewrap', reason)) return undefined;
   return { bash: await createBashTool({ workspace: ws, sandbox: true, secretFiles }), ws };
 }
 
 async function run(bash: ToolDef, command: string, timeout?: number): Promise<{ text: string; isError: boolean }> {
-  const context = { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };
+  const context = toolContext();
   const result = await bash.execute(timeout === undefined ? { command } : { command, timeout }, context);
   const block = result.content[0];
   return { text: block?.type === 'text' ? block.text : '', isError: result.isError === true };
@@ -245,7 +243,7 @@ test('sandboxed Bash cannot see /run/secrets', async (t) => {
   try {
     await mkdir(`/run/secrets/${name}`, { recursive: true });
   } catch (err) {
-    t.skip(`cannot create a secret in /run/secrets here: ${(err as Error).message}`);
+    skipWithout(t, 'a directory in /run/secrets', (err as Error).message);
     return;
   }
   t.after(() => rm(created ? '/run/secrets' : `/run/secrets/${name}`, { recursive: true, force: true }));
