@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readlink, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readlink, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -12,6 +12,7 @@ import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const SANDBOX_MISSING = await sandboxUnavailableReason(tmpdir());
 const CONTEXT = toolContext();
@@ -27,8 +28,7 @@ interface Setup {
 
 /** A base directory with `server`, `a` and `b` (each holding `<name>.txt`) and a keys file beside them. */
 async function setup(t: TestContext, config: Partial<ToolsetConfig> = {}): Promise<Setup> {
-  const base = await mkdtemp(path.join(tmpdir(), 'toolport-keyws-'));
-  t.after(() => rm(base, { recursive: true, force: true }));
+  const base = await temporaryDirectory(t, 'toolport-keyws-');
   for (const name of ['server', 'a', 'b']) {
     await mkdir(path.join(base, name));
     await writeFile(path.join(base, name, `${name}.txt`), `the file of ${name}\n`);
@@ -168,8 +168,7 @@ test('close() closes every workspace it opened', async (t) => {
 test('in the sandbox, each workspace\'s Bash cannot see the other workspaces in use', async (t) => {
   if (!requireOrSkip(t, 'bubblewrap', SANDBOX_MISSING)) return;
   // Outside /tmp, which the sandbox replaces anyway: the hiding must come from the workspaces' own mounts.
-  const base = await mkdtemp('/var/tmp/toolport-keyws-');
-  t.after(() => rm(base, { recursive: true, force: true }));
+  const base = await temporaryDirectory(t, 'toolport-keyws-', '/var/tmp');
   for (const name of ['server', 'a', 'b']) {
     await mkdir(path.join(base, name));
     await writeFile(path.join(base, name, `${name}.txt`), `the file of ${name}\n`);

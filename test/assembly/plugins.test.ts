@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ToolExecutor } from '../../src/core/executor.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { PluginLoadError, loadPlugins } from '../../src/assembly/plugins.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = './test/fixtures/plugins';
@@ -31,8 +31,7 @@ async function assertLoadFails(spec: string, reason: string | RegExp, cwd = REPO
 
 /** A temporary directory holding `node_modules/<name>` with these files; removed after the test. */
 async function packageDir(t: TestContext, name: string, files: Record<string, string>): Promise<string> {
-  const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'toolport-plugins-')));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-plugins-');
   const root = path.join(dir, 'node_modules', name);
   await mkdir(root, { recursive: true });
   for (const [file, text] of Object.entries(files)) await writeFile(path.join(root, file), text);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
@@ -14,14 +13,14 @@ import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { UnknownToolError, createToolset, secretFiles, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const TOOL_ARRAY = './test/fixtures/plugins/tool-array.ts';
 
 /** A config with a fresh temporary workspace, removed after the test. */
 async function config(t: TestContext, overrides: Partial<ToolsetConfig> = {}): Promise<ToolsetConfig> {
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-toolset-'));
-  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const workspace = await temporaryDirectory(t, 'toolport-toolset-');
   return { workspace, bashSandbox: false, plugins: [], tools: undefined, ...overrides };
 }
 
@@ -90,8 +89,7 @@ describe('createToolset', () => {
   });
 
   test("a plug-in tool that reuses a built-in's name is refused", async (t) => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'toolport-toolset-plugin-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    const dir = await temporaryDirectory(t, 'toolport-toolset-plugin-');
     await writeFile(
       path.join(dir, 'echo-again.mjs'),
       "export default { name: 'Echo', description: 'Again.', inputSchema: { type: 'object' }, execute: () => ({ content: [] }) };\n",
@@ -135,8 +133,7 @@ describe('createToolset', () => {
   });
 
   test("the toolset's sandboxed Bash cannot read the API keys file", async (t) => {
-    const keysDir = await mkdtemp('/var/tmp/toolport-toolset-keys-');
-    t.after(() => rm(keysDir, { recursive: true, force: true }));
+    const keysDir = await temporaryDirectory(t, 'toolport-toolset-keys-', '/var/tmp');
     await writeFile(path.join(keysDir, 'keys.json'), '[{"label":"ci","key":"sk-toolset-test-0123456789"}]');
     const cfg = await config(t, { bashSandbox: true, apiKeysFile: path.join(keysDir, 'keys.json') });
     const unavailable = await sandboxUnavailableReason(cfg.workspace);

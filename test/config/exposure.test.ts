@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
 import { assertSafeExposure, UnsafeExposureError } from '../../src/config/exposure.js';
 import { isLoopback } from '../../src/infra/net.js';
 import { createToolset } from '../../src/assembly/toolset.js';
 import type { ToolDef } from '../../src/core/types.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const KEY = [{ label: 'key-1', key: 'a-secret-0123456789abcdef' }];
 
 /** The built-in tools, narrowed as TOOLPORT_TOOLS would narrow them. */
 async function builtins(t: { after(fn: () => Promise<void>): void }, tools?: string[]): Promise<ToolDef[]> {
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-safety-'));
-  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const workspace = await temporaryDirectory(t, 'toolport-safety-');
   return (await createToolset({ workspace, bashSandbox: false, plugins: [], tools })).list();
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -11,6 +11,7 @@ import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
 import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 async function server(t: TestContext, env: Record<string, string>): Promise<ServerProcess> {
   const started = await startServer(env);
@@ -48,8 +49,7 @@ const key = (): string => randomBytes(24).toString('hex');
 test("by default the server runs Bash in the sandbox, says so at start-up, and Bash reads no key from the keys file or the server's environment", async (t) => {
   const unavailable = await sandboxUnavailableReason(tmpdir());
   if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
-  const keysDir = await mkdtemp('/var/tmp/toolport-e2e-keys-');
-  t.after(() => rm(keysDir, { recursive: true, force: true }));
+  const keysDir = await temporaryDirectory(t, 'toolport-e2e-keys-', '/var/tmp');
   const [envKey, fileKey] = [key(), key()];
   await writeFile(path.join(keysDir, 'keys.json'), JSON.stringify([{ label: 'from-file', key: fileKey }]));
   const srv = await server(t, { TOOLPORT_API_KEYS: envKey, TOOLPORT_API_KEYS_FILE: path.join(keysDir, 'keys.json'), TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
@@ -91,8 +91,7 @@ test('with TOOLPORT_BASH_SANDBOX=false the server warns at start-up, and nothing
 });
 
 test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where bubblewrap cannot run, saying why', async (t) => {
-  const emptyPath = await mkdtemp(path.join(tmpdir(), 'toolport-e2e-path-'));
-  t.after(() => rm(emptyPath, { recursive: true, force: true }));
+  const emptyPath = await temporaryDirectory(t, 'toolport-e2e-path-');
   await assert.rejects(startServer({ TOOLPORT_BASH_SANDBOX: 'true', PATH: emptyPath }), (err: Error) => {
     assert.match(err.message, /server exited with 1/);
     assert.ok(

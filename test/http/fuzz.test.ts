@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import fc from 'fast-check';
@@ -19,6 +18,7 @@ import {
   type HostileRequest,
   type ToolShape,
 } from '../fixtures/hostile-requests.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // Small, so bodies near and over the limit are cheap to build and parse.
 const BODY_LIMIT = 64 * 1024;
@@ -39,8 +39,7 @@ interface Fixture {
 
 /** The real file tools in a temp workspace (with a symlink out of it) plus two fixture tools. */
 async function fixture(t: TestContext): Promise<Fixture> {
-  const base = await mkdtemp(path.join(tmpdir(), 'toolport-fuzz-'));
-  t.after(() => rm(base, { recursive: true, force: true }));
+  const base = await temporaryDirectory(t, 'toolport-fuzz-');
   const workspace = path.join(base, 'workspace');
   const outside = path.join(base, 'outside');
   const secret = `OUTSIDE-SECRET-${randomBytes(8).toString('hex')}`;

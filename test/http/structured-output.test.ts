@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
@@ -10,6 +9,7 @@ import { Echo } from '../../src/tools/echo.js';
 import { createLsTool } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { BadFiles, Files } from '../fixtures/plugins/structured-tools.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const FILES_JSON = '{"files":["a.ts","b.ts"],"count":2}';
 const structuredContent = { files: ['a.ts', 'b.ts'], count: 2 };
@@ -84,8 +84,7 @@ test('the OpenAPI documents give a tool with an output schema its own ToolResult
 });
 
 test('POST /tools/LS answers the listing as structuredContent too', async (t) => {
-  const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'toolport-structured-')));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-structured-');
   await mkdir(path.join(dir, 'src'));
   await writeFile(path.join(dir, 'a.txt'), '');
   const app = await buildApp({ registry: new ToolRegistry().register(createLsTool(await Workspace.open(dir))) });

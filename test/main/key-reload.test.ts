@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
@@ -11,6 +10,7 @@ import { keysReloader } from '../../src/main/key-reload.js';
 import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // Tools that read no other workspace, so keys in two workspaces need no Bash sandbox here.
 const TOOLS = ['Echo', 'Read', 'LS'];
@@ -27,8 +27,7 @@ const INVALID = {
  * a keys file beside them (`keys`), and a reloader whose log lines are collected.
  */
 async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => string) => ApiKey[]), { keysFile = true } = {}) {
-  const base = await mkdtemp(path.join(tmpdir(), 'toolport-reload-'));
-  t.after(() => rm(base, { recursive: true, force: true }));
+  const base = await temporaryDirectory(t, 'toolport-reload-');
   for (const name of ['server', 'a', 'b']) {
     await mkdir(path.join(base, name));
     await writeFile(path.join(base, name, `${name}.txt`), `the file of ${name}\n`);

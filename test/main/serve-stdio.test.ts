@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { serveMcpStdio } from '../../src/main/serve-stdio.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const FLOOD_PLUGIN = path.resolve(import.meta.dirname, '../fixtures/progress-plugin.ts');
 
 async function workspace(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-stdio-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
+  return temporaryDirectory(t, 'toolport-stdio-');
 }
 
 /** Runs `toolport mcp` in-process over these input lines; resolves to the exit code and the output lines. */

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ANYONE, Gateway } from '../../src/core/gateway.js';
@@ -11,6 +10,7 @@ import { runTurn } from '../../src/providers/turn-runner.js';
 import type { Dialect, TurnCall } from '../../src/providers/turns.js';
 import { builtinTools } from '../../src/tools/index.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 /** Yields to the event loop a few times: long enough for anything already able to start to start. */
 async function settle(): Promise<void> {
@@ -115,8 +115,7 @@ describe('POST /calls runs a turn in the order the model meant, in every dialect
   for (const dialect of Object.keys(DIALECT_SHAPES) as Dialect[]) {
     const shape = DIALECT_SHAPES[dialect];
     test(`${dialect}: Write then Read of one file reads what was written; Edit then Edit of one file both land; Bash mkdir then LS lists the new directory`, async (t) => {
-      const root = await mkdtemp(path.join(tmpdir(), 'toolport-turn-'));
-      t.after(() => rm(root, { recursive: true, force: true }));
+      const root = await temporaryDirectory(t, 'toolport-turn-');
       const registry = new ToolRegistry();
       for (const tool of await builtinTools({ workspace: root, bashSandbox: false })) registry.register(tool as ToolDef);
       const app = await buildApp({ registry });

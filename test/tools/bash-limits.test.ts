@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { ToolDef } from '../../src/core/types.js';
@@ -12,6 +11,7 @@ import { Workspace } from '../../src/os/fs/workspace.js';
 import { waitFor } from '../fixtures/processes.js';
 import { skipWithout } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 /**
  * Each bound from a real call, as a hostile command tries it: in the bubblewrap sandbox (which
@@ -28,8 +28,7 @@ const MIB = 1024 ** 2;
 const PROCESSES = 32;
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }, sandbox: boolean, limits: Partial<BashLimits>): Promise<{ bash: ToolDef; ws: Workspace }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bash-limits-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-bash-limits-');
   const ws = await Workspace.open(dir);
   t.after(() => ws.close());
   return { bash: await createBashTool({ workspace: ws, sandbox, limits: { ...NO_BASH_LIMITS, ...limits } }), ws };

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { existsSync, readlinkSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ToolExecutor } from '../../src/core/executor.js';
@@ -17,14 +15,14 @@ import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js'
 import { pathWithOnly } from '../fixtures/programs.js';
 import { toolContext } from '../support/tool-context.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 /**
  * Bash without the sandbox (TOOLPORT_BASH_SANDBOX=false), under the subreaper when it can run
  * here: the mode whose process handling these tests check. test/tools/sandbox.test.ts checks the sandbox.
  */
 async function setup(t: { after(fn: () => Promise<void> | void): void }): Promise<{ bash: ToolDef; ws: Workspace }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bash-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-bash-');
   const ws = await Workspace.open(dir);
   return { bash: await createBashTool({ workspace: ws, sandbox: false }), ws };
 }
@@ -263,8 +261,7 @@ test('Bash is declared with the input schema and hints of Claude Code, and a dea
 });
 
 test('Bash runs in the sandbox by default when bubblewrap works here', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-bash-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-bash-');
   const ws = await Workspace.open(dir);
   const unavailable = await sandboxUnavailableReason(ws.root);
   if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;

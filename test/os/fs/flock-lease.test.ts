@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { ToolDef } from '../../../src/core/types.js';
@@ -10,6 +9,7 @@ import { Workspace } from '../../../src/os/fs/workspace.js';
 import { createEditTool } from '../../../src/tools/edit.js';
 import { createWriteTool } from '../../../src/tools/write.js';
 import { toolContext } from '../../support/tool-context.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 const text = async (tool: ToolDef, input: Record<string, unknown>): Promise<string> => {
   const result = await tool.execute(input, toolContext());
@@ -27,8 +27,7 @@ test(
   // Well under the kernel's lease-break-time: the helper that waited on the open held every lock for 45 s.
   { timeout: 20_000 },
   async (t) => {
-    const root = await mkdtemp(path.join(tmpdir(), 'toolport-lease-'));
-    t.after(() => rm(root, { recursive: true, force: true }));
+    const root = await temporaryDirectory(t, 'toolport-lease-');
     await writeFile(path.join(root, 'leased.txt'), 'alpha\n');
     const holder = spawn('perl', ['-e', HOLD_LEASE, path.join(root, 'leased.txt')], { stdio: ['ignore', 'pipe', 'pipe'] });
     t.after(() => holder.kill('SIGKILL'));

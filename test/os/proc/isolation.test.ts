@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
@@ -10,11 +9,10 @@ import { reaperUnavailableReason } from '../../../src/os/proc/reaper.js';
 import { sandboxUnavailableReason } from '../../../src/os/proc/sandbox.js';
 import { pathWithOnly } from '../../fixtures/programs.js';
 import { requireOrSkip } from '../../support/require.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 async function workspace(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-isolation-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
+  return temporaryDirectory(t, 'toolport-isolation-');
 }
 
 /** The one line `logBashIsolation` writes, parsed. */
@@ -116,8 +114,7 @@ test('the sandbox hides the secret files it is given, and the log line lists wha
   const root = await workspace(t);
   const unavailable = await sandboxUnavailableReason(root);
   if (!requireOrSkip(t, 'bubblewrap', unavailable)) return;
-  const dir = await mkdtemp('/var/tmp/toolport-secrets-');
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-secrets-', '/var/tmp');
   await writeFile(path.join(dir, 'keys.json'), '[]');
   const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: true, secretFiles: [path.join(dir, 'keys.json')] });
   assert.deepEqual(isolation.hidden, { directories: [dir], files: [] });

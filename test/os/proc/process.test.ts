@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { commandEnv, processGroupRunning, runProcess, type RunOptions } from '../../../src/os/proc/process.js';
 import { processesWith, trackedMarker, waitFor } from '../../fixtures/processes.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string } {
   const chunks: Buffer[] = [];
@@ -71,8 +71,7 @@ test('runProcess sends SIGKILL after the grace period to a group that ignores SI
 test('runProcess returns when a process that left the group holds the pipes open', async (t) => {
   const marker = trackedMarker(t);
   const started = Date.now();
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-process-');
   // bash waits until the escapee is in its new session, or the group kill could catch it before.
   const command = `setsid bash -c 'touch escaped; exec sleep ${marker}' & until [ -e escaped ]; do :; done; echo done`;
   const outcome = await runProcess('bash', ['-c', command], options({ cwd: dir, killGraceMs: 100 }));
@@ -109,8 +108,7 @@ async function serverExitsDuringRun(dir: string, command: string, signalOnServer
 
 test("the server's exit kills a run's group with SIGKILL, or SIGTERM when the run asks for it", async (t) => {
   const marker = trackedMarker(t);
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-process-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-process-');
   // The marker is in bash's command line, where processesWith finds it. Its stderr goes nowhere
   // once it started: bash reports the killed sleep there, and with the server's end of the pipe
   // closed that write would kill it with SIGPIPE before its trap runs.

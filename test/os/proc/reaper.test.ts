@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -11,6 +11,7 @@ import { escapees } from '../../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../../fixtures/processes.js';
 import { pathWithOnly } from '../../fixtures/programs.js';
 import { requireOrSkip } from '../../support/require.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 /** A reaper closed when the test ends, or undefined (the test skipped, saying why) when it cannot run here. */
 async function startReaper(t: TestContext, options: ResidentReaperOptions = {}): Promise<ResidentReaper | undefined> {
@@ -230,8 +231,7 @@ test('the reaper kills everything it started when a second signal comes while it
   // A dying server can send several: its group kill, then PR_SET_PDEATHSIG as the resident dies.
   // Perl blocks a signal while its handler runs, so one that comes then is handled after the
   // handler has died; the hook holds the reaper there meanwhile.
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-reaper-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-reaper-');
   await writeFile(path.join(dir, 'HoldDie.pm'), HOLD_DIE_MODULE);
   // The call reapers have the resident's environment; only the command gets the one it is run with.
   const reaper = await startReaper(t, { env: commandEnv({ PERL5OPT: `-I${dir} -MHoldDie`, HOLD_DIE_DIR: dir }) });

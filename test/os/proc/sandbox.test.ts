@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readlinkSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,12 +15,12 @@ import { escapees } from '../../fixtures/escapees.js';
 import { killAll, processesWith, uniqueMarker, waitFor } from '../../fixtures/processes.js';
 import { requireOrSkip, skipWithout } from '../../support/require.js';
 import { toolContext } from '../../support/tool-context.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 type TestContext = { after(fn: () => Promise<void> | void): void; skip(reason: string): void };
 
 async function workspace(t: TestContext): Promise<Workspace> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-sandbox-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-sandbox-');
   return Workspace.open(dir);
 }
 
@@ -29,9 +29,7 @@ async function workspace(t: TestContext): Promise<Workspace> {
  * there would prove nothing): /var/tmp, a shared directory, so this one is a directory of its own.
  */
 async function secretsDirectory(t: TestContext): Promise<string> {
-  const dir = await mkdtemp('/var/tmp/toolport-secrets-');
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
+  return temporaryDirectory(t, 'toolport-secrets-', '/var/tmp');
 }
 
 /** The sandboxed Bash tool, or undefined after skipping the test with the reason bwrap cannot run here. */
