@@ -7,11 +7,11 @@ import { test } from 'node:test';
 import type { ToolDef } from '../../src/core/types.js';
 import { bashIsolationOf, createBashTool } from '../../src/tools/bash.js';
 import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
+import type { Workspace } from '../../src/os/fs/workspace.js';
 import { waitFor } from '../fixtures/processes.js';
 import { skipWithout } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';
-import { temporaryDirectory } from '../support/workspace.js';
+import { temporaryWorkspace } from '../support/workspace.js';
 
 /**
  * Each bound from a real call, as a hostile command tries it: in the bubblewrap sandbox (which
@@ -28,9 +28,7 @@ const MIB = 1024 ** 2;
 const PROCESSES = 32;
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }, sandbox: boolean, limits: Partial<BashLimits>): Promise<{ bash: ToolDef; ws: Workspace }> {
-  const dir = await temporaryDirectory(t, 'toolport-bash-limits-');
-  const ws = await Workspace.open(dir);
-  t.after(() => ws.close());
+  const ws = await temporaryWorkspace(t, 'toolport-bash-limits-');
   return { bash: await createBashTool({ workspace: ws, sandbox, limits: { ...NO_BASH_LIMITS, ...limits } }), ws };
 }
 
