@@ -40,9 +40,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 FROM base AS runtime
 # ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is its sandbox, and perl-base
 # (already in every Debian image) runs the subreaper that kills what a command leaves behind when
-# the sandbox cannot run. tini is PID 1: it forwards SIGTERM to node (which shuts down gracefully
-# and exits 0) and reaps the orphans of commands the tools spawn, which node as PID 1 would leave
-# as zombies. No ca-certificates: node carries its own CA store.
+# the sandbox cannot run, and the helper that holds the file tools' locks. tini is PID 1: it
+# forwards SIGTERM to node (which shuts down gracefully and exits 0) and reaps the orphans of
+# commands the tools spawn, which node as PID 1 would leave as zombies. No ca-certificates: node
+# carries its own CA store.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap perl-base ripgrep tini \
  && apt-get clean \
@@ -54,6 +55,11 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY openapi ./openapi
 COPY --from=build /app/dist ./dist
+# The Perl helpers (the reaper, the lock helper) sit beside the bundles and beside their modules:
+# an image that lacks one, or whose Perl cannot compile it, fails here, not at the first call.
+RUN for helper in dist/main/reaper.pl dist/main/flock.pl dist/os/proc/reaper.pl dist/os/fs/flock.pl; do \
+      perl -c "$helper" || exit 1; \
+    done
 
 # The only directory the file tools may touch; mount a volume over it to serve real files.
 RUN install -d -o node -g node /workspace

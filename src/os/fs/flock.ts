@@ -2,7 +2,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { FileHandle } from 'node:fs/promises';
 import type net from 'node:net';
 import { createInterface } from 'node:readline';
-import { FLOCK_SCRIPT } from './flock-script.js';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The lock helper's Perl source (see its header for its protocol). It sits beside this module:
+ * in src/, in dist/ (the build copies it), and beside the bundles in dist/main/.
+ */
+const FLOCK_SCRIPT = fileURLToPath(new URL('./flock.pl', import.meta.url));
 
 /** An exclusive flock(2) held for this server on a file or directory; `release` lets go of it. */
 export interface Flock {
@@ -29,7 +35,7 @@ interface HeldFlock extends Flock {
 }
 
 /**
- * The resident lock helper (`FLOCK_SCRIPT`): one Perl process per server, started on first use
+ * The resident lock helper (`flock.pl`): one Perl process per server, started on first use
  * and again after it died, that takes flocks for the server on its descriptors. A lock dies with
  * the helper, and the helper with the server, so no lock outlives its holder; nothing in the
  * workspace records it, so nothing planted there can pass for one.
@@ -42,7 +48,7 @@ class FlockHelper {
   #dead: Error | undefined;
 
   constructor(perl: string) {
-    this.#child = spawn(perl, ['-e', FLOCK_SCRIPT, String(process.pid)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.#child = spawn(perl, [FLOCK_SCRIPT, String(process.pid)], { stdio: ['pipe', 'pipe', 'pipe'] });
     const child = this.#child;
     let stderr = '';
     child.stderr.setEncoding('utf8');

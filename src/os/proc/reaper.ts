@@ -2,9 +2,31 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome } from './process.js';
 import { ReapedCall } from './reaped-call.js';
-import { REAPER_SCRIPT, REAPER_SYSCALLS } from './reaper-script.js';
+
+/**
+ * The reaper's Perl source (see its header for what it does and its protocol). It sits beside
+ * this module: in src/, in dist/ (the build copies it), and beside the bundles in dist/main/.
+ */
+const REAPER_SCRIPT = fileURLToPath(new URL('./reaper.pl', import.meta.url));
+
+/**
+ * The numbers of the prctl and rt_sigprocmask system calls, by Node's `process.arch`. Perl's
+ * `syscall` needs them, and the minimal Perl that every Debian system carries (perl-base) has no
+ * `syscall.ph` to look them up.
+ */
+const REAPER_SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number }>> = {
+  x64: { prctl: 157, rtSigprocmask: 14 },
+  arm64: { prctl: 167, rtSigprocmask: 135 },
+  riscv64: { prctl: 167, rtSigprocmask: 135 },
+  loong64: { prctl: 167, rtSigprocmask: 135 },
+  ia32: { prctl: 172, rtSigprocmask: 175 },
+  arm: { prctl: 172, rtSigprocmask: 175 },
+  s390x: { prctl: 172, rtSigprocmask: 175 },
+  ppc64: { prctl: 171, rtSigprocmask: 174 },
+};
 
 const CHECK_TIMEOUT_MS = 10_000;
 const MAX_REASON_CHARS = 500;
@@ -33,7 +55,7 @@ export interface ResidentReaperOptions {
 }
 
 /**
- * Runs commands under the reaper (see `REAPER_SCRIPT`): one resident Perl process, started here
+ * Runs commands under the reaper (`reaper.pl`): one resident Perl process, started here
  * and again whenever it has gone, forks a call reaper per command, which makes itself a child
  * subreaper, so nothing the command starts (setsid, double forks included) outlives the call.
  * The output comes over a Unix socket of the server's in the abstract namespace, two connections
@@ -120,7 +142,7 @@ export class ResidentReaper {
 
   #startResident(): Resident {
     const syscalls = REAPER_SYSCALLS[process.arch]!;
-    const child = spawn(this.#perl, ['-e', REAPER_SCRIPT, '--', String(syscalls.prctl), String(syscalls.rtSigprocmask), String(process.pid), this.#address], {
+    const child = spawn(this.#perl, [REAPER_SCRIPT, String(syscalls.prctl), String(syscalls.rtSigprocmask), String(process.pid), this.#address], {
       cwd: '/',
       env: this.#env,
       stdio: ['pipe', 'pipe', 'pipe'],

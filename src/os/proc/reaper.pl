@@ -1,0 +1,201 @@
+# toolport's reaper, in Perl because Perl is on every Debian-based system (perl-base is essential)
+# and can make the system calls Node has no binding for. One long-lived process (the resident)
+# takes requests on stdin and forks a call reaper for each; forking a small Perl that is already
+# running costs a fraction of starting one (`perl -e` per call was 2 ms, `use POSIX` another 10)
+# or of forking the server. It loads no module but strict for the same reason: the constants below
+# are Linux's, the signal mask is set with the system call itself.
+#
+# Each call reaper puts itself in a process group of its own (the server kills the group on
+# timeout or abort), makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so a process below
+# it that calls setsid or is orphaned by a double fork is re-parented to it instead of to init,
+# and connects twice to the server's socket, as the command's stdout and stderr, each connection
+# opened with the call's token and `o` or `e`. It runs the command and waits. When the command
+# exits, or the call reaper gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or
+# PR_SET_PDEATHSIG when the resident dies, which it does with the server), it sends SIGTERM to
+# every process in its subtree (found by walking /proc, only when it has a child left: an orphan
+# is re-parented to it, so no child means nothing below), SIGKILL to what is left after the grace
+# period, reaps them all, reports how the command ended, and exits as it did: same code, or same
+# signal. Nothing the command starts can leave its subtree, unless the command kills its reaper.
+#
+# Arguments: the numbers of the prctl and rt_sigprocmask system calls (the server passes them by
+# architecture: perl-base has no syscall.ph to look them up), the server's pid (if it is already
+# gone, exit at once), and the name of the server's socket in the abstract namespace.
+#
+# A request is a decimal byte count and a newline, then that many bytes: the call's token, its
+# working directory, the grace period in ms, the number of environment entries, the entries
+# (NAME=value) and the command, separated by NUL bytes; no command is a trial that runs nothing.
+# Each report is one line on stdout, written whole (shorter than PIPE_BUF): `pid TOKEN PID` from
+# the resident once it forked the call reaper; `done TOKEN STATUS` from the call reaper when its
+# subtree is gone (STATUS is the command's wait status); `error TOKEN MESSAGE` when it could not
+# start the command; `exit TOKEN STATUS` from the resident when it reaps a call reaper, which
+# matters only when that one was killed before it could report.
+use strict;
+
+# prctl(2) options.
+sub PR_SET_PDEATHSIG () { 1 }
+sub PR_SET_CHILD_SUBREAPER () { 36 }
+# Signal numbers, and rt_sigprocmask(2)'s operations on the mask.
+sub SIGHUP () { 1 }
+sub SIGINT () { 2 }
+sub SIGTERM () { 15 }
+sub SIG_BLOCK () { 0 }
+sub SIG_UNBLOCK () { 1 }
+sub SIG_SETMASK () { 2 }
+# The size of the kernel's sigset_t (64 signals), which rt_sigprocmask takes as its last argument.
+sub SIGSET_BYTES () { 8 }
+# waitpid(2)'s flag, an errno, and socket(2)'s domain and type.
+sub WNOHANG () { 1 }
+sub EINTR () { 4 }
+sub AF_UNIX () { 1 }
+sub SOCK_STREAM () { 1 }
+# A wait status: the signal that ended the process, if any, is in its low 7 bits.
+sub SIGNAL_BITS () { 127 }
+# The most one read from the server takes.
+sub READ_BYTES () { 65536 }
+
+my ($SYS_prctl, $SYS_rt_sigprocmask, $server, $address) = @ARGV;
+$0 = 'toolport-reaper';
+syscall($SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
+exit 0 if getppid() != $server;
+my $resident = $$;
+# SIGHUP, SIGINT and SIGTERM as a kernel sigset_t: one 64-bit word, or two 32-bit ones where Perl has no 64-bit integers.
+my $stop_bits = (1 << (SIGHUP - 1)) | (1 << (SIGINT - 1)) | (1 << (SIGTERM - 1));
+my $stops = eval { pack('Q', $stop_bits) } // pack('L2', $stop_bits, 0);
+sub mask { syscall($SYS_rt_sigprocmask, $_[0], $_[1], 0, SIGSET_BYTES) == 0 or die "toolport reaper: rt_sigprocmask: $!\n"; }
+our $to_server = \*STDOUT;
+sub report { syswrite($to_server, "$_[0]\n"); }
+
+# A child's exit interrupts select, so the resident reports it at once; the timeout covers one
+# that comes just before select starts.
+$SIG{CHLD} = sub {};
+my %tokens;
+my $pending = '';
+while (1) {
+  while ((my $pid = waitpid(-1, WNOHANG)) > 0) { my $token = delete $tokens{$pid}; report("exit $token $?") if defined $token; }
+  my $readable = '';
+  vec($readable, fileno(STDIN), 1) = 1;
+  next if select($readable, undef, undef, 1) <= 0;
+  my $read = sysread(STDIN, $pending, READ_BYTES, length $pending);
+  if (!defined $read) { next if $! == EINTR; exit 0; }
+  # The server closed its end: it is gone or done with Bash.
+  exit 0 if $read == 0;
+  while ($pending =~ /\A(\d+)\n/) {
+    my ($start, $size) = (length($1) + 1, $1);
+    last if length($pending) < $start + $size;
+    my ($token, $cwd, $grace_ms, $count, @rest) = split /\0/, substr($pending, $start, $size), -1;
+    substr($pending, 0, $start + $size, '');
+    my @env = splice(@rest, 0, $count);
+    my $pid = fork();
+    if (!defined $pid) { report("error $token fork: $!"); next; }
+    reap_call($token, $cwd, $grace_ms, \@env, \@rest) if $pid == 0;
+    # Both sides set the group, so it exists before the server can hear of the pid.
+    setpgrp($pid, $pid);
+    $tokens{$pid} = $token;
+    report("pid $token $pid");
+  }
+}
+
+sub fail { (my $message = $_[1]) =~ tr/\n/ /; report("error $_[0] $message"); exit 127; }
+
+sub reap_call {
+  my ($token, $cwd, $grace_ms, $env, $command) = @_;
+  $SIG{CHLD} = 'DEFAULT';
+  mask(SIG_BLOCK, $stops);
+  setpgrp(0, 0);
+  syscall($SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or fail($token, "prctl(PR_SET_CHILD_SUBREAPER): $!");
+  syscall($SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == 0 or fail($token, "prctl(PR_SET_PDEATHSIG): $!");
+  # The reports go on through a copy that the command does not inherit (Perl marks it close-on-exec).
+  open(my $reports, '>&', \*STDOUT) or fail($token, "dup: $!");
+  $to_server = $reports;
+  my @streams;
+  for my $stream ('o', 'e') {
+    socket(my $socket, AF_UNIX, SOCK_STREAM, 0) or fail($token, "socket: $!");
+    # A sockaddr_un in the abstract namespace: the family, a NUL, then the name.
+    connect($socket, pack('S', AF_UNIX) . chr(0) . $address) or fail($token, "connect to the server: $!");
+    syswrite($socket, $token . $stream) == length($token) + 1 or fail($token, "write to the server: $!");
+    push @streams, $socket;
+  }
+  open(STDIN, '<', '/dev/null') or fail($token, "/dev/null: $!");
+  open(STDOUT, '>&', $streams[0]) && open(STDERR, '>&', $streams[1]) or fail($token, "dup: $!");
+  close($_) for @streams;
+  chdir($cwd) or fail($token, "$cwd: $!");
+  if (!@$command) { report("done $token 0"); exit 0; }
+  my $main = fork();
+  fail($token, "fork: $!") unless defined $main;
+  if ($main == 0) {
+    %ENV = map { split /=/, $_, 2 } @$env;
+    mask(SIG_UNBLOCK, $stops);
+    # In a block of its own: perl -w would warn that the line after it is unlikely to be reached.
+    { exec { $command->[0] } @$command };
+    print STDERR "toolport reaper: $command->[0]: $!\n";
+    exit 127;
+  }
+  my $status;
+  # The handler leaves the wait by dying, but only while the eval below is on the stack. More than
+  # one signal can come (the server's SIGTERM, then PR_SET_PDEATHSIG as the resident dies with the
+  # server), and Perl blocks a signal while its handler runs: one that comes meanwhile is handled
+  # after the eval, and dying there would end the reaper before it cleans up. local resets
+  # $waiting as the eval unwinds, before Perl can run another handler.
+  our $waiting = 0;
+  $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
+  eval {
+    local $waiting = 1;
+    mask(SIG_UNBLOCK, $stops);
+    die "stop\n" if getppid() != $resident;
+    while (1) {
+      my $pid = waitpid(-1, 0);
+      last if $pid < 0;
+      if ($pid == $main) { $status = $?; last; }
+    }
+    mask(SIG_BLOCK, $stops);
+  };
+  mask(SIG_BLOCK, $stops);
+  # A signal that comes just as waitpid returns the command's pid interrupts before the assignment;
+  # waitpid has set $? already, and the command is gone.
+  $status = $? if !defined $status && !kill(0, $main);
+
+  # Done only when waitpid finds no child at all: a child that is exiting can be gone from /proc's
+  # list (or a zombie there) before waitpid may reap it.
+  my $deadline;
+  my %termed;
+  while (1) {
+    my $pid;
+    while (($pid = waitpid(-1, WNOHANG)) > 0) { $status = $? if $pid == $main; }
+    last if $pid < 0;
+    my @left = descendants();
+    if (@left) {
+      $deadline //= now_ms() + $grace_ms;
+      if (now_ms() >= $deadline) { kill 'KILL', @left; }
+      else { my @new = grep { !$termed{$_}++ } @left; kill 'TERM', @new if @new; }
+    }
+    select(undef, undef, undef, 0.01);
+  }
+  $status = 1 << 8 unless defined $status;
+  report("done $token $status");
+  if ($status & SIGNAL_BITS) {
+    my $signal = $status & SIGNAL_BITS;
+    $SIG{$_} = 'DEFAULT' for keys %SIG;
+    mask(SIG_SETMASK, pack('x' . SIGSET_BYTES));
+    kill $signal, $$;
+    exit(128 + $signal);
+  }
+  exit($status >> 8);
+}
+
+sub now_ms { open(my $fh, '<', '/proc/uptime') or return 0; my ($s) = split / /, scalar <$fh>; return $s * 1000; }
+
+sub descendants {
+  my %children;
+  opendir(my $dir, '/proc') or return ();
+  for my $pid (grep { /^\d+$/ } readdir $dir) {
+    open(my $fh, '<', "/proc/$pid/stat") or next;
+    my $stat = <$fh>;
+    next unless defined $stat;
+    my ($state, $ppid) = split / /, substr($stat, rindex($stat, ')') + 2);
+    push @{ $children{$ppid} }, $pid unless $state eq 'Z';
+  }
+  my @found;
+  my @queue = ($$);
+  while (@queue) { my $pid = shift @queue; for my $child (@{ $children{$pid} || [] }) { push @found, $child; push @queue, $child; } }
+  return @found;
+}
