@@ -1,7 +1,7 @@
 import type { AbortSource } from '../core/call-abort.js';
+import { toMCPCallToolResult } from '../providers/results.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
-import { toMcpCallResult } from './content.js';
 import { methodError, refusalRpcCode } from './rpc-errors.js';
 import { CancelledByClient } from './cancellable.js';
 import { isPlainObject, resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
@@ -83,8 +83,9 @@ export async function toolsCall<Caller>(
   progress?.finish();
   if (outcome === undefined) return methodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
   if (isErrorBody(outcome)) return refusal(deps, request, outcome, version, modern);
+  const result: Record<string, unknown> = toMCPCallToolResult(outcome);
   // structuredContent arrived with outputSchema (2025-06-18); earlier revisions get the content only.
-  const result: Record<string, unknown> = toMcpCallResult(outcome, outcome.structuredContent === undefined || toolFieldsOf(version).titleAndOutput);
+  if (result['structuredContent'] !== undefined && !toolFieldsOf(version).titleAndOutput) delete result['structuredContent'];
   if (modern) {
     result['resultType'] = 'complete';
     result['_meta'] = deps.resultMeta;

@@ -110,7 +110,13 @@ export function toOpenAIFunctionCallOutput(callId: string, result: ToolResult): 
   return { type: 'function_call_output', call_id: callId, output: parts };
 }
 
-/** `result` as an MCP `CallToolResult`, with its `structuredContent` when it has some (and that as JSON text when it has no text). */
+/**
+ * `result` as an MCP `CallToolResult`, as the MCP layer answers `tools/call` and `?format=mcp`
+ * renders: images as `{type: 'image', data, mimeType}`, `isError` always present (a tool's own
+ * failure stays a result the model can read), and `structuredContent` when it has some (held in
+ * the content as JSON text too when the tool wrote no text of its own, for clients that do not
+ * read the field).
+ */
 export function toMCPCallToolResult(result: ToolResult): MCPCallToolResult {
   const out: MCPCallToolResult = {
     content: readableContent(result).map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type })),
