@@ -5,7 +5,8 @@ import type { Progress, ProgressUpdate } from './types.js';
  * reports into `Progress` whose `progress` always increases (a message alone counts one step on;
  * a report that does not move forward is dropped, as MCP requires), drops everything once `signal`
  * aborts (the call answered, timed out or was cancelled), and never lets the listener's failure
- * reach the tool.
+ * reach the tool. The one place progress is made to grow: the adapters (MCP's notifications,
+ * REST's events) send what this hands them, bounding only the rate.
  */
 export function progressReporter(listener: (progress: Progress) => void, signal: { readonly aborted: boolean }): (update: string | ProgressUpdate) => void {
   let last: number | undefined;

@@ -56,7 +56,10 @@ export interface ProgressUpdate {
   message?: string;
 }
 
-/** A progress report as the caller hears it: `progress` is always set and increases with each report. */
+/**
+ * A progress report as the caller hears it (`CallRequest.onProgress`, and MCP's and REST's
+ * progress): `progress` is always set and increases with each report.
+ */
 export interface Progress {
   progress: number;
   total?: number;

@@ -1,5 +1,5 @@
 import type { AbortSource } from '../core/call-abort.js';
-import type { ObjectSchema, ToolAnnotations, ToolResult } from '../core/types.js';
+import type { ObjectSchema, Progress, ToolAnnotations, ToolResult } from '../core/types.js';
 
 /**
  * What the MCP layer needs from the call gateway: the caller's tools, one call, and the server's
@@ -60,17 +60,13 @@ export interface McpCallOptions {
   requestId: string;
   /** Aborts on `notifications/cancelled`, a closed connection or shutdown (an AbortSignal, or a cheaper `CallAbort`). */
   signal: AbortSource;
-  /** Present when the client asked for progress (`_meta.progressToken`); the MCP layer bounds the rate. */
-  onProgress?: (update: ProgressUpdate) => void;
+  /**
+   * Present when the client asked for progress (`_meta.progressToken`). Reports come as the
+   * gateway gives them (`Progress`: `progress` grows with each one); the MCP layer bounds the rate.
+   */
+  onProgress?: (progress: Progress) => void;
   /** A call after the first of a batch, which the transport's per-request rate limit did not count. */
   extra?: boolean;
-}
-
-/** One progress report; `progress` should grow with each report (smaller ones are dropped). */
-export interface ProgressUpdate {
-  progress: number;
-  total?: number;
-  message?: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { ProgressNotification } from '@modelcontextprotocol/server';
-import type { ProgressUpdate } from './backend.js';
+import type { Progress } from '../core/types.js';
 import type { JsonRpcNotification } from './jsonrpc.js';
 
 /** Default shortest gap between two progress notifications of one call: at most 50 a second. */
@@ -9,19 +9,20 @@ export const DEFAULT_PROGRESS_INTERVAL_MS = 20;
 const MAX_MESSAGE_CHARS = 1024;
 
 /**
- * Turns a call's progress reports into `notifications/progress` for one progress token, within
- * the spec's rules: progress only grows (a report that does not is dropped), the rate is bounded
- * (a report inside the interval waits, and a newer one replaces it, so the latest is never lost),
- * and nothing is sent once the call is over. `finish` sends what still waits, before the response.
+ * Turns a call's progress reports into `notifications/progress` for one progress token (or, for
+ * REST, into events): the rate is bounded (a report inside the interval waits, and a newer one
+ * replaces it, so the latest is never lost), a long message is cut, and nothing is sent once the
+ * call is over. `finish` sends what still waits, before the response. That progress only grows,
+ * as the spec requires, is the gateway's rule (`progressReporter`): every report here is a
+ * `Progress` it made.
  */
 export class ProgressReporter {
   readonly #token: string | number;
   readonly #send: (notification: JsonRpcNotification) => void;
   readonly #intervalMs: number;
   readonly #signal: { readonly aborted: boolean } | undefined;
-  #last = -Infinity;
   #lastSentAt = -Infinity;
-  #pending: ProgressUpdate | undefined;
+  #pending: Progress | undefined;
   #timer: NodeJS.Timeout | undefined;
   #done = false;
 
@@ -39,12 +40,9 @@ export class ProgressReporter {
   }
 
   /** The callback handed to the tool call. */
-  readonly report = (update: ProgressUpdate): void => {
-    if (this.#done || typeof update !== 'object' || update === null) return;
+  readonly report = (update: Progress): void => {
+    if (this.#done) return;
     if (this.#signal?.aborted) return this.drop();
-    if (typeof update.progress !== 'number' || !Number.isFinite(update.progress)) return;
-    const floor = this.#pending?.progress ?? this.#last;
-    if (update.progress <= floor) return;
     const wait = this.#lastSentAt + this.#intervalMs - performance.now();
     if (wait <= 0 && this.#pending === undefined) {
       this.#emit(update);
@@ -77,11 +75,10 @@ export class ProgressReporter {
     if (pending && !this.#done && !this.#signal?.aborted) this.#emit(pending);
   };
 
-  #emit(update: ProgressUpdate): void {
-    this.#last = update.progress;
+  #emit(update: Progress): void {
     this.#lastSentAt = performance.now();
     const params: ProgressNotification['params'] = { progressToken: this.#token, progress: update.progress };
-    if (typeof update.total === 'number' && Number.isFinite(update.total)) params.total = update.total;
+    if (update.total !== undefined) params.total = update.total;
     if (typeof update.message === 'string') {
       params.message = update.message.length > MAX_MESSAGE_CHARS ? update.message.slice(0, MAX_MESSAGE_CHARS) : update.message;
     }
