@@ -6,7 +6,11 @@ import type { GatewayObserver } from '../core/gateway.js';
 /** Seconds; tools range from a file read (milliseconds) to a long command (minutes). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
-/** The transport label of calls made on the executor itself, not through the gateway. */
+/**
+ * The transport label of calls made on the executor itself, not through the gateway. The others
+ * are the adapters': `rest` (`POST /tools/<name>`), `calls` (`POST /calls`), `mcp` (`POST /mcp`)
+ * and `stdio` (`toolport mcp`).
+ */
 export const DIRECT_TRANSPORT = 'direct';
 
 /** The call metrics of one tool, as plain numbers: prom-client reads them only when scraped. */
@@ -32,7 +36,7 @@ export class ServiceMetrics {
   readonly #tools = new Map<string, ToolSeries>();
   readonly #rejected = new Counter({
     name: 'toolport_rejected_calls_total',
-    help: 'Tool calls refused before they ran, by error code in lower case (invalid_input, queue_full, rate_limited, ...) and transport (rest, mcp, ...).',
+    help: 'Tool calls refused before they ran, by error code in lower case (invalid_input, queue_full, rate_limited, ...) and transport (rest, calls, mcp, stdio, direct).',
     labelNames: ['reason', 'transport'] as const,
     registers: [this.registry],
   });
@@ -56,7 +60,7 @@ export class ServiceMetrics {
     const series = this.#tools;
     new Counter({
       name: 'toolport_tool_calls_total',
-      help: 'Tool calls that were admitted, by tool, outcome (ok, tool_error, threw, malformed, timeout, aborted) and transport (rest, mcp, ...).',
+      help: 'Tool calls that were admitted, by tool, outcome (ok, tool_error, threw, malformed, timeout, aborted) and transport (rest, calls, mcp, stdio, direct).',
       labelNames: ['tool', 'outcome', 'transport'] as const,
       registers: [this.registry],
       collect() {

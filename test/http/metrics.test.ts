@@ -106,6 +106,25 @@ test('every error response to a tool call is counted by its error code, whicheve
   assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 0, 'refused calls are not tool calls');
 });
 
+test('calls of POST /calls count under transport calls, apart from POST /tools/<name> under rest', async (t) => {
+  const app = await appWith([Echo], { bodyLimit: 512 });
+  t.after(() => app.close());
+  const turn = (...calls: unknown[]) => ({ role: 'assistant', content: calls });
+  const toolUse = (id: string, input: unknown) => ({ type: 'tool_use', id, name: 'Echo', input });
+  await post(app, '/tools/Echo', { text: 'a' });
+  assert.equal((await post(app, '/calls', turn(toolUse('toolu_1', { text: 'b' }), toolUse('toolu_2', { wrong: 1 })))).statusCode, 200);
+  // Refused before the gateway: the body is over the limit.
+  assert.equal((await post(app, '/calls', turn(toolUse('toolu_3', { text: 'x'.repeat(600) })))).statusCode, 413);
+  const m = await scrape(app);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="rest"}'), 1);
+  assert.equal(m.get('toolport_tool_calls_total{outcome="ok",tool="Echo",transport="calls"}'), 1);
+  const rejected = Object.fromEntries([...m].filter(([k]) => k.startsWith('toolport_rejected_calls_total')));
+  assert.deepEqual(rejected, {
+    'toolport_rejected_calls_total{reason="invalid_input",transport="calls"}': 1,
+    'toolport_rejected_calls_total{reason="payload_too_large",transport="calls"}': 1,
+  });
+});
+
 test('calls shed under pressure are counted as overloaded', async (t) => {
   const app = await appWith([Echo], { pressure: { healthCheck: () => false } });
   t.after(() => app.close());

@@ -29,7 +29,7 @@ describe('runTurn', () => {
     const gateway = new Gateway({ registry });
     const turnCalls: TurnCall[] = calls.map(([name, id]) => ({ id, name, input: { id } }));
     const started = (): string[] => [look, change, plain].flatMap((g) => g.runs.map((r) => r.id!)).sort();
-    const answered = runTurn(gateway, turnCalls, { caller: ANYONE, requestId: 'r1', transport: 'rest' });
+    const answered = runTurn(gateway, turnCalls, { caller: ANYONE, requestId: 'r1', transport: 'calls' });
     return { answered, started };
   }
 

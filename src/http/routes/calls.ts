@@ -7,17 +7,16 @@ import type { Gateway } from '../../core/gateway.js';
 import { toAnthropicToolResultMessage, toOpenAIFunctionCallOutputs, toOpenAIToolMessages, type AnsweredCall } from '../../providers/results.js';
 import { DEFAULT_IDLE_TIMEOUT_MS } from '../defaults.js';
 import type { ProgressReporter } from '../../mcp/progress.js';
-import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from '../../providers/turn-runner.js';
+import { runTurn, turnSizeRefusal, type TurnContext } from '../../providers/turn-runner.js';
 import { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn } from '../../providers/turns.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { asToolportError } from '../error-handler.js';
 import { ErrorRef, TurnAnswer } from '../openapi/response-schemas.js';
 import { acceptsEventStream, EventStream, keepAliveInterval, TURN_EVENTS, withEventStream } from '../sse.js';
-import { REST_TRANSPORT } from './tools.js';
 
-// Re-exported for the adapters that cap their batches the same way.
-export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY };
+/** The transport label of the calls of `POST /calls` turns, in audit lines and metrics. */
+export const CALLS_TRANSPORT = 'calls';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const CLIENT_GONE = new Error('the client disconnected');
@@ -41,7 +40,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs =
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const keepAliveMs = keepAliveInterval(idleTimeoutMs);
   const refusedBeforeGateway = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
-    gateway.refused({ caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT }, asToolportError(error, request));
+    gateway.refused({ caller: new RequestCaller(request), requestId: request.id, transport: CALLS_TRANSPORT }, asToolportError(error, request));
     done();
   };
 
@@ -89,7 +88,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs =
       // Aborts the turn's calls when the client goes away, with no AbortController unless a tool asks for a signal.
       const abort = new CallAbort();
       const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-      const context: TurnContext = { caller: new RequestCaller(request), requestId: request.id, transport: REST_TRANSPORT, signal: abort };
+      const context: TurnContext = { caller: new RequestCaller(request), requestId: request.id, transport: CALLS_TRANSPORT, signal: abort };
       // `Accept: text/event-stream`: each call's progress as events naming the call, then the answer.
       const stream = acceptsEventStream(request.headers.accept) ? new EventStream(reply, keepAliveMs) : undefined;
       const reporters = new Map<number, ProgressReporter>();

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/http/routes/calls.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/providers/turn-runner.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../fixtures/log-capture.js';
 import { allItems, postForEvents } from '../../fixtures/sse-client.js';
@@ -209,7 +209,7 @@ test('a scoped key gets an error result for a tool outside its scope, and the ot
   assert.equal(anonymous.statusCode, 401);
 });
 
-test('every call of a turn gets its audit line: ran or refused, with the tool and the request id', async (t) => {
+test('every call of a turn gets its audit line: ran or refused, with the tool, the request id and transport calls', async (t) => {
   const { lines, logger } = capturedLog();
   const app = await appWith([Echo], { logger });
   t.after(() => app.close());
@@ -221,8 +221,8 @@ test('every call of a turn gets its audit line: ran or refused, with the tool an
   );
   const ran = lines.filter((l) => l.msg === 'tool call');
   const refused = lines.filter((l) => l.msg === 'tool call refused');
-  assert.deepEqual(ran.map((l) => [l.reqId, l.tool, l.outcome, l.transport]), [['turn-1', 'Echo', 'ok', 'rest']]);
-  assert.deepEqual(refused.map((l) => [l.reqId, l.tool, l.code, l.transport]), [['turn-1', 'Echo', 'INVALID_INPUT', 'rest']]);
+  assert.deepEqual(ran.map((l) => [l.reqId, l.tool, l.outcome, l.transport]), [['turn-1', 'Echo', 'ok', 'calls']]);
+  assert.deepEqual(refused.map((l) => [l.reqId, l.tool, l.code, l.transport]), [['turn-1', 'Echo', 'INVALID_INPUT', 'calls']]);
 });
 
 test('the read-only calls of a turn run at once, and a client that goes away aborts every one of them', async (t) => {
