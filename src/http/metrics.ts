@@ -11,7 +11,7 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
  * are the adapters': `rest` (`POST /tools/<name>`), `calls` (`POST /calls`), `mcp` (`POST /mcp`)
  * and `stdio` (`toolport mcp`).
  */
-export const DIRECT_TRANSPORT = 'direct';
+const DIRECT_TRANSPORT = 'direct';
 
 /** The call metrics of one tool, as plain numbers: prom-client reads them only when scraped. */
 interface ToolSeries {

@@ -9,7 +9,7 @@
  */
 
 /** The first revision of the stateless era. */
-export const FIRST_MODERN_VERSION = '2026-07-28';
+const FIRST_MODERN_VERSION = '2026-07-28';
 
 /** Modern revisions served, newest first; `server/discover` lists exactly these. */
 export const MODERN_VERSIONS: readonly string[] = [FIRST_MODERN_VERSION];
@@ -18,7 +18,7 @@ export const MODERN_VERSIONS: readonly string[] = [FIRST_MODERN_VERSION];
 export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 
 /** What `initialize` answers when the client asks for a revision not served: the newest legacy one. */
-export const LATEST_LEGACY_VERSION = '2025-11-25';
+const LATEST_LEGACY_VERSION = '2025-11-25';
 
 /**
  * The revision a legacy request without any version is taken to speak: Streamable HTTP clients of

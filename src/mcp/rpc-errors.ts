@@ -21,7 +21,7 @@ const DEFAULT_RPC_CODES: Readonly<Record<string, number>> = {
   BAD_REQUEST: RpcCodes.INVALID_PARAMS,
 };
 
-export function defaultRpcCode(code: string): number {
+function defaultRpcCode(code: string): number {
   return Object.hasOwn(DEFAULT_RPC_CODES, code) ? DEFAULT_RPC_CODES[code]! : RpcCodes.INTERNAL_ERROR;
 }
 

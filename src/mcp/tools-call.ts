@@ -22,7 +22,7 @@ const NEVER_ABORTED: AbortSource = { aborted: false, reason: undefined, addEvent
  * Longest progress token taken, in bytes (UTF-8). Every progress notification repeats the token,
  * so a long one multiplies what each report costs the server and the connection.
  */
-export const MAX_PROGRESS_TOKEN_BYTES = 256;
+const MAX_PROGRESS_TOKEN_BYTES = 256;
 
 /**
  * One `tools/call`: checks the params, runs the call through the backend with a signal that

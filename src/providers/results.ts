@@ -59,7 +59,7 @@ export function toAnthropicToolResult(toolUseId: string, result: ToolResult): An
 }
 
 /** What an Anthropic result says in place of text that was empty, or only white space. */
-export const EMPTY_TEXT = { none: '(no output)', blank: '(only white space)' } as const;
+const EMPTY_TEXT = { none: '(no output)', blank: '(only white space)' } as const;
 
 /** The next user message of an Anthropic conversation: one `tool_result` per call, in order. */
 export function toAnthropicToolResultMessage(calls: readonly AnsweredCall[]): AnthropicToolResultMessage {
