@@ -19,7 +19,7 @@ import { installJsonBody } from './json-body.js';
 import { lazySchemaCompilers } from './lazy-compilers.js';
 import { registerOpenAPI } from './openapi/document.js';
 import { healthRoutes } from './routes/health.js';
-import { callsRoutes } from './routes/calls.js';
+import { callsRoutes, CALLS_TRANSPORT } from './routes/calls.js';
 import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
@@ -142,7 +142,8 @@ function trustedProxies(trust: boolean | number | readonly string[]): boolean | 
 /** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
 function assertToolsetsBound(keys: readonly ApiKey[], toolsets: ReadonlyMap<string, ToolRegistry>): void {
   for (const key of keys) {
-    if (key.workspace !== undefined && !toolsets.has(key.workspace)) throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
+    if (key.workspace !== undefined && !toolsets.has(key.workspace))
+      throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
   }
 }
 
@@ -183,7 +184,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   }) as unknown as FastifyInstance;
 
-  const metrics = new ServiceMetrics(options.registry.list().map((t) => t.name), [REST_TRANSPORT, MCP_TRANSPORT]);
+  const metrics = new ServiceMetrics(
+    options.registry.list().map((t) => t.name),
+    [REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT],
+  );
   const keyring = new Keyring(options.apiKeys ?? []);
   const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
   assertToolsetsBound(options.apiKeys ?? [], toolsets);
