@@ -56,7 +56,10 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['../http/*', '../mcp/*', '../main/*', '../providers/*', '../config/*', '../assembly/*'], message: 'A tool never imports an adapter, an entry point or the configuration: it gets what it needs as options.' },
+            {
+              group: ['../http/*', '../mcp/*', '../main/*', '../providers/*', '../config/*', '../assembly/*'],
+              message: 'A tool never imports an adapter, an entry point or the configuration: it gets what it needs as options.',
+            },
             { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'Tools never import Fastify.' },
           ],
         },

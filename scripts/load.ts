@@ -68,9 +68,7 @@ class RouteCounts {
   }
 
   toString(): string {
-    return [...this.#counts]
-      .map(([label, counts]) => `    ${label.padEnd(18)} ${[...counts].map(([k, n]) => `${k}: ${n}`).join(', ')}`)
-      .join('\n');
+    return [...this.#counts].map(([label, counts]) => `    ${label.padEnd(18)} ${[...counts].map(([k, n]) => `${k}: ${n}`).join(', ')}`).join('\n');
   }
 }
 
@@ -99,7 +97,10 @@ async function main(): Promise<number> {
   let entry = ['--import', 'tsx', 'src/server.ts'];
   if (values.build) {
     process.stderr.write('building with tsc...\n');
-    const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
     if (built.status !== 0) throw new Error(`the build failed with status ${built.status}`);
     entry = ['dist/server.js'];
   }
@@ -142,7 +143,9 @@ async function main(): Promise<number> {
 
     report(phases, { duration, connections, entry: entry.join(' ') });
     const ratio = (a: number, b: number): string => (phases[b]!.result.requests.average / phases[a]!.result.requests.average).toFixed(2);
-    console.log(`\nthroughput ratio to the bare node:http baseline: GET /tools ${ratio(0, 1)}, POST /tools/Echo ${ratio(2, 3)} (load generator and server share the CPUs: not the benchmark's ratios, which npm run bench measures)`);
+    console.log(
+      `\nthroughput ratio to the bare node:http baseline: GET /tools ${ratio(0, 1)}, POST /tools/Echo ${ratio(2, 3)} (load generator and server share the CPUs: not the benchmark's ratios, which npm run bench measures)`,
+    );
     console.log(`toolport RSS: before ${mib(rssBefore.rss)}, after ${mib(rssAfter.rss)} (peak ${mib(rssAfter.peak)})`);
 
     for (const { name, result } of [...warmUps, ...phases]) {

@@ -72,7 +72,10 @@ async function callTool(url: string, label: string, tool: string, input: Record<
 /** One counter of a replica's /metrics. */
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${secret('admin')}` } })).text();
-  return text.split('\n').filter((line) => line.startsWith(name)).reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(name))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
 }
 
 function tally(answers: readonly Answer[]): Record<number, number> {
@@ -90,7 +93,10 @@ async function main(): Promise<number> {
   }
   if (!values['skip-build']) {
     console.log('# building with tsc');
-    const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    const built = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
     if (built.status !== 0) throw new Error(`the build failed with status ${built.status}`);
   }
 
@@ -110,7 +116,11 @@ async function main(): Promise<number> {
   const loadKeys = Array.from({ length: LOAD_WORKERS }, (_, i) => `load-${i + 1}`);
   const keys = [
     ...TEAMS.map((team) => ({ label: team, key: secret(team), workspace: dir(team), ...(bash ? {} : { tools: ['Read', 'Write', 'LS', 'Glob', 'Grep'] }) })),
-    ...['admin', 'limited', 'while-down', 'counted-alone', 'back-up', 'canceller', ...loadKeys].map((label) => ({ label, key: secret(label), tools: bash ? ['Echo', 'Bash'] : ['Echo'] })),
+    ...['admin', 'limited', 'while-down', 'counted-alone', 'back-up', 'canceller', ...loadKeys].map((label) => ({
+      label,
+      key: secret(label),
+      tools: bash ? ['Echo', 'Bash'] : ['Echo'],
+    })),
   ];
   const keysFile = path.join(base, 'keys.json');
   await writeFile(keysFile, JSON.stringify(keys, null, 2));
@@ -154,11 +164,21 @@ async function rateLimitHolds(url: string, replicaUrls: readonly string[]): Prom
   const answers: Answer[] = [];
   // Half one after another, round the balancer and both replicas; the rest at once.
   for (let i = 0; i < LIMIT / 2; i++) answers.push(await callTool(targets[i % targets.length]!, 'limited', 'Echo', { text: `${i}` }));
-  answers.push(...(await Promise.all(Array.from({ length: LIMIT / 2 + 10 }, (_, i) => callTool(targets[i % targets.length]!, 'limited', 'Echo', { text: 'x' })))));
+  answers.push(
+    ...(await Promise.all(Array.from({ length: LIMIT / 2 + 10 }, (_, i) => callTool(targets[i % targets.length]!, 'limited', 'Echo', { text: 'x' })))),
+  );
   const counts = tally(answers);
-  check(`a key with a limit of ${LIMIT} a minute gets exactly ${LIMIT} answers, then 429s, spread over the balancer and both replicas`, counts[200] === LIMIT && counts[429] === 10, JSON.stringify(counts));
+  check(
+    `a key with a limit of ${LIMIT} a minute gets exactly ${LIMIT} answers, then 429s, spread over the balancer and both replicas`,
+    counts[200] === LIMIT && counts[429] === 10,
+    JSON.stringify(counts),
+  );
   const refused = answers.find((a) => a.status === 429);
-  check('the 429 is RATE_LIMITED in the error-body shape', refused?.isError === true && /^Rate limit exceeded: key "limited" may make 60 requests per minute; retry in \d+ s\.$/.test(refused.text), refused?.text);
+  check(
+    'the 429 is RATE_LIMITED in the error-body shape',
+    refused?.isError === true && /^Rate limit exceeded: key "limited" may make 60 requests per minute; retry in \d+ s\.$/.test(refused.text),
+    refused?.text,
+  );
 }
 
 /** Check 2: through each replica and the balancer, a team reads its own files and nothing of the other's. */
@@ -179,12 +199,13 @@ async function workspacesStayApart(url: string, replicaUrls: readonly string[], 
       ];
       for (const [tool, input] of probes) {
         const answer = await callTool(target, me, tool, input);
-        if (answer.status !== 200 || answer.text.includes(`${other} only`)) leaks.push(`${me} ${tool} via ${target}: ${answer.status} ${answer.text.slice(0, 120)}`);
+        if (answer.status !== 200 || answer.text.includes(`${other} only`))
+          leaks.push(`${me} ${tool} via ${target}: ${answer.status} ${answer.text.slice(0, 120)}`);
       }
     }
   }
   check('each team key reads its own workspace through the balancer and both replicas', ownOk);
-  check('no team key reads, greps, globs or cats the other team\'s files through the balancer or either replica', leaks.length === 0, leaks.join('; '));
+  check("no team key reads, greps, globs or cats the other team's files through the balancer or either replica", leaks.length === 0, leaks.join('; '));
   const note = `written through replica 1 at ${Date.now()}`;
   const written = await callTool(replicaUrls[0]!, 'team-a', 'Write', { file_path: 'note.txt', content: note });
   const readBack = await callTool(replicaUrls[1]!, 'team-a', 'Read', { file_path: 'note.txt' });
@@ -201,7 +222,11 @@ async function redisGoesAway(url: string, replicaUrls: readonly string[], redis:
   for (let i = 0; i < 2 * LIMIT + 10; i++) answers.push(await callTool(url, 'while-down', 'Echo', { text: `${i}` }));
   const counts = tally(answers);
   const failed = answers.filter((a) => a.status !== 200 && a.status !== 429).length;
-  check('with Redis stopped, every call through the balancer is answered: no 5xx, no connection error', failed === 0 && (counts[200] ?? 0) <= 2 * LIMIT, JSON.stringify(counts));
+  check(
+    'with Redis stopped, every call through the balancer is answered: no 5xx, no connection error',
+    failed === 0 && (counts[200] ?? 0) <= 2 * LIMIT,
+    JSON.stringify(counts),
+  );
   // To each replica in turn: each lets the key make the whole limit, which a shared count would not.
   const alone = await Promise.all(
     replicaUrls.map(async (replica) => {
@@ -210,9 +235,17 @@ async function redisGoesAway(url: string, replicaUrls: readonly string[], redis:
       return tally(each);
     }),
   );
-  check(`with Redis stopped, each replica counts a key alone: ${LIMIT} answers on each, then 429s`, alone.every((c) => c[200] === LIMIT && c[429] === 5), JSON.stringify(alone));
+  check(
+    `with Redis stopped, each replica counts a key alone: ${LIMIT} answers on each, then 429s`,
+    alone.every((c) => c[200] === LIMIT && c[429] === 5),
+    JSON.stringify(alone),
+  );
   const errorsAfter = await Promise.all(replicaUrls.map((r) => metric(r, 'toolport_rate_limit_store_errors_total')));
-  check('each replica counts what Redis could not in toolport_rate_limit_store_errors_total', errorsAfter.every((n, i) => n > errorsBefore[i]!), `${errorsBefore.join(',')} -> ${errorsAfter.join(',')}`);
+  check(
+    'each replica counts what Redis could not in toolport_rate_limit_store_errors_total',
+    errorsAfter.every((n, i) => n > errorsBefore[i]!),
+    `${errorsBefore.join(',')} -> ${errorsAfter.join(',')}`,
+  );
 
   await restart();
   // Both replicas reconnect within their retry delay (at most 1 s) and the pause after a failure.
@@ -225,7 +258,11 @@ async function redisGoesAway(url: string, replicaUrls: readonly string[], redis:
   const again: Answer[] = [];
   for (let i = 0; i < LIMIT + 5; i++) again.push(await callTool(url, 'back-up', 'Echo', { text: `${i}` }));
   const countsAgain = tally(again);
-  check(`with Redis back, the count is shared again: exactly ${LIMIT} answers`, countsAgain[200] === LIMIT && countsAgain[429] === 5, JSON.stringify(countsAgain));
+  check(
+    `with Redis back, the count is shared again: exactly ${LIMIT} answers`,
+    countsAgain[200] === LIMIT && countsAgain[429] === 5,
+    JSON.stringify(countsAgain),
+  );
 }
 
 /** True once a replica counts in Redis again: its next Echo leaves the store-error counter alone. */
@@ -269,7 +306,9 @@ async function cancellationCrossesReplicas(replicaUrls: readonly string[], repli
     return fetch(new URL(new URL(url).pathname, target), init);
   };
   const client = new Client({ name: 'test-replicas', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', second), { fetch: routed, requestInit: { headers: { authorization: `Bearer ${secret('canceller')}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL('/mcp', second), { fetch: routed, requestInit: { headers: { authorization: `Bearer ${secret('canceller')}` } } }),
+  );
   const marker = `1000.${Date.now() % 100_000}${process.pid}`;
   try {
     const controller = new AbortController();
@@ -281,7 +320,10 @@ async function cancellationCrossesReplicas(replicaUrls: readonly string[], repli
     }
     controller.abort(new Error('the user pressed stop'));
     const gone = await eventually(() => !running(marker), 5_000);
-    const aborted = await eventually(() => replicas[0]!.lines.some((l) => l.msg === 'tool call' && l.key === 'canceller' && l.tool === 'Bash' && l.outcome === 'aborted'), 5_000);
+    const aborted = await eventually(
+      () => replicas[0]!.lines.some((l) => l.msg === 'tool call' && l.key === 'canceller' && l.tool === 'Bash' && l.outcome === 'aborted'),
+      5_000,
+    );
     check(name, gone && aborted, `command gone: ${gone}; aborted on replica 1: ${aborted}`);
   } finally {
     // Whatever a failure left behind, by pid.
@@ -305,7 +347,8 @@ async function rollingUpdate(url: string, replicaUrls: readonly string[], replic
     const label = `load-${i + 1}`;
     // Each worker stays well under its key's limit: a call, then a pause.
     for (let n = 0; running && n < LIMIT - 10; n++) {
-      const call = n % 2 === 0 || !bash ? callTool(url, label, 'Echo', { text: 'steady' }) : callTool(url, label, 'Bash', { command: 'sleep 0.2; echo steady' });
+      const call =
+        n % 2 === 0 || !bash ? callTool(url, label, 'Echo', { text: 'steady' }) : callTool(url, label, 'Bash', { command: 'sleep 0.2; echo steady' });
       answers.push(await call);
       await delay(100);
     }
@@ -324,17 +367,32 @@ async function rollingUpdate(url: string, replicaUrls: readonly string[], replic
   const last = await inFlight;
 
   const failed = answers.filter((a) => a.status !== 200 || a.isError !== false || !a.text.includes('steady'));
-  check(`under steady load through the balancer, no request fails while a replica leaves (${answers.length} calls)`, failed.length === 0 && answers.length > signalled, failed.slice(0, 3).map((a) => `${a.status} ${a.text.slice(0, 80)}`).join('; '));
+  check(
+    `under steady load through the balancer, no request fails while a replica leaves (${answers.length} calls)`,
+    failed.length === 0 && answers.length > signalled,
+    failed
+      .slice(0, 3)
+      .map((a) => `${a.status} ${a.text.slice(0, 80)}`)
+      .join('; '),
+  );
   if (last === undefined) console.log('ok - the call in flight on the leaving replica finishes # SKIP no Bash without the sandbox');
-  else check('the call in flight on the leaving replica finishes', last.status === 200 && last.text === 'finished', `${last.status} ${last.text.slice(0, 120)}`);
+  else
+    check('the call in flight on the leaving replica finishes', last.status === 200 && last.text === 'finished', `${last.status} ${last.text.slice(0, 120)}`);
   check('the leaving replica exits 0', exitCode === 0, `exit ${exitCode}`);
   // Once the replica has exited, every answer comes from the other: its own count says so.
   const servedAfter = answers.length - afterExit;
   const before = await metric(replicaUrls[1]!, 'toolport_tool_calls_total');
   const after = tally(await Promise.all(Array.from({ length: 10 }, () => callTool(url, 'admin', 'Echo', { text: 'steady' }))));
   const taken = (await metric(replicaUrls[1]!, 'toolport_tool_calls_total')) - before;
-  check('the other replica takes the traffic', servedAfter > 0 && after[200] === 10 && taken === 10, `${servedAfter} calls answered during the load after the exit; of 10 more, ${taken} counted by the other replica`);
-  check('the leaving replica drained before it stopped ("shutting down", then "stopped")', leaving.lines.some((l) => l.msg === 'shutting down') && leaving.lines.some((l) => l.msg === 'stopped'));
+  check(
+    'the other replica takes the traffic',
+    servedAfter > 0 && after[200] === 10 && taken === 10,
+    `${servedAfter} calls answered during the load after the exit; of 10 more, ${taken} counted by the other replica`,
+  );
+  check(
+    'the leaving replica drained before it stopped ("shutting down", then "stopped")',
+    leaving.lines.some((l) => l.msg === 'shutting down') && leaving.lines.some((l) => l.msg === 'stopped'),
+  );
 }
 
 main().then(

@@ -41,7 +41,17 @@ export {
   type ToolportErrorOptions,
 } from './core/errors.js';
 export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, StructuredContentSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
-export { API_FORMATS, STRICT_FORMATS, strictSchema, type APIFormat, type AnthropicTool, type ListOptions, type OpenAITool, type OpenAIResponsesTool, type MCPTool } from './core/formats.js';
+export {
+  API_FORMATS,
+  STRICT_FORMATS,
+  strictSchema,
+  type APIFormat,
+  type AnthropicTool,
+  type ListOptions,
+  type OpenAITool,
+  type OpenAIResponsesTool,
+  type MCPTool,
+} from './core/formats.js';
 export { textResult, errorResult, readableContent } from './core/result.js';
 export {
   toAnthropicToolResult,

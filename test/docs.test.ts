@@ -72,7 +72,10 @@ describe('the generated tables', () => {
 
   test('the configuration table has a row for every variable of CONFIG_VARIABLES, in order', () => {
     const names = [...configTable().matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
-    assert.deepEqual(names, CONFIG_VARIABLES.map((v) => v.name));
+    assert.deepEqual(
+      names,
+      CONFIG_VARIABLES.map((v) => v.name),
+    );
   });
 
   test('the error table has a row for every code of the catalog, with its status and JSON-RPC code', () => {
@@ -131,7 +134,8 @@ describe('links of README.md and docs/', () => {
   });
 
   test('a link to a missing file, or to an anchor no heading has, is found', async () => {
-    const text = '# Title\n\n## The contract of `POST /tools/:name`\n\n[a](#title) [b](#the-contract-of-post-toolsname) [c](docs/nowhere.md) [d](README.md#no-such-heading) [e](#gone) [f](https://example.com/x)\n\n```\n[g](not-a-link.md)\n```\n';
+    const text =
+      '# Title\n\n## The contract of `POST /tools/:name`\n\n[a](#title) [b](#the-contract-of-post-toolsname) [c](docs/nowhere.md) [d](README.md#no-such-heading) [e](#gone) [f](https://example.com/x)\n\n```\n[g](not-a-link.md)\n```\n';
     assert.deepEqual(await brokenLinks('README.md', text), [
       'README.md: docs/nowhere.md (no file docs/nowhere.md)',
       'README.md: README.md#no-such-heading (no heading #no-such-heading)',

@@ -22,7 +22,10 @@ test('examples/embed.ts serves its own tool beside a built-in one', async (t) =>
     void exited.then((code) => reject(new Error(`example exited with ${code}`)));
   });
   const tools = (await (await fetch(`${url}/tools`)).json()) as Array<{ name: string }>;
-  assert.deepEqual(tools.map((tool) => tool.name), ['Echo', 'WordCount']);
+  assert.deepEqual(
+    tools.map((tool) => tool.name),
+    ['Echo', 'WordCount'],
+  );
   const res = await fetch(`${url}/tools/WordCount`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -47,7 +47,10 @@ async function main(): Promise<number> {
   if (!options.skipBuild) {
     // What npm run build does: tsc, then the server bundled into one file as it runs in production.
     say('bench: building dist/ (tsc -p tsconfig.build.json, scripts/bundle.ts)...');
-    for (const step of [[path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], ['--import', 'tsx', path.join(ROOT, 'scripts/bundle.ts')]]) {
+    for (const step of [
+      [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+      ['--import', 'tsx', path.join(ROOT, 'scripts/bundle.ts')],
+    ]) {
       const built = spawnSync(process.execPath, step, { cwd: ROOT, stdio: 'inherit' });
       if (built.status !== 0) throw new Error(`the build failed with status ${built.status}`);
     }
@@ -59,13 +62,14 @@ async function main(): Promise<number> {
   const ctx: BenchContext = { options, pinning, dir, workspace, repliesFile: path.join(dir, 'replies.json'), apiKey: randomBytes(24).toString('base64url') };
   const failures: string[] = [];
 
-  say('bench: recording toolport\'s answers for the raw baseline...');
+  say("bench: recording toolport's answers for the raw baseline...");
   const ids = [...THROUGHPUT_ROWS.map((row) => row.id), BASH_ROW.id, BASH_DEFAULT_ROW.id, COLD_START_ROW.id, STDIO_START_ROW.id];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
-  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts) throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
+  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts)
+    throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
   const scripts = new Map<string, string>();
@@ -88,10 +92,18 @@ async function main(): Promise<number> {
         say(`${tag}  ${row.label}  ${target}: ${describeRun(slot.result)}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`);
       }
     }
-    for (const [target, into] of runBash ? ([['toolport', bash.toolport], ['raw', bash.raw], ['toolport-default', bash.sandbox]] as const) : []) {
+    for (const [target, into] of runBash
+      ? ([
+          ['toolport', bash.toolport],
+          ['raw', bash.raw],
+          ['toolport-default', bash.sandbox],
+        ] as const)
+      : []) {
       const slot = collect(await bashSlot(ctx, target, round));
       into.push(slot);
-      say(`${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`);
+      say(
+        `${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`,
+      );
     }
     for (let i = 0; i < (runStarts ? options.starts : 0); i++) {
       for (const target of ['toolport', 'fastify'] as const) {

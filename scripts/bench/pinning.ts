@@ -18,7 +18,11 @@ export interface Pinning {
  */
 export function choosePinning(): Pinning {
   const cpus = allowedCpus();
-  const unpinned = (why: string): Pinning => ({ serverCpu: undefined, loadCpu: undefined, note: `not pinned: ${why}; server and load generator share the CPUs` });
+  const unpinned = (why: string): Pinning => ({
+    serverCpu: undefined,
+    loadCpu: undefined,
+    note: `not pinned: ${why}; server and load generator share the CPUs`,
+  });
   if (spawnSync('taskset', ['--version'], { stdio: 'ignore' }).status !== 0) return unpinned('taskset (util-linux) is not installed');
   if (cpus === undefined) return unpinned('the allowed CPUs are unknown (no /proc/self/status)');
   const [serverCpu, loadCpu] = cpus;

@@ -59,7 +59,9 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
 export async function stopServer(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null; timedOut: boolean }> {
   const { child } = server;
   if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode, timedOut: false };
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   child.kill('SIGTERM');
   const outcome = await Promise.race([exited, delay(STOP_TIMEOUT_MS, undefined, { ref: false })]);
   if (outcome !== undefined) return { ...outcome, timedOut: false };

@@ -42,7 +42,11 @@ export function percentile(values: readonly number[], p: number): number | undef
 const defined = <T>(values: readonly (T | undefined)[]): T[] => values.filter((v): v is T => v !== undefined);
 
 /** The range of per-round ratios, `toolport(round) / baseline(round)`, over the rounds where both have a figure. */
-function rangeOfRounds(rounds: readonly number[], toolport: (round: number) => number | undefined, baseline: (round: number) => number | undefined): [number, number] | undefined {
+function rangeOfRounds(
+  rounds: readonly number[],
+  toolport: (round: number) => number | undefined,
+  baseline: (round: number) => number | undefined,
+): [number, number] | undefined {
   const ratios = rounds.flatMap((round) => {
     const [t, b] = [toolport(round), baseline(round)];
     return t !== undefined && b ? [t / b] : [];
@@ -111,7 +115,8 @@ export function summariseLatency(id: string, label: string, goal: Goal | undefin
 
 /** The cold-start row: the median time to the first `/healthz` 200 of all starts of each kind. */
 export function summariseColdStart(id: string, label: string, goal: Goal | undefined, slots: readonly StartSlot[]): RowSummary {
-  const of = (target: string, round?: number) => defined(slots.filter((s) => s.target === target && (round === undefined || s.round === round)).map((s) => s.readyMs));
+  const of = (target: string, round?: number) =>
+    defined(slots.filter((s) => s.target === target && (round === undefined || s.round === round)).map((s) => s.readyMs));
   const p50Ms = median(of('toolport'));
   const baseline = median(of('fastify'));
   return judged({
@@ -122,7 +127,11 @@ export function summariseColdStart(id: string, label: string, goal: Goal | undef
     baseline,
     baselineName: 'bare Fastify 5, one route',
     ratio: p50Ms !== undefined && baseline ? p50Ms / baseline : undefined,
-    ratioRange: rangeOfRounds(roundsOf(slots), (round) => median(of('toolport', round)), (round) => median(of('fastify', round))),
+    ratioRange: rangeOfRounds(
+      roundsOf(slots),
+      (round) => median(of('toolport', round)),
+      (round) => median(of('fastify', round)),
+    ),
     goal,
   });
 }
@@ -140,7 +149,9 @@ export function table(rows: readonly RowSummary[]): string {
     r.baseline === undefined ? '—' : r.kind === 'throughput' ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s` : `${r.baseline.toFixed(2)} ms`,
     r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,
     r.ratioRange === undefined ? '—' : `${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}`,
-    r.goal === undefined ? '—' : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
+    r.goal === undefined
+      ? '—'
+      : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
     r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)}`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));

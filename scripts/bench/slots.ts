@@ -56,13 +56,21 @@ async function withServer<T>(spec: ServerSpec, target: Target, failures: string[
   }
   const end = await stopServer(server);
   if (target === 'toolport' && (end.code !== 0 || end.timedOut)) {
-    failures.push(`toolport ended with ${end.timedOut ? 'SIGKILL after a timeout' : `code ${end.code}, signal ${end.signal}`} on SIGTERM: ${await tail(spec.logFile)}`);
+    failures.push(
+      `toolport ended with ${end.timedOut ? 'SIGKILL after a timeout' : `code ${end.code}, signal ${end.signal}`} on SIGTERM: ${await tail(spec.logFile)}`,
+    );
   }
   return value;
 }
 
 /** One throughput slot: a fresh server, one request checked by hand, an unmeasured wrk run, the measured one. */
-export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, script: string, target: 'toolport' | 'raw', round: number): Promise<ThroughputSlot> {
+export async function throughputSlot(
+  ctx: BenchContext,
+  row: ThroughputRow,
+  script: string,
+  target: 'toolport' | 'raw',
+  round: number,
+): Promise<ThroughputSlot> {
   const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...(row.keyed ? { TOOLPORT_API_KEYS: ctx.apiKey } : {}) };
   const spec = target === 'toolport' ? toolportSpec(ctx, row.id, env) : rawSpec(ctx, row.id);
   const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
@@ -79,9 +87,14 @@ export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, scri
     slot.result = await wrk(options.durationS);
     slot.rssEndBytes = await rssOf(server.pid);
   });
-  for (const [phase, result] of [['warm-up', slot.warmUp], ['measured run', slot.result]] as const) {
+  for (const [phase, result] of [
+    ['warm-up', slot.warmUp],
+    ['measured run', slot.result],
+  ] as const) {
     if (result && (errorTotal(result) > 0 || result.requests === 0)) {
-      slot.failures.push(`${target} ${row.label}, ${phase}: ${result.requests} requests, errors ${JSON.stringify(result.errors)} (status: answers of 400 or more)`);
+      slot.failures.push(
+        `${target} ${row.label}, ${phase}: ${result.requests} requests, errors ${JSON.stringify(result.errors)} (status: answers of 400 or more)`,
+      );
     }
   }
   return slot;
@@ -90,8 +103,17 @@ export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, scri
 /** One slot of sequential Bash `true` calls: toolport (sandbox off, or its default), or the raw spawn. */
 export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport-default' | 'raw', round: number): Promise<LatencySlot> {
   const spec =
-    target === 'raw' ? rawSpec(ctx, 'bash') : toolportSpec(ctx, target === 'toolport' ? 'bash' : 'bash-sandbox', target === 'toolport' ? {} : { TOOLPORT_BASH_SANDBOX: 'auto' });
-  const slot: LatencySlot = { target: target === 'raw' ? 'raw' : 'toolport', round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], latenciesMs: [] };
+    target === 'raw'
+      ? rawSpec(ctx, 'bash')
+      : toolportSpec(ctx, target === 'toolport' ? 'bash' : 'bash-sandbox', target === 'toolport' ? {} : { TOOLPORT_BASH_SANDBOX: 'auto' });
+  const slot: LatencySlot = {
+    target: target === 'raw' ? 'raw' : 'toolport',
+    round,
+    rssStartBytes: undefined,
+    rssEndBytes: undefined,
+    failures: [],
+    latenciesMs: [],
+  };
   await withServer(spec, slot.target, slot.failures, async (server) => {
     slot.rssStartBytes = await rssOf(server.pid);
     const calls = ctx.options.bashCalls;

@@ -25,7 +25,7 @@ const DISCOVER = JSON.stringify({
 });
 
 // The baseline: bare node reading one line and answering it, the least any stdio server does.
-const BARE_NODE = "process.stdin.once('data', () => process.stdout.write('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\\n'))";
+const BARE_NODE = 'process.stdin.once(\'data\', () => process.stdout.write(\'{"jsonrpc":"2.0","id":1,"result":{}}\\n\'))';
 
 const TICKS_PER_S = 100;
 

@@ -63,7 +63,14 @@ export function toolportDefaultsSpec(ctx: BenchContext, name: string): ServerSpe
 
 /** The raw node:http baseline, replaying the recorded replies. */
 export function rawSpec(ctx: BenchContext, name: string): ServerSpec {
-  return { command: process.execPath, args: [...typeScriptEntry(RAW_SERVER), ctx.repliesFile], cwd: ROOT, env: {}, logFile: logFile(ctx, `raw-${name}`), cpu: ctx.pinning.serverCpu };
+  return {
+    command: process.execPath,
+    args: [...typeScriptEntry(RAW_SERVER), ctx.repliesFile],
+    cwd: ROOT,
+    env: {},
+    logFile: logFile(ctx, `raw-${name}`),
+    cpu: ctx.pinning.serverCpu,
+  };
 }
 
 /** The bare Fastify server of the cold-start comparison. */

@@ -27,7 +27,9 @@ const started: Managed[] = [];
 /** Why a part cannot run here, or undefined when every program is installed. */
 export function missingPrograms(): string | undefined {
   const missing = ['redis-server', 'haproxy'].filter((program) => spawnSync(program, ['-v'], { stdio: 'ignore' }).error !== undefined);
-  return missing.length === 0 ? undefined : `${missing.join(' and ')} not installed (Debian: apt-get install redis-server haproxy; scripts/install-system-deps.sh does it)`;
+  return missing.length === 0
+    ? undefined
+    : `${missing.join(' and ')} not installed (Debian: apt-get install redis-server haproxy; scripts/install-system-deps.sh does it)`;
 }
 
 /** `count` distinct loopback ports nothing listens on right now (held together while chosen, so none repeats). */
@@ -40,7 +42,12 @@ export async function freePorts(count: number): Promise<number[]> {
 }
 
 /** Starts a program, logging its output to `<logDir>/<name>.log`, and resolves once a line matches `ready` (at once without it). */
-export async function launch(name: string, file: string, args: string[], options: { env?: NodeJS.ProcessEnv; logDir: string; ready?: (line: string) => boolean }): Promise<Managed> {
+export async function launch(
+  name: string,
+  file: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; logDir: string; ready?: (line: string) => boolean },
+): Promise<Managed> {
   const child = spawn(file, args, { cwd: ROOT, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(path.join(options.logDir, `${name}.log`), { flags: 'a' });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -135,7 +142,10 @@ export async function startHaproxy(port: number, replicas: readonly number[], di
   // No line says "ready"; the port answering does, while haproxy still runs (it exits when it cannot bind).
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
-    const up = await fetch(`http://127.0.0.1:${port}/healthz`).then((res) => res.ok, () => false);
+    const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (res) => res.ok,
+      () => false,
+    );
     await delay(100);
     if (haproxy.child.exitCode !== null) throw new Error(`haproxy exited with ${haproxy.child.exitCode}; see haproxy.log`);
     if (up) return haproxy;

@@ -58,14 +58,22 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
   const start = await resolveKeys(options.keys, server, fail);
   const noneOpened = new Map<string, ToolRegistry>();
   if (start.roots.size === 0) {
-    return { registry: served, toolsets: noneOpened, keys: start.keys, close: async () => {}, admit: (keys) => admit(keys, { ...options, cwd, registry: served, toolsets: noneOpened, serverBound: true }) };
+    return {
+      registry: served,
+      toolsets: noneOpened,
+      keys: start.keys,
+      close: async () => {},
+      admit: (keys) => admit(keys, { ...options, cwd, registry: served, toolsets: noneOpened, serverBound: true }),
+    };
   }
   await assertKeysFileOutside(config, cwd, start, fail);
   const { inUse } = start;
-  const name = (root: string): string => (root === server.root ? `TOOLPORT_WORKSPACE ${JSON.stringify(root)}` : `the workspace ${JSON.stringify(root)} of ${owners(start, root)}`);
+  const name = (root: string): string =>
+    root === server.root ? `TOOLPORT_WORKSPACE ${JSON.stringify(root)}` : `the workspace ${JSON.stringify(root)} of ${owners(start, root)}`;
   for (const a of inUse) {
     const b = inUse.find((other) => other !== a && isWithin(a, other));
-    if (b !== undefined) fail(`${name(a)} is inside ${name(b)}, so one key could read another's files; give each key a directory of its own, none inside another`);
+    if (b !== undefined)
+      fail(`${name(a)} is inside ${name(b)}, so one key could read another's files; give each key a directory of its own, none inside another`);
   }
 
   const opened: Workspace[] = [];
@@ -122,7 +130,10 @@ async function resolveKeys(given: readonly ApiKey[], server: Workspace, fail: (p
   const keys: ApiKey[] = [];
   for (const key of given) {
     const { workspace, ...rest } = key;
-    const root = workspace === undefined ? server.root : await directory(workspace, (why) => fail(`the workspace ${JSON.stringify(workspace)} of key "${key.label}" ${why}`));
+    const root =
+      workspace === undefined
+        ? server.root
+        : await directory(workspace, (why) => fail(`the workspace ${JSON.stringify(workspace)} of key "${key.label}" ${why}`));
     if (root === server.root) {
       keys.push(rest);
       continue;
@@ -148,7 +159,10 @@ async function admit(given: readonly ApiKey[], options: AdmitOptions): Promise<A
   const fail = failure(config);
   const next = await resolveKeys(given, server, fail);
   for (const root of next.roots.keys()) {
-    if (!toolsets.has(root)) fail(`the workspace ${JSON.stringify(root)} of ${owners(next, root)} was not open at start-up, and a reload opens no workspace; restart the server to add it`);
+    if (!toolsets.has(root))
+      fail(
+        `the workspace ${JSON.stringify(root)} of ${owners(next, root)} was not open at start-up, and a reload opens no workspace; restart the server to add it`,
+      );
   }
   if (next.serverInUse && toolsets.size > 0 && !options.serverBound) {
     const labels = next.keys.filter((k) => k.workspace === undefined).map((k) => JSON.stringify(k.label));
@@ -184,7 +198,8 @@ async function assertKeysFileOutside(config: ToolsetConfig, cwd: string, resolve
   if (config.apiKeysFile === undefined || resolved.roots.size === 0) return;
   const keysFile = await realpath(path.resolve(cwd, config.apiKeysFile));
   for (const root of resolved.roots.keys()) {
-    if (isWithin(keysFile, root)) fail(`the workspace ${JSON.stringify(root)} of ${owners(resolved, root)} holds the keys file, where the file tools can read it; keep it outside`);
+    if (isWithin(keysFile, root))
+      fail(`the workspace ${JSON.stringify(root)} of ${owners(resolved, root)} holds the keys file, where the file tools can read it; keep it outside`);
   }
 }
 

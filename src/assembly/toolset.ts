@@ -12,7 +12,8 @@ export class UnknownToolError extends Error {
 }
 
 /** What createToolset reads of the configuration; without `apiKeysFile`, no keys file is hidden. */
-export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> & Partial<Pick<Config, 'apiKeysFile' | 'bashLimits' | 'workspaceQuota'>>;
+export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> &
+  Partial<Pick<Config, 'apiKeysFile' | 'bashLimits' | 'workspaceQuota'>>;
 
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
@@ -40,7 +41,10 @@ export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), 
     if (served.get(name)) throw new UnknownToolError(`Invalid TOOLPORT_TOOLS: "${name}" is listed more than once.`);
     const tool = all.get(name);
     if (!tool) {
-      const available = all.list().map((t) => t.name).join(', ');
+      const available = all
+        .list()
+        .map((t) => t.name)
+        .join(', ');
       throw new UnknownToolError(`Invalid TOOLPORT_TOOLS: no tool named "${name}". Available tools: ${available}.`);
     }
     served.register(tool);

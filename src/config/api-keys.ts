@@ -69,7 +69,10 @@ export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'
     ];
   });
   if (clashes.length > 0) throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: ${clashes.join('; ')}.`);
-  return [...keys, ...entries.map(({ label, key, tools, workspace }) => ({ label, key, ...(tools && { tools }), ...(workspace !== undefined && { workspace }) }))];
+  return [
+    ...keys,
+    ...entries.map(({ label, key, tools, workspace }) => ({ label, key, ...(tools && { tools }), ...(workspace !== undefined && { workspace }) })),
+  ];
 }
 
 async function readKeysFile(file: string, servedTools: readonly string[]): Promise<KeyEntry[]> {
@@ -105,7 +108,9 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
     return [
       ...keyProblems(entry.key).map((p) => `${where}: the key ${p}`),
       ...(unserved.length > 0
-        ? [`${where}: "tools" names ${unserved.map((t) => JSON.stringify(t)).join(', ')}, which ${unserved.length === 1 ? 'is' : 'are'} not served (served tools: ${servedTools.join(', ') || 'none'})`]
+        ? [
+            `${where}: "tools" names ${unserved.map((t) => JSON.stringify(t)).join(', ')}, which ${unserved.length === 1 ? 'is' : 'are'} not served (served tools: ${servedTools.join(', ') || 'none'})`,
+          ]
         : []),
       ...(entry.workspace !== undefined && !isAbsolutePath(entry.workspace)
         ? [`${where}: "workspace" must be an absolute path (relative paths would depend on the directory the server starts in)`]

@@ -41,40 +41,186 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'HOST', default: code('127.0.0.1'), meaning: 'address to listen on; the image sets `0.0.0.0`' },
   { name: 'LOG_LEVEL', default: code('info'), meaning: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`' },
   { name: 'TOOLPORT_TOOLS', default: 'all', meaning: 'comma-separated names of the registered tools to serve, in that order' },
-  { name: 'TOOLPORT_TOOL_TIMEOUT_MS', default: code(DEFAULT_TOOL_TIMEOUT_MS), meaning: 'deadline of a call, for tools that declare no `timeoutMs` of their own' },
+  {
+    name: 'TOOLPORT_TOOL_TIMEOUT_MS',
+    default: code(DEFAULT_TOOL_TIMEOUT_MS),
+    meaning: 'deadline of a call, for tools that declare no `timeoutMs` of their own',
+  },
   { name: 'TOOLPORT_BODY_LIMIT', default: code(DEFAULT_BODY_LIMIT), meaning: 'largest request body, in bytes' },
   { name: 'TOOLPORT_PLUGINS', default: 'none', meaning: 'comma-separated modules that add tools', see: 'extending.md#plug-ins' },
-  { name: 'TOOLPORT_WORKSPACE', default: 'the current directory (`/workspace` in the image)', meaning: 'the only directory the file tools may touch; unset, the current directory is refused when it is `/` or the home directory', see: 'security.md#the-workspace' },
-  { name: 'HOME', default: "the user's home directory", meaning: 'read only to refuse the home directory as the workspace when `TOOLPORT_WORKSPACE` is not set', see: 'mcp.md#connecting-clients' },
-  { name: 'TOOLPORT_WORKSPACE_QUOTA', default: code('10G'), meaning: 'disk each workspace (the server\'s, and each key\'s own) may use for Write and Edit to go on writing in it: bytes, or with `K`, `M`, `G`, `T` (powers of 1024); `0`: no quota', see: 'operations.md#disk' },
-  { name: 'TOOLPORT_BASH_SANDBOX', default: code('auto'), meaning: 'run Bash in the bubblewrap sandbox: `auto` when it works here, `true` always (start-up fails without it), `false` never', see: 'security.md#bash-is-not-confined-by-the-workspace' },
-  { name: 'TOOLPORT_BASH_MAX_PROCESSES', default: code(DEFAULT_BASH_LIMITS.maxProcesses), meaning: 'processes and threads one Bash call may have at once; `0`: no limit', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_BASH_MAX_MEMORY', default: code(DEFAULT_BASH_LIMITS.maxMemory), meaning: 'bytes of memory one Bash call may use, where a memory cgroup can be made; `0`: no limit', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_BASH_MAX_ADDRESS_SPACE', default: code(DEFAULT_BASH_LIMITS.maxAddressSpace), meaning: 'bytes of address space each process of a Bash call may map (`RLIMIT_AS`); `0`: no limit', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_BASH_MAX_FILE_SIZE', default: code(DEFAULT_BASH_LIMITS.maxFileSize), meaning: 'largest file a Bash command may write, in bytes; `0`: no limit', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_BASH_MAX_CPU_SECONDS', default: code(DEFAULT_BASH_LIMITS.maxCpuSeconds), meaning: 'CPU seconds each process of a Bash call may use, never more than its timeout; `0`: no limit', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_BASH_TMP_SIZE', default: code(DEFAULT_BASH_LIMITS.tmpSize), meaning: 'bytes the Bash sandbox\'s `/tmp` and `/dev/shm` each hold; `0`: half the RAM, as tmpfs does', see: 'security.md#what-one-bash-call-may-take' },
-  { name: 'TOOLPORT_SHUTDOWN_GRACE_MS', default: code(10_000), meaning: 'how long calls in flight may run on after SIGTERM before they are aborted', see: 'operations.md#signals-and-shutdown' },
+  {
+    name: 'TOOLPORT_WORKSPACE',
+    default: 'the current directory (`/workspace` in the image)',
+    meaning: 'the only directory the file tools may touch; unset, the current directory is refused when it is `/` or the home directory',
+    see: 'security.md#the-workspace',
+  },
+  {
+    name: 'HOME',
+    default: "the user's home directory",
+    meaning: 'read only to refuse the home directory as the workspace when `TOOLPORT_WORKSPACE` is not set',
+    see: 'mcp.md#connecting-clients',
+  },
+  {
+    name: 'TOOLPORT_WORKSPACE_QUOTA',
+    default: code('10G'),
+    meaning:
+      "disk each workspace (the server's, and each key's own) may use for Write and Edit to go on writing in it: bytes, or with `K`, `M`, `G`, `T` (powers of 1024); `0`: no quota",
+    see: 'operations.md#disk',
+  },
+  {
+    name: 'TOOLPORT_BASH_SANDBOX',
+    default: code('auto'),
+    meaning: 'run Bash in the bubblewrap sandbox: `auto` when it works here, `true` always (start-up fails without it), `false` never',
+    see: 'security.md#bash-is-not-confined-by-the-workspace',
+  },
+  {
+    name: 'TOOLPORT_BASH_MAX_PROCESSES',
+    default: code(DEFAULT_BASH_LIMITS.maxProcesses),
+    meaning: 'processes and threads one Bash call may have at once; `0`: no limit',
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_BASH_MAX_MEMORY',
+    default: code(DEFAULT_BASH_LIMITS.maxMemory),
+    meaning: 'bytes of memory one Bash call may use, where a memory cgroup can be made; `0`: no limit',
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_BASH_MAX_ADDRESS_SPACE',
+    default: code(DEFAULT_BASH_LIMITS.maxAddressSpace),
+    meaning: 'bytes of address space each process of a Bash call may map (`RLIMIT_AS`); `0`: no limit',
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_BASH_MAX_FILE_SIZE',
+    default: code(DEFAULT_BASH_LIMITS.maxFileSize),
+    meaning: 'largest file a Bash command may write, in bytes; `0`: no limit',
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_BASH_MAX_CPU_SECONDS',
+    default: code(DEFAULT_BASH_LIMITS.maxCpuSeconds),
+    meaning: 'CPU seconds each process of a Bash call may use, never more than its timeout; `0`: no limit',
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_BASH_TMP_SIZE',
+    default: code(DEFAULT_BASH_LIMITS.tmpSize),
+    meaning: "bytes the Bash sandbox's `/tmp` and `/dev/shm` each hold; `0`: half the RAM, as tmpfs does",
+    see: 'security.md#what-one-bash-call-may-take',
+  },
+  {
+    name: 'TOOLPORT_SHUTDOWN_GRACE_MS',
+    default: code(10_000),
+    meaning: 'how long calls in flight may run on after SIGTERM before they are aborted',
+    see: 'operations.md#signals-and-shutdown',
+  },
   { name: 'TOOLPORT_DOCS', default: code('true'), meaning: 'serve the API browser at `/docs`' },
   { name: 'TOOLPORT_API_KEYS', default: 'none', meaning: 'comma-separated API keys with access to every served tool', see: 'security.md#api-keys' },
   { name: 'TOOLPORT_API_KEYS_FILE', default: 'none', meaning: 'a JSON file of scoped keys', see: 'security.md#api-keys' },
   { name: 'TOOLPORT_PUBLIC_DOCS', default: code('false'), meaning: 'with keys configured, leave `/docs`, `/openapi.json` and `/openapi.tools.json` open' },
-  { name: 'TOOLPORT_ALLOW_UNAUTHENTICATED', default: code('false'), meaning: 'serve tools that are not read-only on a non-loopback address without keys', see: 'security.md#safe-by-default' },
-  { name: 'TOOLPORT_RATE_LIMIT', default: code(600), meaning: 'requests per minute per API key (per client address without keys); `0` switches it off', see: 'operations.md#limits-and-metrics' },
-  { name: 'TOOLPORT_REDIS_URL', default: 'none', meaning: 'keep the rate-limit counts in this Redis (`redis://[:password@]host[:port][/db]`, `rediss://` for TLS), shared by every replica, and pass MCP cancellations between replicas through it; without it each process counts alone and a cancellation reaches its own process only', see: 'deployment.md#running-many-replicas' },
-  { name: 'TOOLPORT_MAX_CONCURRENCY', default: code(DEFAULT_MAX_CONCURRENCY), meaning: 'most calls of any one tool that run at once (a tool may set a lower `maxConcurrency`; Bash: 4)', see: 'operations.md#limits-and-metrics' },
-  { name: 'TOOLPORT_QUEUE_SIZE', default: code(DEFAULT_QUEUE_SIZE), meaning: 'most calls of one tool that wait for a slot; past it, 503 `QUEUE_FULL` (`0`: no waiting)', see: 'operations.md#limits-and-metrics' },
-  { name: 'TOOLPORT_MAX_CONCURRENCY_PER_CALLER', default: "half of each tool's slots, rounded up", meaning: 'most calls of one API key (client address without keys) that run at once, per tool', see: 'operations.md#limits-and-metrics' },
-  { name: 'TOOLPORT_QUEUE_PER_CALLER', default: 'a quarter of `TOOLPORT_QUEUE_SIZE`, rounded up', meaning: 'most calls of one API key (client address) that wait for a slot, per tool; past it, 503 `QUEUE_FULL`', see: 'operations.md#limits-and-metrics' },
-  { name: 'TOOLPORT_HEADERS_TIMEOUT_MS', default: code(DEFAULT_HEADERS_TIMEOUT_MS), meaning: "time for a request's headers to arrive (at most `TOOLPORT_REQUEST_TIMEOUT_MS`); past it, 408 `REQUEST_TIMEOUT` and the connection closes", see: 'operations.md#connections' },
-  { name: 'TOOLPORT_REQUEST_TIMEOUT_MS', default: code(DEFAULT_REQUEST_TIMEOUT_MS), meaning: 'time for a whole request, body included, to arrive; past it, 408 `REQUEST_TIMEOUT`. It bounds receiving the request, not the call: a response may take as long as its tool', see: 'operations.md#connections' },
-  { name: 'TOOLPORT_KEEP_ALIVE_TIMEOUT_MS', default: code(DEFAULT_KEEP_ALIVE_TIMEOUT_MS), meaning: 'how long a kept-alive connection may sit idle between requests (longer than the 60 s of common load balancers, which must close first)', see: 'operations.md#connections' },
-  { name: 'TOOLPORT_IDLE_TIMEOUT_MS', default: code(DEFAULT_IDLE_TIMEOUT_MS), meaning: 'how long a connection may see no traffic while none of its calls runs (a client that stopped reading its response)', see: 'operations.md#connections' },
-  { name: 'TOOLPORT_MAX_CONNECTIONS', default: 'from `ulimit -n`', meaning: 'most connections open at once; past it a new one is closed as soon as it is accepted. Default: the descriptor limit less those open at start-up and a reserve for tool calls (a quarter of the limit, at least 64)', see: 'operations.md#connections' },
-  { name: 'TOOLPORT_ALLOWED_HOSTS', default: 'none', meaning: 'comma-separated host names or IP addresses the server answers to besides local ones, such as the public name a reverse proxy forwards; when set, any other `Host` is a 403', see: 'security.md#host-and-origin-guard' },
-  { name: 'TOOLPORT_ALLOWED_ORIGINS', default: 'none', meaning: 'comma-separated web origins (`https://app.example.com`) that may call besides local ones, where `Origin` is checked', see: 'security.md#host-and-origin-guard' },
-  { name: 'TOOLPORT_CORS_ORIGINS', default: 'none', meaning: 'comma-separated exact web origins whose pages may call through CORS, such as a browser-side Open WebUI tool server: preflights answered, `Access-Control-Allow-Origin` on every answer to them, and they pass the `Origin` check; `*` stops start-up', see: 'security.md#cors' },
-  { name: 'TOOLPORT_TRUST_PROXY', default: code('false'), meaning: 'whose `X-Forwarded-For` to believe, for rate limits and logs: `true` (any peer), a hop count (`1`), or comma-separated addresses and CIDR ranges of the proxies (`10.0.0.0/8,loopback`)', see: 'security.md#behind-a-reverse-proxy' },
+  {
+    name: 'TOOLPORT_ALLOW_UNAUTHENTICATED',
+    default: code('false'),
+    meaning: 'serve tools that are not read-only on a non-loopback address without keys',
+    see: 'security.md#safe-by-default',
+  },
+  {
+    name: 'TOOLPORT_RATE_LIMIT',
+    default: code(600),
+    meaning: 'requests per minute per API key (per client address without keys); `0` switches it off',
+    see: 'operations.md#limits-and-metrics',
+  },
+  {
+    name: 'TOOLPORT_REDIS_URL',
+    default: 'none',
+    meaning:
+      'keep the rate-limit counts in this Redis (`redis://[:password@]host[:port][/db]`, `rediss://` for TLS), shared by every replica, and pass MCP cancellations between replicas through it; without it each process counts alone and a cancellation reaches its own process only',
+    see: 'deployment.md#running-many-replicas',
+  },
+  {
+    name: 'TOOLPORT_MAX_CONCURRENCY',
+    default: code(DEFAULT_MAX_CONCURRENCY),
+    meaning: 'most calls of any one tool that run at once (a tool may set a lower `maxConcurrency`; Bash: 4)',
+    see: 'operations.md#limits-and-metrics',
+  },
+  {
+    name: 'TOOLPORT_QUEUE_SIZE',
+    default: code(DEFAULT_QUEUE_SIZE),
+    meaning: 'most calls of one tool that wait for a slot; past it, 503 `QUEUE_FULL` (`0`: no waiting)',
+    see: 'operations.md#limits-and-metrics',
+  },
+  {
+    name: 'TOOLPORT_MAX_CONCURRENCY_PER_CALLER',
+    default: "half of each tool's slots, rounded up",
+    meaning: 'most calls of one API key (client address without keys) that run at once, per tool',
+    see: 'operations.md#limits-and-metrics',
+  },
+  {
+    name: 'TOOLPORT_QUEUE_PER_CALLER',
+    default: 'a quarter of `TOOLPORT_QUEUE_SIZE`, rounded up',
+    meaning: 'most calls of one API key (client address) that wait for a slot, per tool; past it, 503 `QUEUE_FULL`',
+    see: 'operations.md#limits-and-metrics',
+  },
+  {
+    name: 'TOOLPORT_HEADERS_TIMEOUT_MS',
+    default: code(DEFAULT_HEADERS_TIMEOUT_MS),
+    meaning: "time for a request's headers to arrive (at most `TOOLPORT_REQUEST_TIMEOUT_MS`); past it, 408 `REQUEST_TIMEOUT` and the connection closes",
+    see: 'operations.md#connections',
+  },
+  {
+    name: 'TOOLPORT_REQUEST_TIMEOUT_MS',
+    default: code(DEFAULT_REQUEST_TIMEOUT_MS),
+    meaning:
+      'time for a whole request, body included, to arrive; past it, 408 `REQUEST_TIMEOUT`. It bounds receiving the request, not the call: a response may take as long as its tool',
+    see: 'operations.md#connections',
+  },
+  {
+    name: 'TOOLPORT_KEEP_ALIVE_TIMEOUT_MS',
+    default: code(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    meaning: 'how long a kept-alive connection may sit idle between requests (longer than the 60 s of common load balancers, which must close first)',
+    see: 'operations.md#connections',
+  },
+  {
+    name: 'TOOLPORT_IDLE_TIMEOUT_MS',
+    default: code(DEFAULT_IDLE_TIMEOUT_MS),
+    meaning: 'how long a connection may see no traffic while none of its calls runs (a client that stopped reading its response)',
+    see: 'operations.md#connections',
+  },
+  {
+    name: 'TOOLPORT_MAX_CONNECTIONS',
+    default: 'from `ulimit -n`',
+    meaning:
+      'most connections open at once; past it a new one is closed as soon as it is accepted. Default: the descriptor limit less those open at start-up and a reserve for tool calls (a quarter of the limit, at least 64)',
+    see: 'operations.md#connections',
+  },
+  {
+    name: 'TOOLPORT_ALLOWED_HOSTS',
+    default: 'none',
+    meaning:
+      'comma-separated host names or IP addresses the server answers to besides local ones, such as the public name a reverse proxy forwards; when set, any other `Host` is a 403',
+    see: 'security.md#host-and-origin-guard',
+  },
+  {
+    name: 'TOOLPORT_ALLOWED_ORIGINS',
+    default: 'none',
+    meaning: 'comma-separated web origins (`https://app.example.com`) that may call besides local ones, where `Origin` is checked',
+    see: 'security.md#host-and-origin-guard',
+  },
+  {
+    name: 'TOOLPORT_CORS_ORIGINS',
+    default: 'none',
+    meaning:
+      'comma-separated exact web origins whose pages may call through CORS, such as a browser-side Open WebUI tool server: preflights answered, `Access-Control-Allow-Origin` on every answer to them, and they pass the `Origin` check; `*` stops start-up',
+    see: 'security.md#cors',
+  },
+  {
+    name: 'TOOLPORT_TRUST_PROXY',
+    default: code('false'),
+    meaning:
+      'whose `X-Forwarded-For` to believe, for rate limits and logs: `true` (any peer), a hop count (`1`), or comma-separated addresses and CIDR ranges of the proxies (`10.0.0.0/8,loopback`)',
+    see: 'security.md#behind-a-reverse-proxy',
+  },
 ];
 
 /** Everything the service reads from its environment, validated. Nothing else reads `process.env`. */
@@ -160,7 +306,8 @@ export class ConfigError extends Error {
 function implicitWorkspace(env: Env, cwd: string): string {
   const dir = path.resolve(cwd);
   const home = raw(env, 'HOME');
-  const what = dir === path.parse(dir).root ? 'the root of the file system' : home !== undefined && dir === path.resolve(home) ? 'the home directory' : undefined;
+  const what =
+    dir === path.parse(dir).root ? 'the root of the file system' : home !== undefined && dir === path.resolve(home) ? 'the home directory' : undefined;
   if (what === undefined) return cwd;
   throw new ConfigError(
     'TOOLPORT_WORKSPACE',
@@ -213,7 +360,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     idleTimeoutMs: integer(env, 'TOOLPORT_IDLE_TIMEOUT_MS', DEFAULT_IDLE_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
     maxConnections: optionalInteger(env, 'TOOLPORT_MAX_CONNECTIONS', 1, 1_000_000),
     allowedHosts: checkedList(env, 'TOOLPORT_ALLOWED_HOSTS', hostName, 'host names or IP addresses, without scheme or port'),
-    allowedOrigins: checkedList(env, 'TOOLPORT_ALLOWED_ORIGINS', webOrigin, 'web origins such as https://app.example.com (http or https, a host, an optional port, no path)'),
+    allowedOrigins: checkedList(
+      env,
+      'TOOLPORT_ALLOWED_ORIGINS',
+      webOrigin,
+      'web origins such as https://app.example.com (http or https, a host, an optional port, no path)',
+    ),
     corsOrigins: corsOrigins(env, 'TOOLPORT_CORS_ORIGINS', raw(env, 'TOOLPORT_API_KEYS') !== undefined || raw(env, 'TOOLPORT_API_KEYS_FILE') !== undefined),
     trustProxy: trustProxy(env, 'TOOLPORT_TRUST_PROXY'),
   };
@@ -243,7 +395,8 @@ function byteSize(env: Env, name: string, fallback: number): number {
   const match = /^(\d{1,15})([kmgt])?$/i.exec(value);
   const power = match?.[2] === undefined ? 0 : 'kmgt'.indexOf(match[2].toLowerCase()) + 1;
   const n = match === null ? NaN : Number(match[1]) * 1024 ** power;
-  if (!Number.isSafeInteger(n)) throw new ConfigError(name, 'a size in bytes, optionally with K, M, G or T (powers of 1024), such as 10G; 0 for no quota', value);
+  if (!Number.isSafeInteger(n))
+    throw new ConfigError(name, 'a size in bytes, optionally with K, M, G or T (powers of 1024), such as 10G; 0 for no quota', value);
   return n;
 }
 
@@ -344,7 +497,9 @@ function webOrigin(item: string): string | undefined {
  */
 function corsOrigins(env: Env, name: string, keyed: boolean): string[] {
   if (list(env, name)?.includes('*')) {
-    const why = keyed ? 'with API keys configured, * would let any web page send calls with a key' : 'without API keys, * would let any web page the user opens run the tools';
+    const why = keyed
+      ? 'with API keys configured, * would let any web page send calls with a key'
+      : 'without API keys, * would let any web page the user opens run the tools';
     throw new ConfigError(name, `exact web origins such as https://app.example.com, not a wildcard: ${why}`, raw(env, name) ?? '');
   }
   return checkedList(env, name, webOrigin, 'exact web origins such as https://app.example.com (http or https, a host, an optional port, no path)');
@@ -364,11 +519,21 @@ function redisUrl(env: Env, name: string): string | undefined {
   } catch {
     url = undefined;
   }
-  const valid = url !== undefined && (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^\/?(\d+)?$/.test(url.pathname) && url.search === '' && url.hash === '';
-  if (!valid) throw new ConfigError(name, 'a URL such as redis://redis:6379 or rediss://:password@redis.example:6380/2 (a database number as the path)', redactedUrl(value));
+  const valid =
+    url !== undefined &&
+    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
+    url.hostname !== '' &&
+    /^\/?(\d+)?$/.test(url.pathname) &&
+    url.search === '' &&
+    url.hash === '';
+  if (!valid)
+    throw new ConfigError(
+      name,
+      'a URL such as redis://redis:6379 or rediss://:password@redis.example:6380/2 (a database number as the path)',
+      redactedUrl(value),
+    );
   return value;
 }
-
 
 const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 const HOP_COUNT = /^\d{1,3}$/;

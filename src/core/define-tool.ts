@@ -6,8 +6,7 @@ import type { ContentBlock, ObjectSchema, ToolAnnotations, ToolContext, ToolDef,
  * type; with `isError: true`, text and at most optional structured content.
  */
 export type TypedToolResult<Output> =
-  | { content: ContentBlock[]; isError?: false; structuredContent: Output }
-  | { content: ContentBlock[]; isError: true; structuredContent?: Output };
+  { content: ContentBlock[]; isError?: false; structuredContent: Output } | { content: ContentBlock[]; isError: true; structuredContent?: Output };
 
 /** A tool declaration whose input type follows from its TypeBox schema. */
 export interface TypedToolSpec<Schema extends TObject> {

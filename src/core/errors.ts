@@ -25,9 +25,21 @@ export const JSON_RPC = {
  */
 export const ErrorCatalog = {
   INVALID_JSON: { status: 400, jsonRpc: JSON_RPC.PARSE_ERROR, summary: 'The body is not valid JSON, or holds `__proto__` / `constructor.prototype` keys.' },
-  INVALID_INPUT: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS, summary: "The input is not an object or fails the tool's schema; the violations are listed with their JSON paths." },
-  INVALID_QUERY: { status: 400, jsonRpc: JSON_RPC.INVALID_PARAMS, summary: 'A query parameter is malformed, or does not apply (`?strict=true` with a format it does not apply to).' },
-  BAD_REQUEST: { status: 400, jsonRpc: JSON_RPC.INVALID_REQUEST, summary: "The request is malformed: not valid HTTP, a malformed URL, or a body of `POST /calls` that is no provider's turn or holds too many calls." },
+  INVALID_INPUT: {
+    status: 400,
+    jsonRpc: JSON_RPC.INVALID_PARAMS,
+    summary: "The input is not an object or fails the tool's schema; the violations are listed with their JSON paths.",
+  },
+  INVALID_QUERY: {
+    status: 400,
+    jsonRpc: JSON_RPC.INVALID_PARAMS,
+    summary: 'A query parameter is malformed, or does not apply (`?strict=true` with a format it does not apply to).',
+  },
+  BAD_REQUEST: {
+    status: 400,
+    jsonRpc: JSON_RPC.INVALID_REQUEST,
+    summary: "The request is malformed: not valid HTTP, a malformed URL, or a body of `POST /calls` that is no provider's turn or holds too many calls.",
+  },
   UNAUTHORIZED: { status: 401, jsonRpc: -31001, summary: 'No valid API key, where keys are configured; sent with `WWW-Authenticate: Bearer`.' },
   FORBIDDEN: { status: 403, jsonRpc: -31002, summary: 'The key may not use the tool, or the Host and Origin guard refuses the request.' },
   TOOL_NOT_FOUND: { status: 404, jsonRpc: JSON_RPC.INVALID_PARAMS, summary: 'No tool of that name; the message lists the available ones.' },
@@ -37,9 +49,17 @@ export const ErrorCatalog = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, jsonRpc: -31005, summary: 'The body is not JSON.' },
   RATE_LIMITED: { status: 429, jsonRpc: -31006, summary: 'The key (or client address) used its calls for the minute; sent with `Retry-After`.' },
   HEADERS_TOO_LARGE: { status: 431, jsonRpc: -31007, summary: 'The request headers are larger than the server accepts.' },
-  INTERNAL_ERROR: { status: 500, jsonRpc: JSON_RPC.INTERNAL_ERROR, summary: 'Something unexpected in the service itself; the message carries the request id and no internals.' },
+  INTERNAL_ERROR: {
+    status: 500,
+    jsonRpc: JSON_RPC.INTERNAL_ERROR,
+    summary: 'Something unexpected in the service itself; the message carries the request id and no internals.',
+  },
   SHUTTING_DOWN: { status: 503, jsonRpc: -31008, summary: 'The server is shutting down and took nothing new; retrying elsewhere is safe.' },
-  QUEUE_FULL: { status: 503, jsonRpc: -31009, summary: "Every slot of the tool is taken and its queue, or the caller's share of it, is full; sent with `Retry-After: 1`." },
+  QUEUE_FULL: {
+    status: 503,
+    jsonRpc: -31009,
+    summary: "Every slot of the tool is taken and its queue, or the caller's share of it, is full; sent with `Retry-After: 1`.",
+  },
   OVERLOADED: { status: 503, jsonRpc: -31010, summary: 'The server is overloaded (event-loop delay or memory); sent with `Retry-After: 5`.' },
 } as const satisfies Record<string, { status: number; jsonRpc: number; summary: string }>;
 

@@ -272,7 +272,14 @@ export class ToolExecutor {
    * at once, with no timer, listener or promise; only one that returns a promise gets the deadline
    * timer and a listener for the abort, and whichever comes first settles the call.
    */
-  #start(tool: ToolDef, input: ToolInput, options: CallOptions, abort: CallAbort, requestId: string, checkOutput: OutputValidator | undefined): Settled | Promise<Settled> {
+  #start(
+    tool: ToolDef,
+    input: ToolInput,
+    options: CallOptions,
+    abort: CallAbort,
+    requestId: string,
+    checkOutput: OutputValidator | undefined,
+  ): Settled | Promise<Settled> {
     // A call cancelled before it began never starts the tool: it may have side effects.
     if (abort.aborted) return { outcome: 'aborted', result: abortedResult(tool.name, abort.reason) };
     const progress = options.onProgress && progressReporter(options.onProgress, abort);

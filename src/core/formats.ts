@@ -1,12 +1,5 @@
 import type { Static } from 'typebox';
-import type {
-  AnthropicToolSchema,
-  InputSchemaSchema,
-  MCPToolListSchema,
-  MCPToolSchema,
-  OpenAIResponsesToolSchema,
-  OpenAIToolSchema,
-} from './schemas.js';
+import type { AnthropicToolSchema, InputSchemaSchema, MCPToolListSchema, MCPToolSchema, OpenAIResponsesToolSchema, OpenAIToolSchema } from './schemas.js';
 import type { ObjectSchema, ToolDef } from './types.js';
 
 /** The formats `ToolRegistry.toAPI` can produce. */
@@ -107,7 +100,8 @@ function withEnumTypes(node: unknown): unknown {
   const copy: Record<string, unknown> = {};
   for (const [keyword, value] of Object.entries(node)) {
     if (LITERAL_KEYWORDS.has(keyword)) copy[keyword] = value;
-    else if (SCHEMA_MAP_KEYWORDS.has(keyword) && isRecord(value)) copy[keyword] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withEnumTypes(v)]));
+    else if (SCHEMA_MAP_KEYWORDS.has(keyword) && isRecord(value))
+      copy[keyword] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withEnumTypes(v)]));
     else copy[keyword] = withEnumTypes(value);
   }
   if (Array.isArray(copy.enum) && copy.type === undefined) {
@@ -128,14 +122,47 @@ function jsonType(value: unknown): string {
 // server still validates calls against the tool's own schema, so removing a keyword loosens only
 // what the model is held to, never what a call must satisfy.
 const STRICT_KEYWORDS = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'description', 'title', '$ref', '$defs', 'definitions',
-  'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'description',
+  'title',
+  '$ref',
+  '$defs',
+  'definitions',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minItems',
+  'maxItems',
 ]);
 const STRICT_FORMAT_NAMES = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
 
 // What strict mode cannot express: removing these would change what the model may send (the
 // server would then refuse calls the published schema allows), so such a tool is not strict.
-const NOT_STRICT = ['allOf', 'not', 'if', 'then', 'else', 'patternProperties', 'dependentSchemas', 'dependentRequired', 'prefixItems', '$dynamicRef', 'unevaluatedProperties', 'unevaluatedItems'];
+const NOT_STRICT = [
+  'allOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'patternProperties',
+  'dependentSchemas',
+  'dependentRequired',
+  'prefixItems',
+  '$dynamicRef',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+];
 
 /**
  * Why strict mode cannot express a schema, or undefined when it can: a keyword that constrains
@@ -150,7 +177,13 @@ export function strictProblem(schema: ObjectSchema): string | undefined {
     if (found !== undefined) return `${path}: ${found}`;
     if (isRecord(node.additionalProperties)) return `${path}: additionalProperties with a schema`;
     if (Array.isArray(node.items)) return `${path}: tuple items`;
-    const typed = node.type !== undefined || node.$ref !== undefined || node.anyOf !== undefined || node.oneOf !== undefined || node.enum !== undefined || node.const !== undefined;
+    const typed =
+      node.type !== undefined ||
+      node.$ref !== undefined ||
+      node.anyOf !== undefined ||
+      node.oneOf !== undefined ||
+      node.enum !== undefined ||
+      node.const !== undefined;
     if (!typed) return `${path}: no type`;
     for (const [name, sub] of Object.entries(isRecord(node.properties) ? node.properties : {})) {
       const problem = walk(sub, `${path}.${name}`, depth + 1);

@@ -2,7 +2,16 @@ import { pino, type Logger } from 'pino';
 import { CallAbort, type AbortSource } from './call-abort.js';
 import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './errors.js';
 import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
-import { API_FORMATS, hasStrictMode, type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
+import {
+  API_FORMATS,
+  hasStrictMode,
+  type AnthropicTool,
+  type APIFormat,
+  type ListOptions,
+  type MCPTool,
+  type OpenAIResponsesTool,
+  type OpenAITool,
+} from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
 import type { ToolScope } from './keyring.js';
 import type { ToolRegistry } from './registry.js';
@@ -49,7 +58,10 @@ export function addressGroup(ip: string): string {
   const front = head === '' ? [] : head.split(':');
   const back = tail === undefined || tail === '' ? [] : tail.split(':');
   const groups = tail === undefined ? front : [...front, ...Array<string>(8 - front.length - back.length).fill('0'), ...back];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase()).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, '').toLowerCase())
+    .join(':')}::/64`;
 }
 
 /** A caller with every tool and no key: in-process callers (the CLI), and servers without keys. */
@@ -124,7 +136,11 @@ export class Gateway {
   constructor({ scopes = [], observer, toolsets = new Map(), ...options }: GatewayOptions) {
     this.executor = new ToolExecutor({ ...options, observer });
     this.registry = options.registry;
-    const names = (registry: ToolRegistry): string => registry.list().map((t) => t.name).join(', ');
+    const names = (registry: ToolRegistry): string =>
+      registry
+        .list()
+        .map((t) => t.name)
+        .join(', ');
     for (const [workspace, toolset] of toolsets) {
       if (names(toolset) !== names(this.registry)) {
         throw new Error(`The tools of workspace ${JSON.stringify(workspace)} (${names(toolset)}) are not the server's (${names(this.registry)}).`);

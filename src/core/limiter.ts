@@ -70,7 +70,8 @@ export class ConcurrencyLimiter {
     const limitPerCaller = options.limitPerCaller ?? options.limit;
     const queuePerCaller = options.queuePerCaller ?? options.queueSize;
     if (!(Number.isInteger(limitPerCaller) && limitPerCaller > 0)) throw new RangeError(`limitPerCaller must be a positive integer, got ${limitPerCaller}`);
-    if (!(Number.isInteger(queuePerCaller) && queuePerCaller >= 0)) throw new RangeError(`queuePerCaller must be a non-negative integer, got ${queuePerCaller}`);
+    if (!(Number.isInteger(queuePerCaller) && queuePerCaller >= 0))
+      throw new RangeError(`queuePerCaller must be a non-negative integer, got ${queuePerCaller}`);
     this.tool = options.tool;
     this.limit = options.limit;
     this.queueSize = options.queueSize;

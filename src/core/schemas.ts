@@ -29,7 +29,7 @@ export const ImageBlockSchema = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { $id: 'ImageBlock', additionalProperties: false, description: 'An image for the model, in the Anthropic API\'s base64 source shape.' },
+  { $id: 'ImageBlock', additionalProperties: false, description: "An image for the model, in the Anthropic API's base64 source shape." },
 );
 
 /** A content block, in the shape the Anthropic API takes for `tool_result` content. */
@@ -43,10 +43,13 @@ export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema]
  * declares an `outputSchema` returns one matching it on every success.
  */
 export const StructuredContentSchema = Type.Unsafe<Record<string, unknown>>(
-  Type.Object({}, {
-    additionalProperties: true,
-    description: 'The result as JSON, for programs: present when the tool returns it; it matches the tool\'s output schema when the tool has one.',
-  }),
+  Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: "The result as JSON, for programs: present when the tool returns it; it matches the tool's output schema when the tool has one.",
+    },
+  ),
 );
 
 /** A result as the pipeline returns it: normalised, `isError` always set. */
@@ -56,7 +59,7 @@ export const ToolResultSchema = Type.Object(
     isError: Type.Boolean({ description: 'True when the call failed; the content says why, for the model.' }),
     structuredContent: Type.Optional(StructuredContentSchema),
   },
-  { $id: 'ToolResult', additionalProperties: false, description: 'What the tool returned, in the Anthropic API\'s tool_result content shape.' },
+  { $id: 'ToolResult', additionalProperties: false, description: "What the tool returned, in the Anthropic API's tool_result content shape." },
 );
 
 /** The body of every refusal: a ToolResult with `isError: true`, plus a machine-readable error. */
@@ -64,11 +67,14 @@ export const ErrorBodySchema = Type.Object(
   {
     content: Type.Array(TextBlockSchema, { minItems: 1, maxItems: 1 }),
     isError: Type.Literal(true),
-    error: Type.Object({
-      code: Type.Enum(ERROR_CODES, { $id: 'ErrorCode', type: 'string', description: 'The catalog code (src/core/errors.ts); each has one HTTP status.' }),
-      message: Type.String(),
-      details: Type.Optional(Type.Unknown()),
-    }, { additionalProperties: false }),
+    error: Type.Object(
+      {
+        code: Type.Enum(ERROR_CODES, { $id: 'ErrorCode', type: 'string', description: 'The catalog code (src/core/errors.ts); each has one HTTP status.' }),
+        message: Type.String(),
+        details: Type.Optional(Type.Unknown()),
+      },
+      { additionalProperties: false },
+    ),
   },
   {
     $id: 'ErrorBody',
@@ -87,17 +93,17 @@ export const ErrorBodySchema = Type.Object(
 export const InputSchemaSchema = Type.Unsafe<ObjectSchema & { properties: Record<string, unknown> }>(
   Type.Object(
     { type: Type.Literal('object'), properties: Type.Object({}, { additionalProperties: true, description: 'The JSON Schema of each property.' }) },
-    { $id: 'InputSchema', additionalProperties: true, description: 'The tool\'s input, as a JSON Schema whose root is an object.' },
+    { $id: 'InputSchema', additionalProperties: true, description: "The tool's input, as a JSON Schema whose root is an object." },
   ),
 );
 
-const name = Type.String({ description: 'The tool\'s name, which a call names.' });
+const name = Type.String({ description: "The tool's name, which a call names." });
 const description = Type.String({ description: 'What the tool does, written for a model.' });
 
 /** A tool in the Anthropic Messages API's `tools` shape. */
 export const AnthropicToolSchema = Type.Object(
   { name, description, input_schema: InputSchemaSchema },
-  { $id: 'AnthropicTool', additionalProperties: false, description: 'A tool in the Anthropic Messages API\'s shape.' },
+  { $id: 'AnthropicTool', additionalProperties: false, description: "A tool in the Anthropic Messages API's shape." },
 );
 
 /** A function tool of OpenAI's Chat Completions API: nested under `function`. */
@@ -114,13 +120,13 @@ export const OpenAIToolSchema = Type.Object(
       { $id: 'OpenAIFunction', additionalProperties: false },
     ),
   },
-  { $id: 'OpenAITool', additionalProperties: false, description: 'A function tool of OpenAI\'s Chat Completions API.' },
+  { $id: 'OpenAITool', additionalProperties: false, description: "A function tool of OpenAI's Chat Completions API." },
 );
 
 /** A function tool of OpenAI's Responses API: flat, and `strict` said outright (the API's default is true). */
 export const OpenAIResponsesToolSchema = Type.Object(
   { type: Type.Literal('function'), name, description, parameters: InputSchemaSchema, strict: Type.Boolean() },
-  { $id: 'OpenAIResponsesTool', additionalProperties: false, description: 'A function tool of OpenAI\'s Responses API: flat, with strict said outright.' },
+  { $id: 'OpenAIResponsesTool', additionalProperties: false, description: "A function tool of OpenAI's Responses API: flat, with strict said outright." },
 );
 
 /** Hints about a tool's behaviour, as in MCP. Open: MCP may add hints. */
@@ -132,14 +138,14 @@ export const ToolAnnotationsSchema = Type.Object(
     idempotentHint: Type.Optional(Type.Boolean()),
     openWorldHint: Type.Optional(Type.Boolean()),
   },
-  { $id: 'ToolAnnotations', description: 'Hints about the tool\'s behaviour, as in MCP.' },
+  { $id: 'ToolAnnotations', description: "Hints about the tool's behaviour, as in MCP." },
 );
 
 /** A tool's output schema as published: the JSON Schema of its `structuredContent`, whose root is an object. */
 export const OutputSchemaSchema = Type.Unsafe<ObjectSchema>(
   Type.Object(
     { type: Type.Literal('object') },
-    { $id: 'OutputSchema', additionalProperties: true, description: 'The tool\'s structuredContent, as a JSON Schema whose root is an object.' },
+    { $id: 'OutputSchema', additionalProperties: true, description: "The tool's structuredContent, as a JSON Schema whose root is an object." },
   ),
 );
 
@@ -153,7 +159,7 @@ export const MCPToolSchema = Type.Object(
     outputSchema: Type.Optional(OutputSchemaSchema),
     annotations: Type.Optional(ToolAnnotationsSchema),
   },
-  { $id: 'MCPTool', additionalProperties: false, description: 'A tool in MCP\'s tools/list shape.' },
+  { $id: 'MCPTool', additionalProperties: false, description: "A tool in MCP's tools/list shape." },
 );
 
 /** The lists, one per format; MCP's is the `tools/list` result object. */
@@ -162,5 +168,5 @@ export const OpenAIToolListSchema = Type.Array(OpenAIToolSchema, { $id: 'OpenAIT
 export const OpenAIResponsesToolListSchema = Type.Array(OpenAIResponsesToolSchema, { $id: 'OpenAIResponsesToolList' });
 export const MCPToolListSchema = Type.Object(
   { tools: Type.Array(MCPToolSchema) },
-  { $id: 'MCPToolList', additionalProperties: false, description: 'The result of MCP\'s tools/list.' },
+  { $id: 'MCPToolList', additionalProperties: false, description: "The result of MCP's tools/list." },
 );

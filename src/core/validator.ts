@@ -93,8 +93,17 @@ export interface InputValidator {
 // (tuple `items`, `definitions`). One pair of 2020 instances per draft-07 instance.
 const dialectTwins = new WeakMap<Ajv, { all: Ajv; first: Ajv }>();
 const KEYWORDS_2020 = new Set([
-  'prefixItems', 'unevaluatedProperties', 'unevaluatedItems', 'dependentRequired', 'dependentSchemas',
-  '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$anchor', 'minContains', 'maxContains',
+  'prefixItems',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'dependentRequired',
+  'dependentSchemas',
+  '$dynamicRef',
+  '$dynamicAnchor',
+  '$recursiveRef',
+  '$anchor',
+  'minContains',
+  'maxContains',
 ]);
 
 function is2020(schema: ObjectSchema): boolean {
@@ -244,7 +253,8 @@ function standsAlone(schema: ObjectSchema): boolean {
     }
     for (const [keyword, value] of Object.entries(node)) {
       if (keyword === '$id' || keyword === '$anchor' || keyword === '$dynamicAnchor' || keyword === '$recursiveAnchor') return false;
-      if ((keyword === '$ref' || keyword === '$dynamicRef' || keyword === '$recursiveRef') && !(typeof value === 'string' && value.startsWith('#'))) return false;
+      if ((keyword === '$ref' || keyword === '$dynamicRef' || keyword === '$recursiveRef') && !(typeof value === 'string' && value.startsWith('#')))
+        return false;
       if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
     }
   }

@@ -35,7 +35,10 @@ function invalidJson(request: FastifyRequest): ToolportError {
  * from `retryAfterSeconds`, `WWW-Authenticate` for a 401), and the error body.
  */
 export function sendError(reply: FastifyReply, err: ToolportError): FastifyReply {
-  return setErrorHeaders(reply, err).code(err.statusCode).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+  return setErrorHeaders(reply, err)
+    .code(err.statusCode)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(err.code, err.message, err.details));
 }
 
 /** The headers HTTP adds to a refusal: `Retry-After` from `retryAfterSeconds`, `WWW-Authenticate` for a 401. */

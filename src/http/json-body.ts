@@ -17,7 +17,10 @@ export function installJsonBody(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send ${bodyOf(request)} as UTF-8 JSON.`), undefined);
+      return done(
+        new ToolportError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset ${JSON.stringify(charset)}: send ${bodyOf(request)} as UTF-8 JSON.`),
+        undefined,
+      );
     }
     let text: string;
     try {

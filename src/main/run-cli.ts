@@ -125,7 +125,13 @@ function reload(args: string[]): number {
     process.kill(Number(pid), 'SIGHUP');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(code === 'ESRCH' ? `no process has the id ${pid}` : code === 'EPERM' ? `not permitted to signal process ${pid} (it runs as another user)` : (err as Error).message);
+    throw new Error(
+      code === 'ESRCH'
+        ? `no process has the id ${pid}`
+        : code === 'EPERM'
+          ? `not permitted to signal process ${pid} (it runs as another user)`
+          : (err as Error).message,
+    );
   }
   process.stdout.write(`Sent SIGHUP to process ${pid}; its log says whether the keys were reloaded or kept.\n`);
   return 0;

@@ -47,7 +47,10 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const workspace = await Workspace.open(config.workspace);
     const served = await createToolset(config, process.cwd(), logger, workspace);
     const tools = served.list();
-    const loadedKeys = await loadApiKeys(config, tools.map((t) => t.name));
+    const loadedKeys = await loadApiKeys(
+      config,
+      tools.map((t) => t.name),
+    );
     await assertKeysFileOutsideWorkspace(config, workspace);
     const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
     const apiKeys = workspaces.keys;

@@ -104,7 +104,6 @@ export class BoundedOutput {
     this.#flushWaiting(false);
     if (!this.#blocked) this.#onDrain?.();
   };
-
 }
 
 // The number 1 and the string "1" are different tokens.

@@ -14,7 +14,6 @@ export interface CancellableCall {
 /** What `cancel` did: aborted the one call with the id, found none, or found several and aborted none. */
 export type CancelOutcome = 'cancelled' | 'none' | 'several';
 
-
 export interface InFlightCallsOptions {
   /** Says, at debug level, when a cancellation names several calls and so cancels none. */
   log?: Pick<Logger, 'debug'>;

@@ -21,13 +21,7 @@ import {
 import { DEFAULT_PROGRESS_INTERVAL_MS } from './progress.js';
 import { PerListCache, toMcpTool } from './tool-list.js';
 import { toolsCall, type ToolsCallDeps } from './tools-call.js';
-import {
-  allowsBatches,
-  DEFAULT_LEGACY_VERSION,
-  isModernVersion,
-  MODERN_VERSIONS,
-  negotiateLegacyVersion,
-} from './protocol-versions.js';
+import { allowsBatches, DEFAULT_LEGACY_VERSION, isModernVersion, MODERN_VERSIONS, negotiateLegacyVersion } from './protocol-versions.js';
 
 /** What a transport tells the dispatcher about one incoming message. */
 export interface DispatchContext<Caller> {
@@ -292,7 +286,6 @@ export class McpDispatcher<Caller> {
     });
     return { reply: resultResponse(request.id, result), status: 200 };
   }
-
 }
 
 /** A batch's answer past its budget: the call ran (or was refused), and its answer is replaced by an error result saying why. */

@@ -1,21 +1,12 @@
 import { errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type JsonRpcRequest } from './jsonrpc.js';
-import {
-  DEFAULT_LEGACY_VERSION,
-  isModernVersion,
-  isServedLegacy,
-  isServedModern,
-  LEGACY_VERSIONS,
-  MODERN_VERSIONS,
-} from './protocol-versions.js';
+import { DEFAULT_LEGACY_VERSION, isModernVersion, isServedLegacy, isServedModern, LEGACY_VERSIONS, MODERN_VERSIONS } from './protocol-versions.js';
 
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 export const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
 
 /** The revision one request is served under, or why it is refused before any method runs. */
-export type Era =
-  | { modern: boolean; version: string }
-  | { refused: JsonRpcErrorResponse };
+export type Era = { modern: boolean; version: string } | { refused: JsonRpcErrorResponse };
 
 /**
  * Decides the revision of one request, body first, as the SDK's dual-era entry does: a request
@@ -42,11 +33,7 @@ export function eraOf(request: JsonRpcRequest, declared: string | undefined): Er
       return refuse(request, RpcCodes.INVALID_PARAMS, `Invalid params: _meta["${PROTOCOL_VERSION_KEY}"] must be a string`);
     }
     if (declared !== undefined && declared !== claimed) {
-      return refuse(
-        request,
-        RpcCodes.HEADER_MISMATCH,
-        `Header mismatch: the MCP-Protocol-Version header names ${declared} but _meta names ${claimed}`,
-      );
+      return refuse(request, RpcCodes.HEADER_MISMATCH, `Header mismatch: the MCP-Protocol-Version header names ${declared} but _meta names ${claimed}`);
     }
     if (isServedModern(claimed)) {
       if (!isPlainObject(envelope[CLIENT_CAPABILITIES_KEY])) {

@@ -106,7 +106,9 @@ function progressTokenOf(token: unknown): string | number | undefined | { proble
     return { problem: `Invalid params: _meta.progressToken is a string of ${bytes} bytes; at most ${MAX_PROGRESS_TOKEN_BYTES} are taken` };
   }
   if (typeof token === 'number' && Number.isSafeInteger(token)) return token;
-  return { problem: `Invalid params: _meta.progressToken must be a string of at most ${MAX_PROGRESS_TOKEN_BYTES} bytes or an integer from -(2^53 - 1) to 2^53 - 1` };
+  return {
+    problem: `Invalid params: _meta.progressToken must be a string of at most ${MAX_PROGRESS_TOKEN_BYTES} bytes or an integer from -(2^53 - 1) to 2^53 - 1`,
+  };
 }
 
 /** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */

@@ -119,7 +119,9 @@ export function toOpenAIFunctionCallOutput(callId: string, result: ToolResult): 
  */
 export function toMCPCallToolResult(result: ToolResult): MCPCallToolResult {
   const out: MCPCallToolResult = {
-    content: readableContent(result).map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type })),
+    content: readableContent(result).map((b) =>
+      b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type },
+    ),
     isError: result.isError === true,
   };
   if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;

@@ -15,7 +15,11 @@ export const AnthropicToolResultBlockSchema = Type.Object(
 /** The user message that answers an Anthropic assistant turn's `tool_use` blocks. */
 export const AnthropicToolResultMessageSchema = Type.Object(
   { role: Type.Literal('user'), content: Type.Array(AnthropicToolResultBlockSchema) },
-  { $id: 'AnthropicToolResultMessage', additionalProperties: false, description: 'The next user message of an Anthropic conversation: one tool_result per call, in order.' },
+  {
+    $id: 'AnthropicToolResultMessage',
+    additionalProperties: false,
+    description: 'The next user message of an Anthropic conversation: one tool_result per call, in order.',
+  },
 );
 
 /** A Chat Completions `role: "tool"` message: text only, as the API takes for tool messages. */
@@ -24,10 +28,7 @@ export const OpenAIToolMessageSchema = Type.Object(
   { $id: 'OpenAIToolMessage', additionalProperties: false, description: 'A Chat Completions tool message: text only, as the API takes it.' },
 );
 
-const OpenAITextPartSchema = Type.Object(
-  { type: Type.Literal('text'), text: Type.String() },
-  { $id: 'OpenAITextPart', additionalProperties: false },
-);
+const OpenAITextPartSchema = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { $id: 'OpenAITextPart', additionalProperties: false });
 const OpenAIImagePartSchema = Type.Object(
   { type: Type.Literal('image_url'), image_url: Type.Object({ url: Type.String({ description: 'A data: URL.' }) }, { additionalProperties: false }) },
   { $id: 'OpenAIImagePart', additionalProperties: false },
@@ -36,7 +37,11 @@ const OpenAIImagePartSchema = Type.Object(
 /** A Chat Completions user message carrying the images tool results held (tool messages cannot). */
 export const OpenAIImageMessageSchema = Type.Object(
   { role: Type.Literal('user'), content: Type.Array(Type.Union([OpenAITextPartSchema, OpenAIImagePartSchema], { $id: 'OpenAIUserContentPart' })) },
-  { $id: 'OpenAIImageMessage', additionalProperties: false, description: 'A Chat Completions user message carrying the images of tool results (tool messages take text only).' },
+  {
+    $id: 'OpenAIImageMessage',
+    additionalProperties: false,
+    description: 'A Chat Completions user message carrying the images of tool results (tool messages take text only).',
+  },
 );
 
 /** A message that answers Chat Completions tool calls. */
@@ -61,7 +66,11 @@ export const OpenAIFunctionCallOutputSchema = Type.Object(
     call_id: Type.String(),
     output: Type.Union([Type.String(), Type.Array(Type.Union([OpenAIInputTextSchema, OpenAIInputImageSchema], { $id: 'OpenAIFunctionCallOutputPart' }))]),
   },
-  { $id: 'OpenAIFunctionCallOutput', additionalProperties: false, description: 'A Responses function_call_output item: text, or input parts when the result holds images.' },
+  {
+    $id: 'OpenAIFunctionCallOutput',
+    additionalProperties: false,
+    description: 'A Responses function_call_output item: text, or input parts when the result holds images.',
+  },
 );
 
 /** The Responses API items that answer `function_call` items. */
@@ -97,7 +106,10 @@ const AnthropicToolUseBlockSchema = Type.Object(
 
 /** An Anthropic assistant message's content: `tool_use` blocks among others (text, thinking), which are ignored. */
 export const AnthropicAssistantContentSchema = Type.Array(
-  Type.Union([AnthropicToolUseBlockSchema, Type.Object({ type: Type.String() }, { $id: 'AnthropicOtherBlock', description: 'Any other block (text, thinking, ...): ignored.' })]),
+  Type.Union([
+    AnthropicToolUseBlockSchema,
+    Type.Object({ type: Type.String() }, { $id: 'AnthropicOtherBlock', description: 'Any other block (text, thinking, ...): ignored.' }),
+  ]),
   { $id: 'AnthropicAssistantContent', description: 'The content array of an Anthropic assistant message.' },
 );
 
@@ -117,7 +129,10 @@ const OpenAIToolCallSchema = Type.Object(
 );
 
 /** A Chat Completions assistant message's `tool_calls`. */
-export const OpenAIToolCallsSchema = Type.Array(OpenAIToolCallSchema, { $id: 'OpenAIToolCalls', description: 'The tool_calls of a Chat Completions assistant message.' });
+export const OpenAIToolCallsSchema = Type.Array(OpenAIToolCallSchema, {
+  $id: 'OpenAIToolCalls',
+  description: 'The tool_calls of a Chat Completions assistant message.',
+});
 
 /** A Chat Completions assistant message. */
 export const OpenAIAssistantMessageSchema = Type.Object(
@@ -132,7 +147,10 @@ const OpenAIFunctionCallSchema = Type.Object(
 
 /** A Responses API response's `output` items: `function_call` items among others (messages, reasoning), which are ignored. */
 export const OpenAIResponseOutputSchema = Type.Array(
-  Type.Union([OpenAIFunctionCallSchema, Type.Object({ type: Type.String() }, { $id: 'OpenAIOtherOutputItem', description: 'Any other output item (message, reasoning, ...): ignored.' })]),
+  Type.Union([
+    OpenAIFunctionCallSchema,
+    Type.Object({ type: Type.String() }, { $id: 'OpenAIOtherOutputItem', description: 'Any other output item (message, reasoning, ...): ignored.' }),
+  ]),
   { $id: 'OpenAIResponseOutput', description: 'The output items of a Responses API response.' },
 );
 
@@ -141,6 +159,17 @@ export const OpenAIResponseSchema = Type.Object({ output: OpenAIResponseOutputSc
 
 /** What POST /calls takes: an assistant turn of any of the three dialects, whole or as its list of calls. */
 export const AssistantTurnSchema = Type.Union(
-  [AnthropicAssistantMessageSchema, AnthropicAssistantContentSchema, OpenAIAssistantMessageSchema, OpenAIToolCallsSchema, OpenAIResponseSchema, OpenAIResponseOutputSchema],
-  { $id: 'AssistantTurn', description: "An assistant's turn exactly as the provider returned it: an Anthropic message (or its content), a Chat Completions assistant message (or its tool_calls), or a Responses API response (or its output)." },
+  [
+    AnthropicAssistantMessageSchema,
+    AnthropicAssistantContentSchema,
+    OpenAIAssistantMessageSchema,
+    OpenAIToolCallsSchema,
+    OpenAIResponseSchema,
+    OpenAIResponseOutputSchema,
+  ],
+  {
+    $id: 'AssistantTurn',
+    description:
+      "An assistant's turn exactly as the provider returned it: an Anthropic message (or its content), a Chat Completions assistant message (or its tool_calls), or a Responses API response (or its output).",
+  },
 );

@@ -31,9 +31,12 @@ export class TurnShapeError extends Error {
 }
 
 const EXPECTED: Record<Dialect, string> = {
-  anthropic: 'an Anthropic assistant message ({"role": "assistant", "content": [...]}), or its content array of blocks with tool_use blocks ({"type": "tool_use", "id", "name", "input"})',
-  openai: 'an OpenAI Chat Completions assistant message ({"role": "assistant", "tool_calls": [...]}), or its tool_calls array ({"id", "type": "function", "function": {"name", "arguments"}})',
-  'openai-responses': 'an OpenAI Responses API response ({"output": [...]}), or its output items with function_call items ({"type": "function_call", "call_id", "name", "arguments"})',
+  anthropic:
+    'an Anthropic assistant message ({"role": "assistant", "content": [...]}), or its content array of blocks with tool_use blocks ({"type": "tool_use", "id", "name", "input"})',
+  openai:
+    'an OpenAI Chat Completions assistant message ({"role": "assistant", "tool_calls": [...]}), or its tool_calls array ({"id", "type": "function", "function": {"name", "arguments"}})',
+  'openai-responses':
+    'an OpenAI Responses API response ({"output": [...]}), or its output items with function_call items ({"type": "function_call", "call_id", "name", "arguments"})',
 };
 
 /** What a turn may look like, in words, for an error message. */
@@ -64,7 +67,10 @@ function detect(body: unknown): Dialect {
     if (!isRecord(body)) throw new TurnShapeError(`The body must be a JSON object or array holding an assistant's turn; expected one of:\n${expectedShapes()}`);
     const keys = (['content', 'tool_calls', 'output'] as const).filter((k) => Array.isArray(body[k]));
     if (keys.length === 1) return ({ content: 'anthropic', tool_calls: 'openai', output: 'openai-responses' } as const)[keys[0]!];
-    if (keys.length > 1) throw new TurnShapeError(`The turn is ambiguous: it has ${keys.map((k) => `"${k}"`).join(' and ')} arrays; send one of them, or say which with ?format=.`);
+    if (keys.length > 1)
+      throw new TurnShapeError(
+        `The turn is ambiguous: it has ${keys.map((k) => `"${k}"`).join(' and ')} arrays; send one of them, or say which with ?format=.`,
+      );
     // An assistant message without tool calls (the model's final answer): nothing to run.
     if (body.role === 'assistant' && (typeof body.content === 'string' || body.content === null)) return 'openai';
     throw new TurnShapeError(`The body is not an assistant's turn: it has no "content", "tool_calls" or "output" array; expected one of:\n${expectedShapes()}`);
@@ -77,9 +83,14 @@ function detect(body: unknown): Dialect {
     else if (item.type === 'function' && isRecord(item.function)) seen.add('openai');
   }
   if (seen.size === 1) return [...seen][0]!;
-  if (seen.size > 1) throw new TurnShapeError(`The turn is ambiguous: its items mix ${[...seen].join(' and ')} tool calls; send one provider's turn, or say which with ?format=.`);
+  if (seen.size > 1)
+    throw new TurnShapeError(
+      `The turn is ambiguous: its items mix ${[...seen].join(' and ')} tool calls; send one provider's turn, or say which with ?format=.`,
+    );
   if (items.length === 0) return 'anthropic';
-  throw new TurnShapeError(`The array holds no tool call of any provider (tool_use, function_call, or a tool_calls entry); expected one of:\n${expectedShapes()}`);
+  throw new TurnShapeError(
+    `The array holds no tool call of any provider (tool_use, function_call, or a tool_calls entry); expected one of:\n${expectedShapes()}`,
+  );
 }
 
 function anthropicCalls(body: unknown): TurnCall[] {
@@ -100,7 +111,8 @@ function openAICalls(body: unknown): TurnCall[] {
   if (toolCalls === undefined) throw mismatch('openai', body);
   return toolCalls.map((item, i) => {
     const where = `tool_calls[${i}]`;
-    if (!isRecord(item) || !isRecord(item.function)) throw new TurnShapeError(`${where} must be {"id", "type": "function", "function": {"name", "arguments"}}.`);
+    if (!isRecord(item) || !isRecord(item.function))
+      throw new TurnShapeError(`${where} must be {"id", "type": "function", "function": {"name", "arguments"}}.`);
     if (item.type !== 'function') throw new TurnShapeError(`${where} is of type ${JSON.stringify(item.type)}; only "function" tool calls can run here.`);
     return call(where, item.id, item.function.name, item.function.arguments, 'function.arguments', true);
   });
@@ -146,7 +158,16 @@ function call(where: string, id: unknown, name: unknown, args: unknown, argsKey:
 }
 
 function mismatch(dialect: Dialect, body: unknown): TurnShapeError {
-  const got = Array.isArray(body) ? 'an array' : isRecord(body) ? `an object with keys ${Object.keys(body).slice(0, 8).map((k) => JSON.stringify(k)).join(', ') || '(none)'}` : typeof body;
+  const got = Array.isArray(body)
+    ? 'an array'
+    : isRecord(body)
+      ? `an object with keys ${
+          Object.keys(body)
+            .slice(0, 8)
+            .map((k) => JSON.stringify(k))
+            .join(', ') || '(none)'
+        }`
+      : typeof body;
   return new TurnShapeError(`Not a turn in the ${dialect} format: got ${got}; expected ${EXPECTED[dialect]}.`);
 }
 

@@ -203,7 +203,7 @@ function describe(isolation: BashIsolation): string {
     `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,
     describeLimits(isolation),
     '- isError is true when the command exits with a non-zero code, is killed by a signal, times out or is aborted.',
-    '- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server\'s own variables are not passed.',
+    "- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server's own variables are not passed.",
     boundary,
     '- Prefer the dedicated tools (Read, Write, Edit, Glob, Grep) for files; use Bash for builds, tests, git and other programs.',
   ].join('\n');
@@ -223,7 +223,8 @@ function describeLimits(isolation: BashIsolation): string {
   if (limits.maxAddressSpace > 0) bounds.push(`${mib(limits.maxAddressSpace)} of address space per process`);
   if (limits.maxFileSize > 0) bounds.push(`files of at most ${mib(limits.maxFileSize)} (a process writing past it is stopped)`);
   if (limits.maxCpuSeconds > 0) bounds.push(`${limits.maxCpuSeconds} s of CPU time per process, and no more than the timeout`);
-  if (isolation.mode === 'sandbox' && limits.tmpSize > 0) bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm each (held in memory; write large files to the workspace)`);
+  if (isolation.mode === 'sandbox' && limits.tmpSize > 0)
+    bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm each (held in memory; write large files to the workspace)`);
   if (bounds.length === 0) return '- Limits: none beyond the timeout.';
   return `- Limits per call, where this server can enforce them: ${bounds.join('; ')}. The result says which limit a command ran into.`;
 }

@@ -15,8 +15,7 @@ const hex = (c: string): string => Array.from({ length: c.length }, (_, i) => `\
  * that hold `separator`, text the listing itself puts between names (LS's " -> ").
  */
 export function displayName(name: string, separator?: string): string {
-  const plain =
-    !UNSAFE.test(name) && !name.startsWith('"') && name.trim() === name && (separator === undefined || !name.includes(separator));
+  const plain = !UNSAFE.test(name) && !name.startsWith('"') && name.trim() === name && (separator === undefined || !name.includes(separator));
   // JSON.stringify escapes C0 controls, quotes and backslashes; the rest of UNSAFE is escaped here.
   return plain ? name : JSON.stringify(name).replace(UNSAFE_ALL, hex);
 }

@@ -28,7 +28,7 @@ export function createEditTool(ws: Workspace, { usage }: FileWriteOptions = {}):
       'old_string must match the file exactly, including whitespace and indentation; Read the file first and copy the text without the line-number prefix.',
       'By default old_string must occur exactly once: if it occurs more often the edit is refused and the message says how often, so add surrounding lines to make it unique, or set replace_all to true to replace every occurrence (for example to rename a variable).',
       'The file keeps its line endings (old_string and new_string written with \\n are matched and written as \\r\\n in a file that uses \\r\\n), its byte-order mark and its permissions (but never setuid, setgid or sticky bits); the write is atomic.',
-      'The result gives the number of replacements and the edited region with line numbers, and ends with the file\'s new version. Create new files with Write. Only UTF-8 text files up to 10 MiB can be edited, and an edit whose result would pass 10 MiB is refused.',
+      "The result gives the number of replacements and the edited region with line numbers, and ends with the file's new version. Create new files with Write. Only UTF-8 text files up to 10 MiB can be edited, and an edit whose result would pass 10 MiB is refused.",
       'Edits and Writes of one file happen one after another, so concurrent edits of different parts all land. If something else changes the file while an edit runs, the edit is applied again to the new content when old_string still matches as required, and refused otherwise; success is only reported for a change that is in the file. To refuse the edit if anyone changed the file since you read it, pass the version Read reported as expected_version.',
       'file_path may be absolute or relative to the workspace root; paths outside the workspace, also through symbolic links, are refused.',
     ].join(' '),
@@ -91,7 +91,13 @@ class ChangedSinceRead extends Error {}
  * the rename is caught by comparing its identity, size and times just before the rename, and the
  * edit is then applied again to the new content, or refused if it no longer applies.
  */
-async function editLocked(location: Location, lock: HeldLock, request: EditRequest, signal: AbortSignal, usage: WorkspaceUsage | undefined): Promise<ToolResult> {
+async function editLocked(
+  location: Location,
+  lock: HeldLock,
+  request: EditRequest,
+  signal: AbortSignal,
+  usage: WorkspaceUsage | undefined,
+): Promise<ToolResult> {
   const shown = quotePath(request.file_path);
   for (let attempt = 1; ; attempt += 1) {
     const loaded = await loadRegularFile(location, request.file_path, signal);
@@ -109,7 +115,9 @@ async function editLocked(location: Location, lock: HeldLock, request: EditReque
       if (attempt === 1) return planned.refusal;
       const [block] = planned.refusal.content;
       const why = block?.type === 'text' ? block.text : '';
-      return errorResult(`${shown} was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written. ${why}`);
+      return errorResult(
+        `${shown} was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written. ${why}`,
+      );
     }
     const read = loaded.stats;
     // The old content's blocks are freed only when no other name (a hard link) keeps them.

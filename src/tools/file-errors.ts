@@ -46,7 +46,6 @@ export function fileErrorResult(err: unknown, given: string): ToolResult {
   return errorResult(`Path ${quotePath(given)} ${reason}.`);
 }
 
-
 /** The refusal for a path whose name is one the server gives its own temporary and lock files. */
 export function ownNameRefusal(shown: string): ToolResult {
   return errorResult(
@@ -60,11 +59,15 @@ export function ownNameRefusal(shown: string): ToolResult {
  * other error.
  */
 export function writeConflictResult(err: unknown, shown: string): ToolResult | undefined {
-  if (err instanceof FileLockTimeout) return errorResult(`Path ${shown} is locked by another process that is changing it (${err.message}); nothing was written. Try again.`);
-  if (err instanceof FileLockLost) return errorResult(`Path ${shown} was not written: ${err.message}, so another process may have been changing it. Try again.`);
+  if (err instanceof FileLockTimeout)
+    return errorResult(`Path ${shown} is locked by another process that is changing it (${err.message}); nothing was written. Try again.`);
+  if (err instanceof FileLockLost)
+    return errorResult(`Path ${shown} was not written: ${err.message}, so another process may have been changing it. Try again.`);
   if (!(err instanceof ReplacedWhileWriting)) return undefined;
   if (!err.renamed) {
-    return errorResult(`Path ${shown} was not written: another process replaced the server's temporary file while it was being written, so it was not put in place; the file is as it was. Try again.`);
+    return errorResult(
+      `Path ${shown} was not written: another process replaced the server's temporary file while it was being written, so it was not put in place; the file is as it was. Try again.`,
+    );
   }
   return errorResult(
     `Path ${shown} was changed by another process while this write ran: after it, the path does not hold the content written (something else was put in its place), so the change is not in the file. Read it and try again.`,

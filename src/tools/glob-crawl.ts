@@ -162,7 +162,9 @@ export class HeldCrawl {
   /** Takes the modification times of the files among `entries` that match, through the held directory. */
   async #takeTimes(dir: FileHandle, below: string, entries: readonly Dirent[]): Promise<void> {
     const { matches, times } = this.#options;
-    const files = entries.filter((entry) => entry.isFile()).map((entry) => ({ name: entry.name, relative: below === '' ? entry.name : `${below}/${entry.name}` }));
+    const files = entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => ({ name: entry.name, relative: below === '' ? entry.name : `${below}/${entry.name}` }));
     const matching = files.filter((file) => matches(file.relative));
     for (let first = 0; first < matching.length; first += STAT_BATCH) {
       await Promise.all(

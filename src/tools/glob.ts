@@ -143,7 +143,8 @@ async function search(
   let stopped = budget.exhausted
     ? `\n\n(The search stopped after opening ${budget.opens + budget.timeOpens} directories and reading ${budget.entries} directory entries; files further on were not looked at. Pass a narrower path or pattern.)`
     : '';
-  if (budget.tooLong) stopped += `\n\n(Directories whose paths are longer than ${MAX_PATH_LENGTH} characters were not searched; no file tool takes such paths.)`;
+  if (budget.tooLong)
+    stopped += `\n\n(Directories whose paths are longer than ${MAX_PATH_LENGTH} characters were not searched; no file tool takes such paths.)`;
   if (files.length === 0) return textResult(`No files found${stopped}`);
   for (const file of files) file.relative = relative === '.' ? file.relative : path.join(relative, file.relative);
   files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));

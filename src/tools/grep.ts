@@ -48,7 +48,9 @@ const inputSchema = Type.Object(
     ),
     glob: Type.Optional(Type.String({ description: 'Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob.' })),
     type: Type.Optional(
-      Type.String({ description: 'File type to search (rg --type). Common types: js, ts, py, rust, go, java. More efficient than glob for standard file types.' }),
+      Type.String({
+        description: 'File type to search (rg --type). Common types: js, ts, py, rust, go, java. More efficient than glob for standard file types.',
+      }),
     ),
     output_mode: Type.Optional(
       Type.Enum(['content', 'files_with_matches', 'count'], {
@@ -57,7 +59,9 @@ const inputSchema = Type.Object(
       }),
     ),
     '-i': Type.Optional(Type.Boolean({ description: 'Case insensitive search (rg -i).' })),
-    '-n': Type.Optional(Type.Boolean({ description: 'Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.' })),
+    '-n': Type.Optional(
+      Type.Boolean({ description: 'Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.' }),
+    ),
     '-A': Type.Optional(count('Number of lines to show after each match (rg -A).')),
     '-B': Type.Optional(count('Number of lines to show before each match (rg -B).')),
     '-C': Type.Optional(count('Number of lines to show before and after each match (rg -C).')),
@@ -159,7 +163,9 @@ type Opened = { handle: FileHandle } | { refusal: ToolResult };
 async function openRegularFile(location: Location, given: string): Promise<Opened> {
   const shown = quotePath(given);
   const changed = { refusal: errorResult(`Path ${shown} was replaced by a symbolic link while in use; it was not followed. Try again.`) };
-  const special = { refusal: errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Grep searches regular files and directories.`) };
+  const special = {
+    refusal: errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Grep searches regular files and directories.`),
+  };
   const stats = await lstat(heldPath(location.parent, location.name));
   if (stats.isSymbolicLink()) return changed;
   if (!stats.isFile()) return special;

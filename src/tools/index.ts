@@ -75,7 +75,10 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
 function warnWithoutFlock(ws: Workspace, log: Logger): void {
   void flockUnavailableReason(ws.rootDir).then((reason) => {
     if (reason !== undefined) {
-      log.warn({ workspace: ws.root, reason }, 'file locks cannot be taken here: Edits and Writes of one file are ordered within this process only, not across replicas');
+      log.warn(
+        { workspace: ws.root, reason },
+        'file locks cannot be taken here: Edits and Writes of one file are ordered within this process only, not across replicas',
+      );
     }
   });
 }

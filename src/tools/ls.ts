@@ -29,7 +29,7 @@ const ARROW = ' -> ';
 
 const LsEntrySchema = Type.Object(
   {
-    name: Type.String({ description: 'The entry\'s name, exactly (the text quotes names that hold unusual characters).' }),
+    name: Type.String({ description: "The entry's name, exactly (the text quotes names that hold unusual characters)." }),
     type: Type.Enum(['file', 'directory', 'symlink', 'other'], { type: 'string', description: 'What the entry is; "other" is a device, pipe or socket.' }),
     target: Type.Optional(
       Type.String({

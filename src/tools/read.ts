@@ -27,7 +27,7 @@ export function createReadTool(ws: Workspace): ToolDef {
       'PNG, JPEG, GIF and WebP images (recognised by their content, not their name) come back as an image you can see.',
       `Other binary files, directories (use LS for those) and files over ${MAX_FILE_BYTES / (1024 * 1024)} MiB are refused with a message saying so; an empty file is reported as empty.`,
       'file_path may be absolute or relative to the workspace root; paths outside the workspace, also through symbolic links, are refused.',
-      'Every successful result ends with a text block giving the file\'s version, `(version <16 hex digits>)`, a hash of its whole content: pass it as expected_version to Edit or Write to have them refuse the change if anyone changed the file since.',
+      "Every successful result ends with a text block giving the file's version, `(version <16 hex digits>)`, a hash of its whole content: pass it as expected_version to Edit or Write to have them refuse the change if anyone changed the file since.",
     ].join(' '),
     inputSchema: Type.Object(
       {

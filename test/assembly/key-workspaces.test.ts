@@ -36,7 +36,14 @@ async function setup(t: TestContext, config: Partial<ToolsetConfig> = {}): Promi
   await writeFile(path.join(base, 'keys.json'), '[]');
   const server = await Workspace.open(path.join(base, 'server'));
   t.after(() => server.close());
-  const full: ToolsetConfig = { workspace: server.root, bashSandbox: false, plugins: [], tools: undefined, apiKeysFile: path.join(base, 'keys.json'), ...config };
+  const full: ToolsetConfig = {
+    workspace: server.root,
+    bashSandbox: false,
+    plugins: [],
+    tools: undefined,
+    apiKeysFile: path.join(base, 'keys.json'),
+    ...config,
+  };
   const served = await createToolset(full, base, undefined, server);
   return {
     base,
@@ -62,7 +69,7 @@ async function rejection(promise: Promise<unknown>): Promise<string> {
   );
 }
 
-test('keys without a workspace of their own use the server\'s tools, and no others are made', async (t) => {
+test("keys without a workspace of their own use the server's tools, and no others are made", async (t) => {
   const s = await setup(t);
   const opened = await s.open([key('admin'), key('reader', { tools: ['Read'] })]);
   assert.equal(opened.registry, s.served);
@@ -70,7 +77,7 @@ test('keys without a workspace of their own use the server\'s tools, and no othe
   assert.deepEqual(opened.keys, [key('admin'), key('reader', { tools: ['Read'] })]);
 });
 
-test('a key\'s workspace gets the served tools in their order, bound to it, made canonical; plug-in tools are shared', async (t) => {
+test("a key's workspace gets the served tools in their order, bound to it, made canonical; plug-in tools are shared", async (t) => {
   const Plugin: ToolDef = { name: 'Plugin', description: 'A plug-in.', inputSchema: { type: 'object' }, execute: () => ({ content: [] }) };
   const s = await setup(t);
   s.served.register(Plugin);
@@ -81,7 +88,10 @@ test('a key\'s workspace gets the served tools in their order, bound to it, made
   assert.deepEqual(opened.keys, [key('team-a', { workspace: s.dir('a'), tools }), key('same-as-server', { tools })]);
   const toolset = opened.toolsets.get(s.dir('a'))!;
   assert.deepEqual([...opened.toolsets.keys()], [s.dir('a')]);
-  assert.deepEqual(toolset.list().map((tool) => tool.name), s.served.list().map((tool) => tool.name));
+  assert.deepEqual(
+    toolset.list().map((tool) => tool.name),
+    s.served.list().map((tool) => tool.name),
+  );
   assert.equal(toolset.get('Plugin'), Plugin);
   assert.equal(toolset.get('Echo'), s.served.get('Echo'));
   assert.notEqual(toolset.get('Read'), s.served.get('Read'));
@@ -114,20 +124,20 @@ test('a workspace that holds the keys file stops start-up, since the file tools 
   );
 });
 
-test('workspaces in use inside one another stop start-up, the server\'s included when a key uses it', async (t) => {
+test("workspaces in use inside one another stop start-up, the server's included when a key uses it", async (t) => {
   const s = await setup(t);
   const file = JSON.stringify(s.dir('keys.json'));
   await mkdir(s.dir('a/inner'));
   assert.equal(
     await rejection(s.open([key('team-a', { workspace: s.dir('a') }), key('inner', { workspace: s.dir('a/inner') })])),
     `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('a/inner'))} of key "inner" is inside the workspace ${JSON.stringify(s.dir('a'))} of key "team-a", ` +
-      'so one key could read another\'s files; give each key a directory of its own, none inside another.',
+      "so one key could read another's files; give each key a directory of its own, none inside another.",
   );
   await mkdir(s.dir('server/team-c'));
   assert.equal(
     await rejection(s.open([key('admin'), key('team-c', { workspace: s.dir('server/team-c') })])),
     `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('server/team-c'))} of key "team-c" is inside TOOLPORT_WORKSPACE ${JSON.stringify(s.dir('server'))}, ` +
-      'so one key could read another\'s files; give each key a directory of its own, none inside another.',
+      "so one key could read another's files; give each key a directory of its own, none inside another.",
   );
   // No key uses the server's workspace: workspaces below it are fine.
   const opened = await s.open([key('team-c', { workspace: s.dir('server/team-c') })]);
@@ -165,7 +175,7 @@ test('close() closes every workspace it opened', async (t) => {
   assert.deepEqual(await heldRoots(), []);
 });
 
-test('in the sandbox, each workspace\'s Bash cannot see the other workspaces in use', async (t) => {
+test("in the sandbox, each workspace's Bash cannot see the other workspaces in use", async (t) => {
   if (!requireOrSkip(t, 'bubblewrap', SANDBOX_MISSING)) return;
   // Outside /tmp, which the sandbox replaces anyway: the hiding must come from the workspaces' own mounts.
   const base = await temporaryDirectory(t, 'toolport-keyws-', '/var/tmp');
@@ -212,7 +222,9 @@ test('admit refuses a workspace not opened at start-up, naming the key, since a 
   const file = JSON.stringify(s.dir('keys.json'));
   const withOwn = await s.open([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS })]);
   assert.equal(
-    await rejection(withOwn.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('team-b', { workspace: s.dir('b'), tools: RELOAD_TOOLS })])),
+    await rejection(
+      withOwn.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('team-b', { workspace: s.dir('b'), tools: RELOAD_TOOLS })]),
+    ),
     `Invalid TOOLPORT_API_KEYS_FILE ${file}: the workspace ${JSON.stringify(s.dir('b'))} of key "team-b" was not open at start-up, and a reload opens no workspace; restart the server to add it.`,
   );
   const without = await s.open([key('admin')]);
@@ -226,11 +238,13 @@ test('admit refuses a workspace not opened at start-up, naming the key, since a 
   );
 });
 
-test('admit refuses a key in the server\'s workspace when no key worked there at start-up beside keys with their own', async (t) => {
+test("admit refuses a key in the server's workspace when no key worked there at start-up beside keys with their own", async (t) => {
   const s = await setup(t);
   const opened = await s.open([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS })]);
   assert.equal(
-    await rejection(opened.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('admin', { tools: RELOAD_TOOLS }), key('ops', { tools: RELOAD_TOOLS })])),
+    await rejection(
+      opened.admit([key('team-a', { workspace: s.dir('a'), tools: RELOAD_TOOLS }), key('admin', { tools: RELOAD_TOOLS }), key('ops', { tools: RELOAD_TOOLS })]),
+    ),
     `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(s.dir('keys.json'))}: keys "admin", "ops" would work in the server's workspace (TOOLPORT_WORKSPACE), which no key used at start-up, ` +
       "so the Bash of the keys' own workspaces does not hide it; restart the server to add such a key.",
   );

@@ -75,7 +75,10 @@ describe('loadPlugins loads', () => {
       ],
       isError: true,
     });
-    assert.deepEqual(registry.toAPI('mcp').tools.map((tool) => tool.outputSchema), [registry.get('Files')?.outputSchema, registry.get('BadFiles')?.outputSchema]);
+    assert.deepEqual(
+      registry.toAPI('mcp').tools.map((tool) => tool.outputSchema),
+      [registry.get('Files')?.outputSchema, registry.get('BadFiles')?.outputSchema],
+    );
   });
 
   test('a module whose default export is a function receiving the registry', async () => {

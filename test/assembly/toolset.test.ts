@@ -44,7 +44,10 @@ describe('createToolset', () => {
   test('TOOLPORT_TOOLS narrows the tools to the ones it names', async (t) => {
     const registry = await createToolset(await config(t, { tools: ['Echo'] }), REPO);
     assert.deepEqual(names(registry), ['Echo']);
-    assert.deepEqual(registry.toAPI('anthropic').map((tool) => tool.name), ['Echo']);
+    assert.deepEqual(
+      registry.toAPI('anthropic').map((tool) => tool.name),
+      ['Echo'],
+    );
   });
 
   test('TOOLPORT_TOOLS orders the tools as it lists them, plug-in tools included', async (t) => {
@@ -52,7 +55,7 @@ describe('createToolset', () => {
     assert.deepEqual(names(registry), ['PluginB', 'Echo', 'PluginA']);
   });
 
-  test('a narrowed toolset validates input with the served tools\' schemas', async (t) => {
+  test("a narrowed toolset validates input with the served tools' schemas", async (t) => {
     const registry = await createToolset(await config(t, { tools: ['Echo'] }), REPO);
     const validate = registry.validator('Echo');
     assert.ok(validate);
@@ -101,7 +104,10 @@ describe('createToolset', () => {
   });
 
   test('secretFiles lists the API keys file and the plug-ins given as paths, resolved against cwd', () => {
-    const files = secretFiles({ workspace: '/ws', bashSandbox: 'auto', plugins: ['./p.js', 'some-package', '/opt/q.mjs'], tools: undefined, apiKeysFile: 'keys.json' }, '/srv/app');
+    const files = secretFiles(
+      { workspace: '/ws', bashSandbox: 'auto', plugins: ['./p.js', 'some-package', '/opt/q.mjs'], tools: undefined, apiKeysFile: 'keys.json' },
+      '/srv/app',
+    );
     assert.deepEqual(files, ['/srv/app/keys.json', '/srv/app/p.js', '/opt/q.mjs']);
     assert.deepEqual(secretFiles({ workspace: '/ws', bashSandbox: 'auto', plugins: [], tools: undefined }, '/srv/app'), []);
   });

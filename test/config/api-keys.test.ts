@@ -89,7 +89,10 @@ test('a keys file that is not JSON stops start-up with the place, not the text, 
 });
 
 test('a keys file that is not an array stops start-up', async () => {
-  assert.equal(await fileError('not-array.json'), 'Invalid TOOLPORT_API_KEYS_FILE "FILE": it must be a JSON array of {"label", "key", "tools"?, "workspace"?} objects.');
+  assert.equal(
+    await fileError('not-array.json'),
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": it must be a JSON array of {"label", "key", "tools"?, "workspace"?} objects.',
+  );
 });
 
 test('an empty keys file stops start-up rather than leaving the server open', async () => {
@@ -168,8 +171,7 @@ test('an entry may name a workspace of its own, given as an absolute path', asyn
 test('a workspace that is not a string, is empty or is relative stops start-up naming the entry', async () => {
   assert.equal(
     await fileError('bad-workspace.json'),
-    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("number"): "workspace" must be a string; ' +
-      'entry 2 ("empty"): "workspace" must not be empty.',
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("number"): "workspace" must be a string; ' + 'entry 2 ("empty"): "workspace" must not be empty.',
   );
   assert.equal(
     await fileError('relative-workspace.json'),

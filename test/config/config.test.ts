@@ -168,7 +168,9 @@ describe('loadConfig', () => {
       'Invalid TOOLPORT_CORS_ORIGINS: expected exact web origins such as https://app.example.com, not a wildcard: with API keys configured, * would let any web page send calls with a key, got "*"';
     assertRejected({ TOOLPORT_CORS_ORIGINS: '*', TOOLPORT_API_KEYS: 'a-key-of-sixteen-chars' }, 'TOOLPORT_CORS_ORIGINS', message);
     assertRejected({ TOOLPORT_CORS_ORIGINS: '*', TOOLPORT_API_KEYS_FILE: '/etc/toolport/keys.json' }, 'TOOLPORT_CORS_ORIGINS', message);
-    assert.deepEqual(loadConfig({ TOOLPORT_CORS_ORIGINS: 'https://webui.example.com', TOOLPORT_API_KEYS: 'a-key-of-sixteen-chars' }, CWD).corsOrigins, ['https://webui.example.com']);
+    assert.deepEqual(loadConfig({ TOOLPORT_CORS_ORIGINS: 'https://webui.example.com', TOOLPORT_API_KEYS: 'a-key-of-sixteen-chars' }, CWD).corsOrigins, [
+      'https://webui.example.com',
+    ]);
   });
 
   test('TOOLPORT_REDIS_URL takes redis:// and rediss:// URLs with a database number', () => {
@@ -276,7 +278,11 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_BASH_TMP_SIZE', '128M', 'Invalid TOOLPORT_BASH_TMP_SIZE: expected an integer from 0 to 1125899906842624, got "128M"'],
     ['TOOLPORT_BASH_MAX_FILE_SIZE', '1.5', 'Invalid TOOLPORT_BASH_MAX_FILE_SIZE: expected an integer from 0 to 1125899906842624, got "1.5"'],
     ['TOOLPORT_BASH_MAX_MEMORY', 'lots', 'Invalid TOOLPORT_BASH_MAX_MEMORY: expected an integer from 0 to 1125899906842624, got "lots"'],
-    ['TOOLPORT_BASH_MAX_ADDRESS_SPACE', '1125899906842625', 'Invalid TOOLPORT_BASH_MAX_ADDRESS_SPACE: expected an integer from 0 to 1125899906842624, got "1125899906842625"'],
+    [
+      'TOOLPORT_BASH_MAX_ADDRESS_SPACE',
+      '1125899906842625',
+      'Invalid TOOLPORT_BASH_MAX_ADDRESS_SPACE: expected an integer from 0 to 1125899906842624, got "1125899906842625"',
+    ],
     ['TOOLPORT_BASH_MAX_CPU_SECONDS', '86401', 'Invalid TOOLPORT_BASH_MAX_CPU_SECONDS: expected an integer from 0 to 86400, got "86401"'],
     ['TOOLPORT_API_KEYS', 'sk-secret,,other', 'Invalid TOOLPORT_API_KEYS: expected a comma-separated list without empty items, got "(hidden)"'],
     ['TOOLPORT_RATE_LIMIT', '-5', 'Invalid TOOLPORT_RATE_LIMIT: expected an integer from 0 to 1000000, got "-5"'],
@@ -298,38 +304,65 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_IDLE_TIMEOUT_MS', '0', 'Invalid TOOLPORT_IDLE_TIMEOUT_MS: expected an integer from 1 to 3600000, got "0"'],
     ['TOOLPORT_MAX_CONNECTIONS', '0', 'Invalid TOOLPORT_MAX_CONNECTIONS: expected an integer from 1 to 1000000, got "0"'],
     ['TOOLPORT_MAX_CONNECTIONS', 'many', 'Invalid TOOLPORT_MAX_CONNECTIONS: expected an integer from 1 to 1000000, got "many"'],
-    ['TOOLPORT_ALLOWED_HOSTS', 'a.example,,b.example', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list without empty items, got "a.example,,b.example"'],
-    ['TOOLPORT_ALLOWED_HOSTS', 'a.example, toolport.example.com:8443', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "toolport.example.com:8443"'],
-    ['TOOLPORT_ALLOWED_HOSTS', 'https://toolport.example.com', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "https://toolport.example.com"'],
-    ['TOOLPORT_ALLOWED_HOSTS', '*.example.com', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "*.example.com"'],
-    ['TOOLPORT_ALLOWED_HOSTS', '::1', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "::1"'],
-    ['TOOLPORT_ALLOWED_HOSTS', '[fe80::zz]', 'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "[fe80::zz]"'],
-    ...['null', 'app.example.com', 'https://app.example.com/app', 'https://app.example.com?x=1', 'ftp://app.example.com', 'https://user@app.example.com', '*', 'https://*.example.com'].map(
-      (origin): [string, string, string] => [
-        'TOOLPORT_ALLOWED_ORIGINS',
-        origin,
-        `Invalid TOOLPORT_ALLOWED_ORIGINS: expected a comma-separated list of web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
-      ],
-    ),
-    ...['null', 'https://app.example.com/app', 'app.example.com', 'https://*.example.com'].map(
-      (origin): [string, string, string] => [
-        'TOOLPORT_CORS_ORIGINS',
-        origin,
-        `Invalid TOOLPORT_CORS_ORIGINS: expected a comma-separated list of exact web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
-      ],
-    ),
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      'a.example,,b.example',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list without empty items, got "a.example,,b.example"',
+    ],
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      'a.example, toolport.example.com:8443',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "toolport.example.com:8443"',
+    ],
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      'https://toolport.example.com',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "https://toolport.example.com"',
+    ],
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      '*.example.com',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "*.example.com"',
+    ],
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      '::1',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "::1"',
+    ],
+    [
+      'TOOLPORT_ALLOWED_HOSTS',
+      '[fe80::zz]',
+      'Invalid TOOLPORT_ALLOWED_HOSTS: expected a comma-separated list of host names or IP addresses, without scheme or port, got "[fe80::zz]"',
+    ],
+    ...[
+      'null',
+      'app.example.com',
+      'https://app.example.com/app',
+      'https://app.example.com?x=1',
+      'ftp://app.example.com',
+      'https://user@app.example.com',
+      '*',
+      'https://*.example.com',
+    ].map((origin): [string, string, string] => [
+      'TOOLPORT_ALLOWED_ORIGINS',
+      origin,
+      `Invalid TOOLPORT_ALLOWED_ORIGINS: expected a comma-separated list of web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
+    ]),
+    ...['null', 'https://app.example.com/app', 'app.example.com', 'https://*.example.com'].map((origin): [string, string, string] => [
+      'TOOLPORT_CORS_ORIGINS',
+      origin,
+      `Invalid TOOLPORT_CORS_ORIGINS: expected a comma-separated list of exact web origins such as https://app.example.com (http or https, a host, an optional port, no path), got ${JSON.stringify(origin)}`,
+    ]),
     [
       'TOOLPORT_CORS_ORIGINS',
       'https://app.example.com, *',
       'Invalid TOOLPORT_CORS_ORIGINS: expected exact web origins such as https://app.example.com, not a wildcard: without API keys, * would let any web page the user opens run the tools, got "https://app.example.com, *"',
     ],
-    ...['yes', '10.0.0.0/33', '::1/129', '10.0.0.0/8/1', 'proxy.example.com', '10.0.0.1,,10.0.0.2', '-1', '1000'].map(
-      (value): [string, string, string] => [
-        'TOOLPORT_TRUST_PROXY',
-        value,
-        `Invalid TOOLPORT_TRUST_PROXY: expected true, false, a hop count, or a comma-separated list of IP addresses and CIDR ranges, got ${JSON.stringify(value)}`,
-      ],
-    ),
+    ...['yes', '10.0.0.0/33', '::1/129', '10.0.0.0/8/1', 'proxy.example.com', '10.0.0.1,,10.0.0.2', '-1', '1000'].map((value): [string, string, string] => [
+      'TOOLPORT_TRUST_PROXY',
+      value,
+      `Invalid TOOLPORT_TRUST_PROXY: expected true, false, a hop count, or a comma-separated list of IP addresses and CIDR ranges, got ${JSON.stringify(value)}`,
+    ]),
   ];
   for (const [variable, value, message] of cases) {
     test(`${variable}=${value}`, () => assertRejected({ [variable]: value }, variable, message));

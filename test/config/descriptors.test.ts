@@ -18,7 +18,7 @@ test('parseDescriptorLimit gives undefined for an unlimited or missing limit', (
   assert.equal(parseDescriptorLimit(''), undefined);
 });
 
-test('descriptorUsage reads this process\'s limit and open descriptors from /proc', () => {
+test("descriptorUsage reads this process's limit and open descriptors from /proc", () => {
   const { limit, open } = descriptorUsage();
   assert.ok(Number.isInteger(limit) && limit! > 0, `limit ${String(limit)}`);
   // At least standard input, output and error.

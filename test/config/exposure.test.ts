@@ -21,25 +21,42 @@ test('isLoopback takes localhost, 127.0.0.0/8 and ::1 (bare or bracketed)', () =
 });
 
 test('isLoopback refuses wildcard, public and private addresses, other names and malformed input', () => {
-  for (const host of ['0.0.0.0', '::', '[::]', '10.0.0.1', '192.168.1.2', '128.0.0.1', '::2', 'example.com', 'localhost.example.com', '127.1', '[127.0.0.1]', '', '127.0.0.1:3000']) {
+  for (const host of [
+    '0.0.0.0',
+    '::',
+    '[::]',
+    '10.0.0.1',
+    '192.168.1.2',
+    '128.0.0.1',
+    '::2',
+    'example.com',
+    'localhost.example.com',
+    '127.1',
+    '[127.0.0.1]',
+    '',
+    '127.0.0.1:3000',
+  ]) {
     assert.equal(isLoopback(host), false, host);
   }
 });
 
 test('serving Bash on 0.0.0.0 without keys stops start-up naming the tools, the host and the three ways out', async (t) => {
   const tools = await builtins(t);
-  assert.throws(() => assertSafeExposure({ host: '0.0.0.0', apiKeys: [], allowUnauthenticated: false }, tools), (err: unknown) => {
-    assert.ok(err instanceof UnsafeExposureError);
-    assert.equal(
-      err.message,
-      'Refusing to serve Bash, Write, Edit without authentication on 0.0.0.0, which is not a loopback address: ' +
-        'these tools are not read-only, and anyone who can reach the port could run them. ' +
-        'Either set TOOLPORT_API_KEYS (or TOOLPORT_API_KEYS_FILE) to require an API key, ' +
-        'narrow TOOLPORT_TOOLS to read-only tools (here: Echo, Read, Glob, Grep, LS), ' +
-        'or set TOOLPORT_ALLOW_UNAUTHENTICATED=true if only trusted clients can reach this address.',
-    );
-    return true;
-  });
+  assert.throws(
+    () => assertSafeExposure({ host: '0.0.0.0', apiKeys: [], allowUnauthenticated: false }, tools),
+    (err: unknown) => {
+      assert.ok(err instanceof UnsafeExposureError);
+      assert.equal(
+        err.message,
+        'Refusing to serve Bash, Write, Edit without authentication on 0.0.0.0, which is not a loopback address: ' +
+          'these tools are not read-only, and anyone who can reach the port could run them. ' +
+          'Either set TOOLPORT_API_KEYS (or TOOLPORT_API_KEYS_FILE) to require an API key, ' +
+          'narrow TOOLPORT_TOOLS to read-only tools (here: Echo, Read, Glob, Grep, LS), ' +
+          'or set TOOLPORT_ALLOW_UNAUTHENTICATED=true if only trusted clients can reach this address.',
+      );
+      return true;
+    },
+  );
 });
 
 test('a plug-in tool without the read-only hint counts as one that changes things', () => {

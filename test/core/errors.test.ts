@@ -11,7 +11,7 @@ test('every code has an HTTP status and a JSON-RPC code; ErrorCodes is the statu
   }
 });
 
-test('the JSON-RPC codes: the protocol\'s own where they fit, else distinct application codes outside JSON-RPC\'s reserved range', () => {
+test("the JSON-RPC codes: the protocol's own where they fit, else distinct application codes outside JSON-RPC's reserved range", () => {
   assert.equal(ErrorCatalog.INVALID_JSON.jsonRpc, JSON_RPC.PARSE_ERROR);
   assert.equal(ErrorCatalog.BAD_REQUEST.jsonRpc, JSON_RPC.INVALID_REQUEST);
   assert.equal(ErrorCatalog.TOOL_NOT_FOUND.jsonRpc, JSON_RPC.INVALID_PARAMS);

@@ -73,7 +73,10 @@ async function assertRejectsWith(promise: Promise<unknown>, code: string, messag
 
 describe('ToolExecutor: lookup and input checks', () => {
   test('an unknown tool fails with TOOL_NOT_FOUND listing the available tools', async () => {
-    const executor = executorWith(echo, tool('Other', () => textResult('')));
+    const executor = executorWith(
+      echo,
+      tool('Other', () => textResult('')),
+    );
     await assertRejectsWith(executor.call('Nope', {}), 'TOOL_NOT_FOUND', 'Tool "Nope" not found. Available tools: Echo, Other.', {
       tool: 'Nope',
       available: ['Echo', 'Other'],
@@ -209,9 +212,17 @@ describe('ToolExecutor: what a tool does becomes a ToolResult', () => {
       },
       'Tool "T" failed: unknown error',
     ],
-    ['a tool that returns undefined', () => undefined as never, 'Tool "T" returned a malformed result: expected an object with a content array, got undefined.'],
+    [
+      'a tool that returns undefined',
+      () => undefined as never,
+      'Tool "T" returned a malformed result: expected an object with a content array, got undefined.',
+    ],
     ['a tool that returns a string', () => 'done' as never, 'Tool "T" returned a malformed result: expected an object with a content array, got a string.'],
-    ['a tool that returns { content: "x" }', () => ({ content: 'x' }) as never, 'Tool "T" returned a malformed result: expected a content array, got a string.'],
+    [
+      'a tool that returns { content: "x" }',
+      () => ({ content: 'x' }) as never,
+      'Tool "T" returned a malformed result: expected a content array, got a string.',
+    ],
     [
       'a tool whose isError is not a boolean',
       () => ({ content: [], isError: 'yes' }) as never,
@@ -372,7 +383,10 @@ describe('ToolExecutor: deadlines and aborts', () => {
   test('a tool that answers synchronously gets no deadline timer; one that returns a promise gets one, cleared when it answers', async (t) => {
     const timers = t.mock.method(globalThis, 'setTimeout');
     const cleared = t.mock.method(globalThis, 'clearTimeout');
-    const executor = executorWith(echo, tool('Later', async () => textResult('later')));
+    const executor = executorWith(
+      echo,
+      tool('Later', async () => textResult('later')),
+    );
     assert.deepEqual(await executor.call('Echo', { text: 'now' }), { content: [{ type: 'text', text: 'now' }], isError: false });
     assert.equal(timers.mock.callCount(), 0);
     assert.deepEqual(await executor.call('Later', {}), { content: [{ type: 'text', text: 'later' }], isError: false });
@@ -396,10 +410,7 @@ describe('ToolExecutor: context and logging', () => {
     assert.equal(seen.context?.requestId, 'req-42');
     assert.ok(seen.context?.signal instanceof AbortSignal);
     const working = capture.lines().find((l) => l.msg === 'working');
-    assert.deepEqual(
-      { reqId: working?.reqId, tool: working?.tool, step: working?.step },
-      { reqId: 'req-42', tool: 'Ctx', step: 1 },
-    );
+    assert.deepEqual({ reqId: working?.reqId, tool: working?.tool, step: working?.step }, { reqId: 'req-42', tool: 'Ctx', step: 1 });
   });
 
   test('without a requestId each call gets a fresh one', async () => {
@@ -445,10 +456,20 @@ describe('ToolExecutor: context and logging', () => {
   test("the log line's outcome is 'aborted' when the caller aborts", async () => {
     const capture = capturedLogger();
     const controller = new AbortController();
-    const pending = new ToolExecutor({ registry: new ToolRegistry().register(hangingTool('T', {})), logger: capture.logger }).call('T', {}, { signal: controller.signal });
+    const pending = new ToolExecutor({ registry: new ToolRegistry().register(hangingTool('T', {})), logger: capture.logger }).call(
+      'T',
+      {},
+      { signal: controller.signal },
+    );
     controller.abort();
     await pending;
-    assert.deepEqual(capture.lines().filter((l) => l.msg === 'tool call').map((l) => l.outcome), ['aborted']);
+    assert.deepEqual(
+      capture
+        .lines()
+        .filter((l) => l.msg === 'tool call')
+        .map((l) => l.outcome),
+      ['aborted'],
+    );
   });
 
   test('an unknown tool or invalid input logs nothing (the caller answers it)', async () => {
@@ -471,7 +492,10 @@ describe('ToolExecutor: concurrency limits', () => {
     const calls = ['a', 'b', 'c'].map((id) => executor.call('G', { id }));
     const runs = await gated.started(2);
     assert.deepEqual(executor.load('G'), { running: 2, waiting: 1, limit: 2 });
-    assert.deepEqual(runs.map((r) => r.id), ['a', 'b']);
+    assert.deepEqual(
+      runs.map((r) => r.id),
+      ['a', 'b'],
+    );
     runs[0]?.release('first');
     await gated.started(3);
     assert.equal(runs[2]?.id, 'c');
@@ -483,7 +507,7 @@ describe('ToolExecutor: concurrency limits', () => {
     assert.deepEqual(executor.load('G'), { running: 0, waiting: 0, limit: 2 });
   });
 
-  test("the server cap applies to a tool whose own limit is higher, and to tools without one", () => {
+  test('the server cap applies to a tool whose own limit is higher, and to tools without one', () => {
     const registry = new ToolRegistry().register(gatedTool('High', { maxConcurrency: 8 }).tool).register(gatedTool('None').tool);
     const executor = new ToolExecutor({ registry, maxConcurrency: 3 });
     assert.equal(executor.load('High').limit, 3);
@@ -497,7 +521,10 @@ describe('ToolExecutor: concurrency limits', () => {
     const calls = ['a', 'b', 'c', 'd'].map((id) => executor.call('G', { id }));
     for (let n = 1; n <= 4; n++) (await gated.started(n))[n - 1]?.release();
     await Promise.all(calls);
-    assert.deepEqual(gated.runs.map((r) => r.id), ['a', 'b', 'c', 'd']);
+    assert.deepEqual(
+      gated.runs.map((r) => r.id),
+      ['a', 'b', 'c', 'd'],
+    );
   });
 
   test('a call past a full queue rejects with QUEUE_FULL (503, Retry-After: 1) and its tool never runs', async () => {
@@ -522,7 +549,10 @@ describe('ToolExecutor: concurrency limits', () => {
     (await gated.started(1))[0]?.release();
     (await gated.started(2))[1]?.release();
     await Promise.all([first, second]);
-    assert.deepEqual(gated.runs.map((r) => r.id), ['a', 'b']);
+    assert.deepEqual(
+      gated.runs.map((r) => r.id),
+      ['a', 'b'],
+    );
   });
 
   test('queueSize 0 refuses a call at once while every slot is taken', async () => {
@@ -549,9 +579,16 @@ describe('ToolExecutor: concurrency limits', () => {
     assert.deepEqual(executor.load('G'), { running: 1, waiting: 0, limit: 1 });
     (await gated.started(1))[0]?.release();
     await first;
-    assert.deepEqual(gated.runs.map((r) => r.id), ['a'], 'the aborted call never ran');
+    assert.deepEqual(
+      gated.runs.map((r) => r.id),
+      ['a'],
+      'the aborted call never ran',
+    );
     const line = capture.lines().find((l) => l.reqId === 'req-q');
-    assert.deepEqual({ outcome: line?.outcome, ms: line?.ms, key: line?.key, waits: typeof line?.waitMs }, { outcome: 'aborted', ms: 0, key: 'ci', waits: 'number' });
+    assert.deepEqual(
+      { outcome: line?.outcome, ms: line?.ms, key: line?.key, waits: typeof line?.waitMs },
+      { outcome: 'aborted', ms: 0, key: 'ci', waits: 'number' },
+    );
   });
 
   for (const [how, end] of [

@@ -73,7 +73,7 @@ test('the OpenAI tool list holds the shape of ChatCompletionFunctionTool at runt
   ]);
 });
 
-test('registry.toAPI(\'anthropic\') is assignable to the Anthropic SDK Tool[] without a cast', () => {
+test("registry.toAPI('anthropic') is assignable to the Anthropic SDK Tool[] without a cast", () => {
   assert.ok(Array.isArray(anthropicTools));
 });
 

@@ -65,7 +65,7 @@ describe('Gateway: refusals', () => {
     prepare?: (gateway: Gateway) => void;
   }> = [
     {
-      name: 'a tool outside the caller\'s scope is FORBIDDEN, with the same text as REST has always given',
+      name: "a tool outside the caller's scope is FORBIDDEN, with the same text as REST has always given",
       code: 'FORBIDDEN',
       status: 403,
       message: 'API key "ci-bot" may not use tool "NoArgs"; it may use Echo.',
@@ -80,7 +80,13 @@ describe('Gateway: refusals', () => {
       caller: SCOPED,
       tool: 'Absent',
     },
-    { name: 'an unknown tool is TOOL_NOT_FOUND', code: 'TOOL_NOT_FOUND', status: 404, message: 'Tool "Nope" not found. Available tools: Echo, NoArgs.', tool: 'Nope' },
+    {
+      name: 'an unknown tool is TOOL_NOT_FOUND',
+      code: 'TOOL_NOT_FOUND',
+      status: 404,
+      message: 'Tool "Nope" not found. Available tools: Echo, NoArgs.',
+      tool: 'Nope',
+    },
     {
       name: 'input that fails the schema is INVALID_INPUT',
       code: 'INVALID_INPUT',
@@ -140,23 +146,36 @@ describe('Gateway: refusals', () => {
     const message = 'Tool "Busy" is busy: 1 call running and 0 waiting; retry later.';
     await assert.rejects(gateway.call(request('Busy', {}, { requestId: 'second' })), (err: unknown) => {
       assert.ok(err instanceof ToolportError);
-      assert.deepEqual({ code: err.code, retryAfterSeconds: err.retryAfterSeconds, headers: 'headers' in err }, { code: 'QUEUE_FULL', retryAfterSeconds: 1, headers: false });
+      assert.deepEqual(
+        { code: err.code, retryAfterSeconds: err.retryAfterSeconds, headers: 'headers' in err },
+        { code: 'QUEUE_FULL', retryAfterSeconds: 1, headers: false },
+      );
       return true;
     });
     const safe = await gateway.callSafe(request('Busy', {}, { requestId: 'third' }));
-    assert.deepEqual({ isError: safe.isError, text: safe.content[0], code: (safe as { error?: { code: string } }).error?.code }, {
-      isError: true,
-      text: { type: 'text', text: message },
-      code: 'QUEUE_FULL',
-    });
+    assert.deepEqual(
+      { isError: safe.isError, text: safe.content[0], code: (safe as { error?: { code: string } }).error?.code },
+      {
+        isError: true,
+        text: { type: 'text', text: message },
+        code: 'QUEUE_FULL',
+      },
+    );
     gated.runs[0]?.release();
     await first;
     const refused = lines().filter((l) => l.msg === 'tool call refused');
-    assert.deepEqual(refused.map((l) => [l.reqId, l.code, l.status, l.transport]), [
-      ['second', 'QUEUE_FULL', 503, 'mcp'],
-      ['third', 'QUEUE_FULL', 503, 'mcp'],
+    assert.deepEqual(
+      refused.map((l) => [l.reqId, l.code, l.status, l.transport]),
+      [
+        ['second', 'QUEUE_FULL', 503, 'mcp'],
+        ['third', 'QUEUE_FULL', 503, 'mcp'],
+      ],
+    );
+    assert.deepEqual(heard, [
+      ['refused', 'QUEUE_FULL', 'mcp'],
+      ['refused', 'QUEUE_FULL', 'mcp'],
+      ['finished', 'Busy', 'ok', 'mcp'],
     ]);
-    assert.deepEqual(heard, [['refused', 'QUEUE_FULL', 'mcp'], ['refused', 'QUEUE_FULL', 'mcp'], ['finished', 'Busy', 'ok', 'mcp']]);
   });
 
   test('callSafe answers an unexpected failure as INTERNAL_ERROR with the request id, logged and counted as refused', async (t) => {
@@ -167,13 +186,22 @@ describe('Gateway: refusals', () => {
     const result = await gateway.callSafe(request('Echo', { text: 'a' }, { requestId: 'r-5' }));
     assert.deepEqual(result, errorBody('INTERNAL_ERROR', 'Internal server error (request id r-5).'));
     assert.doesNotMatch(JSON.stringify(result), /a bug/);
-    assert.deepEqual(lines().map((l) => [l.msg, l.code]), [['unexpected error', undefined], ['tool call refused', 'INTERNAL_ERROR']]);
+    assert.deepEqual(
+      lines().map((l) => [l.msg, l.code]),
+      [
+        ['unexpected error', undefined],
+        ['tool call refused', 'INTERNAL_ERROR'],
+      ],
+    );
     assert.deepEqual(heard, [['refused', 'INTERNAL_ERROR', 'mcp']]);
   });
 
   test('refused() gives a refusal an adapter made itself the same audit line and metric', () => {
     const { gateway, heard, lines } = gatewayWith([Echo]);
-    gateway.refused({ caller: { scope: undefined, ip: '198.51.100.7' }, tool: 'Echo', requestId: 'r-9', transport: 'rest' }, new ToolportError('UNAUTHORIZED', 'The API key is not valid.'));
+    gateway.refused(
+      { caller: { scope: undefined, ip: '198.51.100.7' }, tool: 'Echo', requestId: 'r-9', transport: 'rest' },
+      new ToolportError('UNAUTHORIZED', 'The API key is not valid.'),
+    );
     assert.deepEqual(refusedLine(lines()[0]), {
       msg: 'tool call refused',
       reqId: 'r-9',
@@ -196,7 +224,15 @@ describe('Gateway: calls that run', () => {
     assert.equal(lines().length, 1);
     const [line] = lines();
     assert.deepEqual(
-      { msg: line?.msg, reqId: line?.reqId, tool: line?.tool, key: line?.key, transport: line?.transport, outcome: line?.outcome, inputBytes: line?.inputBytes },
+      {
+        msg: line?.msg,
+        reqId: line?.reqId,
+        tool: line?.tool,
+        key: line?.key,
+        transport: line?.transport,
+        outcome: line?.outcome,
+        inputBytes: line?.inputBytes,
+      },
       { msg: 'tool call', reqId: 'r-1', tool: 'Echo', key: 'ci-bot', transport: 'mcp', outcome: 'ok', inputBytes: 27 },
     );
     assert.doesNotMatch(JSON.stringify(lines()), /my-secret-value/);
@@ -222,7 +258,7 @@ describe('Gateway: calls that run', () => {
     gateway.cancel(call, new Error('late'));
   });
 
-  test('the caller\'s signal aborts the call', async () => {
+  test("the caller's signal aborts the call", async () => {
     const slow = controllableTool();
     const { gateway } = gatewayWith([slow.tool]);
     const controller = new AbortController();
@@ -266,14 +302,26 @@ describe('Gateway: calls that run', () => {
     const { gateway } = gatewayWith([reporter]);
     const heard: Progress[] = [];
     await gateway.call(request('Reporter', {}, { onProgress: (p) => heard.push(p) }));
-    assert.deepEqual(heard, [{ progress: 1, message: 'started' }, { progress: 5, total: 10 }, { progress: 6, message: 'more' }]);
+    assert.deepEqual(heard, [
+      { progress: 1, message: 'started' },
+      { progress: 5, total: 10 },
+      { progress: 6, message: 'more' },
+    ]);
     contexts[0]?.progress?.('after the answer');
     assert.equal(heard.length, 3, 'reports after the call answered are dropped');
     await gateway.call(request('Reporter', {}));
     assert.equal(contexts[1]?.progress, undefined);
-    const failing = await gateway.call(request('Reporter', {}, { onProgress: () => {
-      throw new Error('the connection closed');
-    } }));
+    const failing = await gateway.call(
+      request(
+        'Reporter',
+        {},
+        {
+          onProgress: () => {
+            throw new Error('the connection closed');
+          },
+        },
+      ),
+    );
     assert.deepEqual(failing, { content: [{ type: 'text', text: 'done' }], isError: false }, 'a listener that throws does not reach the tool');
   });
 });
@@ -291,7 +339,7 @@ describe('Gateway: lists', () => {
     assert.equal(gateway.list(ANYONE), gateway.list(FULL, 'anthropic'));
   });
 
-  test('tools answers the caller\'s tools in registration order, the same array each time', () => {
+  test("tools answers the caller's tools in registration order, the same array each time", () => {
     const scope = new Set(['NoArgs']);
     const { gateway } = gatewayWith([Echo, NoArgs], { scopes: [scope] });
     const scoped: Caller = { label: 'ci', scope };
@@ -325,7 +373,10 @@ describe('Gateway: a workspace per caller', () => {
   test('a caller with a workspace runs the tools bound to it, and is counted like any other', async () => {
     const { gateway, heard } = withToolsets([where('server')], { '/srv/ws/a': [where('a')] });
     assert.deepEqual(await gateway.call(request('Where', { text: '?' })), { ...textResult('server'), isError: false });
-    assert.deepEqual(await gateway.call(request('Where', { text: '?' }, { caller: { ...FULL, workspace: '/srv/ws/a' } })), { ...textResult('a'), isError: false });
+    assert.deepEqual(await gateway.call(request('Where', { text: '?' }, { caller: { ...FULL, workspace: '/srv/ws/a' } })), {
+      ...textResult('a'),
+      isError: false,
+    });
     assert.deepEqual(heard, [
       ['finished', 'Where', 'ok', 'mcp'],
       ['finished', 'Where', 'ok', 'mcp'],
@@ -344,7 +395,7 @@ describe('Gateway: a workspace per caller', () => {
     assert.equal(onServer.runs.length, 0);
   });
 
-  test('a toolset whose tools are not the registry\'s is refused when the gateway is made', () => {
+  test("a toolset whose tools are not the registry's is refused when the gateway is made", () => {
     assert.throws(() => withToolsets([where('server'), Echo], { '/srv/ws/a': [where('a')] }), {
       message: 'The tools of workspace "/srv/ws/a" (Where) are not the server\'s (Where, Echo).',
     });

@@ -78,11 +78,21 @@ test('replace: a token remembered for a removed key matches nothing from the nex
 test('replace: a remembered token of a key whose tools changed answers with the new scope; a new key is identified', () => {
   const keyring = new Keyring(KEYS);
   assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['LS']);
-  keyring.replace([...KEYS.filter((k) => k.label !== 'c'), { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['Grep', 'LS'] }, { label: 'new', key: 'new-secret-0123456789abcdef' }]);
+  keyring.replace([
+    ...KEYS.filter((k) => k.label !== 'c'),
+    { label: 'c', key: 'c-secret-0123456789abcdef', tools: ['Grep', 'LS'] },
+    { label: 'new', key: 'new-secret-0123456789abcdef' },
+  ]);
   assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['Grep', 'LS']);
   assert.equal(keyring.identify('c-secret-0123456789abcdef')?.workspace, undefined);
   assert.deepEqual(keyring.identify('new-secret-0123456789abcdef'), { label: 'new', tools: undefined, workspace: undefined });
-  assert.deepEqual(keyring.scopes.map((scope) => [...scope]), [['Echo', 'Read'], ['Grep', 'LS']]);
+  assert.deepEqual(
+    keyring.scopes.map((scope) => [...scope]),
+    [
+      ['Echo', 'Read'],
+      ['Grep', 'LS'],
+    ],
+  );
 });
 
 test('replace keeps the scope object of tools that did not change, so what was made for it stays valid', () => {

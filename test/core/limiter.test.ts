@@ -151,15 +151,18 @@ describe('ConcurrencyLimiter', () => {
     assert.equal(l.acquire(undefined, 'A'), true);
     assert.ok(l.acquire(undefined, 'A') instanceof Promise, "A's third call waits although two slots are free");
     assert.equal(l.acquire(undefined, 'B'), true, 'B runs at once');
-    assert.deepEqual({ running: l.running, waiting: l.waiting, A: l.loadOf('A'), B: l.loadOf('B') }, {
-      running: 3,
-      waiting: 1,
-      A: { running: 2, waiting: 1 },
-      B: { running: 1, waiting: 0 },
-    });
+    assert.deepEqual(
+      { running: l.running, waiting: l.waiting, A: l.loadOf('A'), B: l.loadOf('B') },
+      {
+        running: 3,
+        waiting: 1,
+        A: { running: 2, waiting: 1 },
+        B: { running: 1, waiting: 0 },
+      },
+    );
   });
 
-  test("past its share of the queue a caller is refused with QUEUE_FULL naming the share, while others still queue", () => {
+  test('past its share of the queue a caller is refused with QUEUE_FULL naming the share, while others still queue', () => {
     const l = limiter({ limit: 2, queueSize: 8, limitPerCaller: 1, queuePerCaller: 2 });
     l.acquire(undefined, 'A');
     void l.acquire(undefined, 'A');
@@ -242,12 +245,15 @@ describe('ConcurrencyLimiter', () => {
     assert.equal(await b, false);
     l.release('A');
     assert.equal(await c, true);
-    assert.deepEqual({ running: l.running, waiting: l.waiting, B: l.loadOf('B'), C: l.loadOf('C') }, {
-      running: 1,
-      waiting: 0,
-      B: { running: 0, waiting: 0 },
-      C: { running: 1, waiting: 0 },
-    });
+    assert.deepEqual(
+      { running: l.running, waiting: l.waiting, B: l.loadOf('B'), C: l.loadOf('C') },
+      {
+        running: 1,
+        waiting: 0,
+        B: { running: 0, waiting: 0 },
+        C: { running: 1, waiting: 0 },
+      },
+    );
   });
 
   test('release for a caller that holds no slot is a wiring mistake and throws, changing no count', () => {

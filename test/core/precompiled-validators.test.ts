@@ -19,14 +19,24 @@ async function withWorkspace<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   }
 }
 
-test('the committed precompiled validators are what the built-in tools\' schemas give (npm run validators rewrites them)', async () => {
+test("the committed precompiled validators are what the built-in tools' schemas give (npm run validators rewrites them)", async () => {
   const generated = await withWorkspace(precompiledValidatorsSource);
   assert.ok(generated === (await readFile(COMMITTED, 'utf8')), 'src/core/precompiled-validators.ts is out of date: run npm run validators');
 });
 
 test('every built-in tool has a precompiled validator that judges input as Ajv compiling its schema does', async () => {
   const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
-  const inputs: unknown[] = [{}, { unknown: 1 }, null, [], 'text', { command: 'ls', timeout: 0 }, { path: 1 }, { file_path: '/a', offset: -1 }, { pattern: 'x', output_mode: 'lines' }];
+  const inputs: unknown[] = [
+    {},
+    { unknown: 1 },
+    null,
+    [],
+    'text',
+    { command: 'ls', timeout: 0 },
+    { path: 1 },
+    { file_path: '/a', offset: -1 },
+    { pattern: 'x', output_mode: 'lines' },
+  ];
   for (const tool of tools) {
     const precompiled = PRECOMPILED_VALIDATORS.get(JSON.stringify(tool.inputSchema)) as ((data: unknown) => boolean) & { errors?: unknown };
     assert.ok(precompiled !== undefined, `${tool.name} has a precompiled validator`);
@@ -35,7 +45,8 @@ test('every built-in tool has a precompiled validator that judges input as Ajv c
       const valid = precompiled(input);
       assert.equal(valid, compiled(input), `${tool.name} judges ${JSON.stringify(input)} the same`);
       // The precompiled one stops at the first violation; it is the first the other lists.
-      if (!valid) assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(input)}`);
+      if (!valid)
+        assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(input)}`);
     }
   }
 });
@@ -43,7 +54,10 @@ test('every built-in tool has a precompiled validator that judges input as Ajv c
 test('every built-in output schema has a precompiled validator that judges as Ajv compiling the schema does', async () => {
   const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
   const withOutput = tools.filter((tool) => tool.outputSchema !== undefined);
-  assert.deepEqual(withOutput.map((tool) => tool.name), ['LS']);
+  assert.deepEqual(
+    withOutput.map((tool) => tool.name),
+    ['LS'],
+  );
   const values: unknown[] = [
     {},
     { path: '.', entries: [], total: 0, ignored: 0 },
@@ -58,7 +72,8 @@ test('every built-in output schema has a precompiled validator that judges as Aj
     for (const value of values) {
       const valid = precompiled(value);
       assert.equal(valid, compiled(value), `${tool.name} judges ${JSON.stringify(value)} the same`);
-      if (!valid) assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(value)}`);
+      if (!valid)
+        assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(value)}`);
     }
   }
 });

@@ -227,7 +227,10 @@ describe('ToolRegistry lookups', () => {
   test('list() returns the tools in registration order', () => {
     const registry = new ToolRegistry();
     for (const name of ['Zeta', 'alpha', 'Mid', 'beta']) registry.register(tool({ name }));
-    assert.deepEqual(registry.list().map((t) => t.name), ['Zeta', 'alpha', 'Mid', 'beta']);
+    assert.deepEqual(
+      registry.list().map((t) => t.name),
+      ['Zeta', 'alpha', 'Mid', 'beta'],
+    );
   });
 
   test('get() returns the registered tool object itself, or undefined', () => {
@@ -315,7 +318,7 @@ describe('ToolRegistry.toAPI', () => {
     assert.deepEqual(registry.toAPI('mcp'), { tools: [] });
   });
 
-  test('a schema without properties is published with properties: {} and the tool\'s own schema is not mutated', () => {
+  test("a schema without properties is published with properties: {} and the tool's own schema is not mutated", () => {
     const inputSchema: ObjectSchema = { type: 'object', additionalProperties: false };
     const registry = new ToolRegistry().register(tool({ inputSchema }));
     assert.deepEqual(registry.toAPI('anthropic')[0]?.input_schema, { type: 'object', additionalProperties: false, properties: {} });
@@ -340,10 +343,23 @@ describe('ToolRegistry.toAPI', () => {
     assert.notEqual(registry.toAPI('anthropic'), before.anthropic);
     assert.notEqual(registry.toAPI('openai'), before.openai);
     assert.notEqual(registry.toAPI('mcp'), before.mcp);
-    assert.deepEqual(registry.toAPI('anthropic').map((t) => t.name), ['Annotated', 'Bare']);
-    assert.deepEqual(registry.toAPI('openai').map((t) => t.function.name), ['Annotated', 'Bare']);
-    assert.deepEqual(registry.toAPI('mcp').tools.map((t) => t.name), ['Annotated', 'Bare']);
-    assert.deepEqual(before.anthropic.map((t) => t.name), ['Annotated'], 'a list handed out earlier is not changed');
+    assert.deepEqual(
+      registry.toAPI('anthropic').map((t) => t.name),
+      ['Annotated', 'Bare'],
+    );
+    assert.deepEqual(
+      registry.toAPI('openai').map((t) => t.function.name),
+      ['Annotated', 'Bare'],
+    );
+    assert.deepEqual(
+      registry.toAPI('mcp').tools.map((t) => t.name),
+      ['Annotated', 'Bare'],
+    );
+    assert.deepEqual(
+      before.anthropic.map((t) => t.name),
+      ['Annotated'],
+      'a list handed out earlier is not changed',
+    );
   });
 
   test('is not refreshed by a refused register', () => {
@@ -362,8 +378,14 @@ describe('ToolRegistry: scoped and serialised lists', () => {
   test('a scope lists only its tools, in registration order, whatever the order of the scope', () => {
     const registry = new ToolRegistry().register(one).register(two).register(three);
     const scope = new Set(['Three', 'One', 'Absent']);
-    assert.deepEqual(registry.toAPI('anthropic', scope).map((t) => t.name), ['One', 'Three']);
-    assert.deepEqual(registry.toAPI('mcp', scope).tools.map((t) => t.name), ['One', 'Three']);
+    assert.deepEqual(
+      registry.toAPI('anthropic', scope).map((t) => t.name),
+      ['One', 'Three'],
+    );
+    assert.deepEqual(
+      registry.toAPI('mcp', scope).tools.map((t) => t.name),
+      ['One', 'Three'],
+    );
     assert.equal(registry.toAPI('openai', scope), registry.toAPI('openai', scope), 'computed once per scope and format');
   });
 
@@ -378,22 +400,34 @@ describe('ToolRegistry: scoped and serialised lists', () => {
   test('tools(scope) is the same frozen array for the same scope, until a new register', () => {
     const registry = new ToolRegistry().register(one).register(two);
     const scope = new Set(['Two']);
-    assert.deepEqual(registry.tools(scope).map((t) => t.name), ['Two']);
+    assert.deepEqual(
+      registry.tools(scope).map((t) => t.name),
+      ['Two'],
+    );
     assert.equal(registry.tools(scope), registry.tools(scope));
     assert.equal(registry.tools(), registry.tools());
     assert.ok(Object.isFrozen(registry.tools()));
     const before = registry.tools();
     registry.register(three);
     assert.notEqual(registry.tools(), before);
-    assert.deepEqual(registry.tools().map((t) => t.name), ['One', 'Two', 'Three']);
+    assert.deepEqual(
+      registry.tools().map((t) => t.name),
+      ['One', 'Two', 'Three'],
+    );
   });
 
   test('scoped lists are refreshed after a new register', () => {
     const registry = new ToolRegistry().register(one);
     const scope = new Set(['One', 'Two']);
-    assert.deepEqual(JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name), ['One']);
+    assert.deepEqual(
+      JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name),
+      ['One'],
+    );
     registry.register(two);
-    assert.deepEqual(JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name), ['One', 'Two']);
+    assert.deepEqual(
+      JSON.parse(registry.listJSON('anthropic', scope)).map((t: { name: string }) => t.name),
+      ['One', 'Two'],
+    );
   });
 });
 

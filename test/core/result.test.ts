@@ -60,8 +60,8 @@ describe('normaliseResult accepts and copies', () => {
       },
     });
     assert.ok('result' in normalised);
-    assert.notEqual(normalised.result.content[0], value.content[0], 'blocks are copies, not the tool\'s own objects');
-    assert.notEqual(normalised.result.structuredContent, value.structuredContent, 'structured content is a copy, not the tool\'s own object');
+    assert.notEqual(normalised.result.content[0], value.content[0], "blocks are copies, not the tool's own objects");
+    assert.notEqual(normalised.result.structuredContent, value.structuredContent, "structured content is a copy, not the tool's own object");
     assert.deepEqual(value.content[0], { type: 'text', text: 'a', citations: [] }, 'the input is not modified');
   });
 });
@@ -130,7 +130,15 @@ describe('normaliseResult and structuredContent', () => {
     ['an object whose toJSON gives an array', { toJSON: () => [1] }, 'expected structuredContent to be an object, got an array as JSON'],
     ['a cycle', circular, /^structuredContent is not JSON: Converting circular structure to JSON$/],
     ['a BigInt', { n: 1n }, /^structuredContent is not JSON: Do not know how to serialize a BigInt$/],
-    ['a getter that throws', { get boom(): never { throw new Error('no value') } }, 'structuredContent is not JSON: no value'],
+    [
+      'a getter that throws',
+      {
+        get boom(): never {
+          throw new Error('no value');
+        },
+      },
+      'structuredContent is not JSON: no value',
+    ],
     ['nesting deeper than the stack', deep, /^structuredContent is not JSON: Maximum call stack size exceeded$/],
   ];
   for (const [label, structuredContent, defect] of cases) {
@@ -162,7 +170,7 @@ describe('readableContent', () => {
     assert.deepEqual(readableContent({ content: [{ type: 'text', text: ' \n' }], structuredContent }), [{ type: 'text', text: ' \n' }, json]);
   });
 
-  test('leaves a result with text of its own as it is: the tool\'s text is what a model reads', () => {
+  test("leaves a result with text of its own as it is: the tool's text is what a model reads", () => {
     const result: ToolResult = { content: [{ type: 'text', text: 'a.ts' }], structuredContent };
     assert.equal(readableContent(result), result.content);
   });

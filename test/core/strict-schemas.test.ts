@@ -14,8 +14,28 @@ import { builtinTools } from '../../src/tools/index.js';
 // root is an object; every object sets additionalProperties: false and lists every property in
 // required; only the supported keywords appear; at most 10 levels of nesting and 5000 properties.
 const SUPPORTED = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'description', 'title', '$ref', '$defs', 'definitions',
-  'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'description',
+  'title',
+  '$ref',
+  '$defs',
+  'definitions',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minItems',
+  'maxItems',
 ]);
 const FORMATS = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
 
@@ -48,7 +68,7 @@ function strictViolations(schema: unknown): string[] {
   return problems;
 }
 
-test('every built-in tool\'s strict schema follows OpenAI\'s strict-mode rules, and the checker catches each broken rule', async (t) => {
+test("every built-in tool's strict schema follows OpenAI's strict-mode rules, and the checker catches each broken rule", async (t) => {
   const workspace = await mkdtemp(join(tmpdir(), 'toolport-strict-'));
   t.after(() => rm(workspace, { recursive: true, force: true }));
   const tools = await builtinTools({ workspace, bashSandbox: false });
@@ -127,7 +147,7 @@ test('a null for an optional property is taken as absent, at any depth, where th
   const result = await executor.call('Probe', input);
   assert.equal(result.isError, false);
   assert.deepEqual(seen[0], { need: 'a', maybe: null, nested: {}, list: [{}, { x: 1 }] });
-  assert.deepEqual(input.nested, { inner: null }, 'the caller\'s object is not changed');
+  assert.deepEqual(input.nested, { inner: null }, "the caller's object is not changed");
   // A required property is never dropped: null there is the client's error.
   await assert.rejects(executor.call('Probe', { need: null }), { code: 'INVALID_INPUT', message: 'Invalid input for tool "Probe":\n- $.need: must be string' });
 });
@@ -247,5 +267,8 @@ test('a tool whose schema strict mode cannot express is listed with strict: fals
   assert.equal(named!.function.strict, true);
   assert.deepEqual(strictViolations(named!.function.parameters), [], 'properties named enum and default get their enum types');
   const responses = registry.toAPI('openai-responses', undefined, { strict: true });
-  assert.deepEqual(responses.map((t) => t.strict), [true, false, true]);
+  assert.deepEqual(
+    responses.map((t) => t.strict),
+    [true, false, true],
+  );
 });

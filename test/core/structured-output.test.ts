@@ -19,7 +19,14 @@ const FILES_SCHEMA: ObjectSchema = {
 
 /** A tool with the files output schema (unless another is given) that answers `answer` for every call. */
 function tool(answer: () => unknown, extra: Partial<ToolDef> = {}): ToolDef {
-  return { name: 'T', description: 'The T tool.', inputSchema: { type: 'object' }, outputSchema: FILES_SCHEMA, execute: answer as ToolDef['execute'], ...extra };
+  return {
+    name: 'T',
+    description: 'The T tool.',
+    inputSchema: { type: 'object' },
+    outputSchema: FILES_SCHEMA,
+    execute: answer as ToolDef['execute'],
+    ...extra,
+  };
 }
 
 /** Runs one call of `def` and returns its result and the outcome the observer heard. */
@@ -61,9 +68,12 @@ describe('ToolRegistry.register and output schemas', () => {
     test(`refuses an output schema that is ${label}, naming the tool`, () => assertRefused(schema, ROOT_RULE));
   }
 
-  test('refuses an output schema Ajv cannot compile, with Ajv\'s reason', () => {
+  test("refuses an output schema Ajv cannot compile, with Ajv's reason", () => {
     assertRefused({ type: 'object', properties: { a: { type: 'nope' } } }, /^Cannot register tool "T": the output schema does not compile: .*type/);
-    assertRefused({ type: 'object', properties: { a: { $ref: '#/$defs/missing' } } }, /^Cannot register tool "T": the output schema does not compile: can't resolve reference #\/\$defs\/missing/);
+    assertRefused(
+      { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } },
+      /^Cannot register tool "T": the output schema does not compile: can't resolve reference #\/\$defs\/missing/,
+    );
   });
 
   test('accepts a 2020-12 output schema and compiles it with that dialect', async () => {
@@ -77,11 +87,16 @@ describe('ToolRegistry.register and output schemas', () => {
     assert.deepEqual(ok.result, { content: [], isError: false, structuredContent: { pair: ['a', 1] } });
     // draft-07 would ignore prefixItems and take this.
     const bad = await callOnce(tool(() => ({ content: [], structuredContent: { pair: [1, 'a'] } }), { outputSchema }));
-    assert.deepEqual(bad.result, error('Tool "T" returned structuredContent that does not match its output schema:\n- $.pair[0]: must be string\n- $.pair[1]: must be integer'));
+    assert.deepEqual(
+      bad.result,
+      error('Tool "T" returned structuredContent that does not match its output schema:\n- $.pair[0]: must be string\n- $.pair[1]: must be integer'),
+    );
   });
 
   test('compiles the output schema once, at registration: outputValidator() gives it, or undefined without one', () => {
-    const registry = new ToolRegistry().register(tool(() => textResult('x'))).register({ ...tool(() => textResult('x')), name: 'Plain', outputSchema: undefined });
+    const registry = new ToolRegistry()
+      .register(tool(() => textResult('x')))
+      .register({ ...tool(() => textResult('x')), name: 'Plain', outputSchema: undefined });
     const check = registry.outputValidator('T');
     assert.ok(check !== undefined);
     assert.equal(registry.outputValidator('T'), check);
@@ -171,12 +186,17 @@ describe('the pipeline and structured content', () => {
     const other = new ToolRegistry().register(tool(() => textResult('plain')));
     const executor = new ToolExecutor({ registry: main });
     assert.deepEqual(await executor.call('T', {}), { content: [{ type: 'text', text: 'plain' }], isError: false });
-    assert.deepEqual(await executor.call('T', {}, { registry: other }), error('Tool "T" returned no structuredContent, which its output schema requires on success.'));
+    assert.deepEqual(
+      await executor.call('T', {}, { registry: other }),
+      error('Tool "T" returned no structuredContent, which its output schema requires on success.'),
+    );
   });
 });
 
 describe('ToolRegistry.toAPI and output schemas', () => {
-  const registry = new ToolRegistry().register(tool(() => textResult('x'))).register({ ...tool(() => textResult('x')), name: 'Plain', outputSchema: undefined });
+  const registry = new ToolRegistry()
+    .register(tool(() => textResult('x')))
+    .register({ ...tool(() => textResult('x')), name: 'Plain', outputSchema: undefined });
 
   test('mcp: the tool list carries outputSchema for a tool that has one; anthropic and openai have no place for it', () => {
     const [withOutput, plain] = registry.toAPI('mcp').tools;
@@ -203,9 +223,18 @@ describe('defineTool with an output schema', () => {
   });
 
   test('publishes its output schema and runs through the pipeline checked against it', async () => {
-    assert.deepEqual(Listing.outputSchema, { type: 'object', properties: { names: { type: 'array', items: { type: 'string' } } }, required: ['names'], additionalProperties: false });
+    assert.deepEqual(Listing.outputSchema, {
+      type: 'object',
+      properties: { names: { type: 'array', items: { type: 'string' } } },
+      required: ['names'],
+      additionalProperties: false,
+    });
     const executor = new ToolExecutor({ registry: new ToolRegistry().register(Listing) });
-    assert.deepEqual(await executor.call('Listing', { dir: 'src' }), { content: [{ type: 'text', text: 'src/a' }], isError: false, structuredContent: { names: ['src/a'] } });
+    assert.deepEqual(await executor.call('Listing', { dir: 'src' }), {
+      content: [{ type: 'text', text: 'src/a' }],
+      isError: false,
+      structuredContent: { names: ['src/a'] },
+    });
     assert.deepEqual(await executor.call('Listing', { dir: '' }), error('dir is empty'));
   });
 

@@ -64,11 +64,16 @@ describe('compileInputSchema', () => {
   });
 
   test('accepts unknown keywords and annotations (not strict)', () => {
-    assert.doesNotThrow(() => compileInputSchema({ type: 'object', 'x-internal': true, properties: { a: { type: 'string', examples: ['x'], deprecated: true } } }));
+    assert.doesNotThrow(() =>
+      compileInputSchema({ type: 'object', 'x-internal': true, properties: { a: { type: 'string', examples: ['x'], deprecated: true } } }),
+    );
   });
 
   test('throws for a schema that is not valid JSON Schema', () => {
-    assert.throws(() => compileInputSchema({ type: 'object', properties: { a: { type: 'nope' } } }), /^Error: schema is invalid: data\/properties\/a\/type must be equal to one of the allowed values/);
+    assert.throws(
+      () => compileInputSchema({ type: 'object', properties: { a: { type: 'nope' } } }),
+      /^Error: schema is invalid: data\/properties\/a\/type must be equal to one of the allowed values/,
+    );
   });
 });
 
@@ -266,13 +271,26 @@ describe('InputValidator: bounded reports', () => {
 
 describe('violationLines', () => {
   test('lists each violation on a line of its own', () => {
-    const report = { violations: [{ path: '$.a', message: 'is required' }, { path: '$.b', message: 'must be string' }], omitted: 0, complete: true };
+    const report = {
+      violations: [
+        { path: '$.a', message: 'is required' },
+        { path: '$.b', message: 'must be string' },
+      ],
+      omitted: 0,
+      complete: true,
+    };
     assert.equal(violationLines(report), '- $.a: is required\n- $.b: must be string');
   });
 
   test('says how many violations were left out', () => {
-    assert.equal(violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 1, complete: true }), '- $.a: is required\n- ... and 1 more violation');
-    assert.equal(violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 7, complete: true }), '- $.a: is required\n- ... and 7 more violations');
+    assert.equal(
+      violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 1, complete: true }),
+      '- $.a: is required\n- ... and 1 more violation',
+    );
+    assert.equal(
+      violationLines({ violations: [{ path: '$.a', message: 'is required' }], omitted: 7, complete: true }),
+      '- $.a: is required\n- ... and 7 more violations',
+    );
   });
 
   test('says when checking stopped at the first violation', () => {
@@ -294,12 +312,15 @@ describe('hasMoreValuesThan', () => {
 
   test('stops reading once it has counted past the limit', () => {
     let reads = 0;
-    const items = new Proxy(Array.from({ length: 1_000_000 }, () => 0), {
-      get(target, key, receiver) {
-        if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
-        return Reflect.get(target, key, receiver) as unknown;
+    const items = new Proxy(
+      Array.from({ length: 1_000_000 }, () => 0),
+      {
+        get(target, key, receiver) {
+          if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
       },
-    });
+    );
     assert.equal(hasMoreValuesThan({ items }, 100), true);
     assert.equal(reads, 0, 'an array longer than the budget is judged by its length');
     const wide: Record<string, unknown> = {};

@@ -212,7 +212,10 @@ describe('around the Deployment', () => {
   test('the Service selects its pods and targets the server port', () => {
     const service = only<IService>('Service');
     assert.ok(selects(service.spec!.selector));
-    assert.deepEqual(service.spec!.ports!.map((p) => containerPort(p.targetPort)), [config().port]);
+    assert.deepEqual(
+      service.spec!.ports!.map((p) => containerPort(p.targetPort)),
+      [config().port],
+    );
   });
 
   test('the HorizontalPodAutoscaler scales the Deployment on CPU, never below two replicas', () => {

@@ -31,7 +31,8 @@ const KUSTOMIZATION_FIELDS = new Set(['apiVersion', 'kind', 'resources']);
 export async function buildBase(dir = BASE_DIR): Promise<{ resourceFiles: string[]; resources: Resource[] }> {
   const kustomization = parseOne(await readFile(path.join(dir, 'kustomization.yaml'), 'utf8'), 'kustomization.yaml');
   const unknown = Object.keys(kustomization).filter((field) => !KUSTOMIZATION_FIELDS.has(field));
-  if (unknown.length > 0) throw new Error(`kustomization.yaml: ${unknown.join(', ')} not understood by this builder; teach it or keep the base to plain resources`);
+  if (unknown.length > 0)
+    throw new Error(`kustomization.yaml: ${unknown.join(', ')} not understood by this builder; teach it or keep the base to plain resources`);
   const resourceFiles = kustomization.resources;
   if (!Array.isArray(resourceFiles) || !resourceFiles.every((f): f is string => typeof f === 'string')) {
     throw new Error('kustomization.yaml: resources must be a list of file names');

@@ -31,7 +31,8 @@ export function restrictedViolations(pod: IPodSpec): string[] {
     if (!(own.runAsNonRoot ?? podContext.runAsNonRoot)) problems.push(`${who} does not set runAsNonRoot: true`);
     if (own.runAsUser === 0) problems.push(`${who} runs as uid 0`);
     const seccomp = own.seccompProfile?.type ?? podContext.seccompProfile?.type;
-    if (seccomp === undefined || !SECCOMP_ALLOWED.has(seccomp)) problems.push(`${who} has seccomp profile ${seccomp ?? '(none)'}, not RuntimeDefault or Localhost`);
+    if (seccomp === undefined || !SECCOMP_ALLOWED.has(seccomp))
+      problems.push(`${who} has seccomp profile ${seccomp ?? '(none)'}, not RuntimeDefault or Localhost`);
     if (!own.capabilities?.drop?.includes('ALL')) problems.push(`${who} does not drop ALL capabilities`);
     for (const added of own.capabilities?.add ?? []) if (added !== 'NET_BIND_SERVICE') problems.push(`${who} adds capability ${added}`);
     if (own.procMount !== undefined && own.procMount !== 'Default') problems.push(`${who} has procMount ${own.procMount}`);

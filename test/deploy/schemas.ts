@@ -21,7 +21,10 @@ export const KINDS: ReadonlyMap<string, KindModel> = new Map([
   ['v1 PersistentVolumeClaim', { model: PersistentVolumeClaim, module: 'kubernetes-models/v1/PersistentVolumeClaim', type: 'IPersistentVolumeClaim' }],
   ['v1 Service', { model: Service, module: 'kubernetes-models/v1/Service', type: 'IService' }],
   ['apps/v1 Deployment', { model: Deployment, module: 'kubernetes-models/apps/v1/Deployment', type: 'IDeployment' }],
-  ['autoscaling/v2 HorizontalPodAutoscaler', { model: HorizontalPodAutoscaler, module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', type: 'IHorizontalPodAutoscaler' }],
+  [
+    'autoscaling/v2 HorizontalPodAutoscaler',
+    { model: HorizontalPodAutoscaler, module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', type: 'IHorizontalPodAutoscaler' },
+  ],
   ['policy/v1 PodDisruptionBudget', { model: PodDisruptionBudget, module: 'kubernetes-models/policy/v1/PodDisruptionBudget', type: 'IPodDisruptionBudget' }],
   ['networking.k8s.io/v1 NetworkPolicy', { model: NetworkPolicy, module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy', type: 'INetworkPolicy' }],
 ]);

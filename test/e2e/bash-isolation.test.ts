@@ -61,7 +61,11 @@ test("by default the server runs Bash in the sandbox, says so at start-up, and B
   assert.deepEqual(line.hidden, { directories: [keysDir], files: [] });
 
   // Both keys work, so the server has them: in its environment and from the file.
-  const search = await bash(srv, fileKey, `cat ${keysDir}/keys.json; cat /proc/${srv.pid}/environ; grep -r -l -a -s -e ${envKey} -e ${fileKey} /proc/[0-9]*/environ ${keysDir}; echo searched`);
+  const search = await bash(
+    srv,
+    fileKey,
+    `cat ${keysDir}/keys.json; cat /proc/${srv.pid}/environ; grep -r -l -a -s -e ${envKey} -e ${fileKey} /proc/[0-9]*/environ ${keysDir}; echo searched`,
+  );
   assert.doesNotMatch(search.text, new RegExp(`${envKey}|${fileKey}`));
   assert.match(search.text, /^searched$/m);
   assert.match(search.text, new RegExp(`cat: ${keysDir}/keys.json: No such file or directory`));
@@ -94,10 +98,7 @@ test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where bubblewr
   const emptyPath = await temporaryDirectory(t, 'toolport-e2e-path-');
   await assert.rejects(startServer({ TOOLPORT_BASH_SANDBOX: 'true', PATH: emptyPath }), (err: Error) => {
     assert.match(err.message, /server exited with 1/);
-    assert.ok(
-      err.message.includes('toolport: TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH'),
-      err.message,
-    );
+    assert.ok(err.message.includes('toolport: TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH'), err.message);
     return true;
   });
 });

@@ -18,7 +18,7 @@ function send(url: string, method: string, route: string, headers: Record<string
   });
 }
 
-test('TOOLPORT_CORS_ORIGINS: the real server answers a listed page\'s preflight and call, and refuses another page\'s call', async (t) => {
+test("TOOLPORT_CORS_ORIGINS: the real server answers a listed page's preflight and call, and refuses another page's call", async (t) => {
   const srv = await startServer({ TOOLPORT_CORS_ORIGINS: WEBUI, TOOLPORT_BASH_SANDBOX: 'false' });
   t.after(() => kill(srv));
 

@@ -125,29 +125,27 @@ test('SIGTERM kills a command that ignores SIGTERM before the process exits, so 
 });
 
 test('a plug-in that fails to register stops start-up with exit status 1 and a message naming it', async () => {
-  await assert.rejects(
-    startServer({ TOOLPORT_PLUGINS: BROKEN_PLUGIN }),
-    (err: Error) => {
-      assert.match(err.message, /server exited with 1/);
-      assert.ok(err.message.includes(`toolport: Plug-in "${BROKEN_PLUGIN}" failed to load: `), err.message);
-      assert.match(err.message, /Echo/);
-      return true;
-    },
-  );
+  await assert.rejects(startServer({ TOOLPORT_PLUGINS: BROKEN_PLUGIN }), (err: Error) => {
+    assert.match(err.message, /server exited with 1/);
+    assert.ok(err.message.includes(`toolport: Plug-in "${BROKEN_PLUGIN}" failed to load: `), err.message);
+    assert.match(err.message, /Echo/);
+    return true;
+  });
 });
 
-test(
-  'a Glob pattern too large for the regular-expression engine answers isError, and the server stays up',
-  async (t) => {
-    const srv = await server(t);
-    await writeFile(path.join(srv.workspace, 'a.txt'), 'a\n');
-    // 21 000 characters, well under the 1 MiB body limit; from about 17 000 the process dies.
-    const res = await call(srv, 'Glob', { pattern: '(a)'.repeat(7_000) }, 'glob-1').catch(async (err: unknown) => {
-      const why = srv.stderr().split('\n').find((l) => /Error/.test(l)) ?? '';
-      throw new Error(`the server died (exit ${await srv.exited}): ...${why.slice(-80)}`, { cause: err });
-    });
-    assert.ok(res.status === 200 || res.status === 400, String(res.status));
-    assert.equal(((await res.json()) as { isError: boolean }).isError, true);
-    assert.equal((await fetch(`${srv.url}/healthz`)).status, 200);
-  },
-);
+test('a Glob pattern too large for the regular-expression engine answers isError, and the server stays up', async (t) => {
+  const srv = await server(t);
+  await writeFile(path.join(srv.workspace, 'a.txt'), 'a\n');
+  // 21 000 characters, well under the 1 MiB body limit; from about 17 000 the process dies.
+  const res = await call(srv, 'Glob', { pattern: '(a)'.repeat(7_000) }, 'glob-1').catch(async (err: unknown) => {
+    const why =
+      srv
+        .stderr()
+        .split('\n')
+        .find((l) => /Error/.test(l)) ?? '';
+    throw new Error(`the server died (exit ${await srv.exited}): ...${why.slice(-80)}`, { cause: err });
+  });
+  assert.ok(res.status === 200 || res.status === 400, String(res.status));
+  assert.equal(((await res.json()) as { isError: boolean }).isError, true);
+  assert.equal((await fetch(`${srv.url}/healthz`)).status, 200);
+});

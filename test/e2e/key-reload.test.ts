@@ -122,7 +122,10 @@ test('SIGHUP with a broken keys file keeps the keys in use and logs why in one w
   const cases: Array<[unknown, string]> = [
     [`[{"label": "admin",, "key": "${ADMIN.key}"}]`, `Invalid TOOLPORT_API_KEYS_FILE ${file}: it is not valid JSON (line 1, column 20).`],
     [[ADMIN, { ...BOT, key: ADMIN.key }], `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 2 ("bot") has the same key as entry 1 ("admin").`],
-    [[ADMIN, key('bot', ['Read'])], `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 2 ("bot"): "tools" names "Read", which is not served (served tools: Echo, Hold).`],
+    [
+      [ADMIN, key('bot', ['Read'])],
+      `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 2 ("bot"): "tools" names "Read", which is not served (served tools: Echo, Hold).`,
+    ],
   ];
   for (const [i, [contents, reason]] of cases.entries()) {
     await keys.write(contents);
@@ -157,7 +160,14 @@ test('SIGHUPs all through start-up never end the server, and one that came after
   t.after(() => rm(workspace, { recursive: true, force: true }));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TOOLPORT_WORKSPACE: workspace, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_API_KEYS_FILE: keys.file },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: '0',
+      TOOLPORT_WORKSPACE: workspace,
+      TOOLPORT_BASH_SANDBOX: 'false',
+      TOOLPORT_API_KEYS_FILE: keys.file,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.after(() => child.kill('SIGKILL'));

@@ -17,7 +17,13 @@ let keysDir: string;
 before(async () => {
   keysDir = await mkdtemp(path.join(tmpdir(), 'toolport-mcp-keys-'));
   const keysFile = path.join(keysDir, 'keys.json');
-  await writeFile(keysFile, JSON.stringify([{ label: 'full', key: FULL_KEY }, { label: 'reader', key: SCOPED_KEY, tools: ['Read', 'LS'] }]));
+  await writeFile(
+    keysFile,
+    JSON.stringify([
+      { label: 'full', key: FULL_KEY },
+      { label: 'reader', key: SCOPED_KEY, tools: ['Read', 'LS'] },
+    ]),
+  );
   server = await startServer({ TOOLPORT_API_KEYS_FILE: keysFile, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
 });
 after(async () => {
@@ -40,7 +46,10 @@ for (const kind of CLIENT_KINDS) {
       const client = await httpClient(kind, server.url, auth(SCOPED_KEY));
       t.after(() => client.close());
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name), ['Read', 'LS']);
+      assert.deepEqual(
+        tools.map((tool) => tool.name),
+        ['Read', 'LS'],
+      );
       await assert.rejects(client.callTool('Bash', { command: 'echo no' }), (err: { code?: number; message: string }) => {
         assert.equal(err.code, -31002);
         assert.match(err.message, /may not use tool "Bash"/);

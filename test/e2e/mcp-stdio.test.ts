@@ -46,10 +46,15 @@ test('toolport mcp writes only JSON-RPC to stdout, logs to stderr, and exits 0 w
   run.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Echo', arguments: { text: 'hi' } } });
   run.child.stdin!.end();
   assert.equal(await run.exited, 0);
-  assert.deepEqual(run.out.map((line) => JSON.parse(line) as unknown), [
-    { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'hi' }], isError: false } },
-  ]);
-  const logs = run.stderr().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  assert.deepEqual(
+    run.out.map((line) => JSON.parse(line) as unknown),
+    [{ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'hi' }], isError: false } }],
+  );
+  const logs = run
+    .stderr()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
   const audit = logs.find((line) => line.msg === 'tool call');
   assert.deepEqual([audit?.tool, audit?.transport, audit?.outcome], ['Echo', 'stdio', 'ok']);
 });

@@ -85,7 +85,11 @@ test(
       'the three calls with a 0.9 MB token to be refused',
       30_000,
     );
-    assert.equal(count(srv.lines, (l) => l.msg === 'flood started'), 0, 'no call with a 0.9 MB token ran');
+    assert.equal(
+      count(srv.lines, (l) => l.msg === 'flood started'),
+      0,
+      'no call with a 0.9 MB token ran',
+    );
 
     // Tokens at the limit and the largest notifications there are, as fast as the server sends
     // them: each stream fills the socket, is held at its bound, and is dropped by the idle timeout.
@@ -96,7 +100,11 @@ test(
       'the three calls whose client reads nothing to be aborted',
       120_000,
     );
-    assert.equal(count(srv.lines, (l) => l.msg === 'flood aborted'), 3, 'each flood saw its signal abort');
+    assert.equal(
+      count(srv.lines, (l) => l.msg === 'flood aborted'),
+      3,
+      'each flood saw its signal abort',
+    );
     const highest = await sampler.stop();
     t.diagnostic(`RSS ${before} MiB before the clients, ${highest} MiB at the highest sample`);
     assert.ok(highest - before < RSS_GROWTH_BOUND_MIB, `RSS rose from ${before} to ${highest} MiB`);

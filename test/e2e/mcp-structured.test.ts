@@ -27,7 +27,10 @@ before(async () => {
   workspace = await realpath(await mkdtemp(path.join(tmpdir(), 'toolport-mcp-structured-')));
   await mkdir(path.join(workspace, 'src'));
   await writeFile(path.join(workspace, 'a.txt'), '');
-  const registry = new ToolRegistry().register(Files).register(BadFiles).register(createLsTool(await Workspace.open(workspace)));
+  const registry = new ToolRegistry()
+    .register(Files)
+    .register(BadFiles)
+    .register(createLsTool(await Workspace.open(workspace)));
   app = await buildApp({ registry });
   await app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -46,11 +49,10 @@ for (const kind of CLIENT_KINDS) {
       assert.deepEqual(tools.find((tool) => tool.name === 'Files')?.['outputSchema'], Files.outputSchema);
       const result = await client.callTool('Files', { names: ['a.ts', 'b.ts'] });
       // No text of its own: the content holds the structured content as JSON, for clients that read only content.
-      assert.deepEqual([result.content, result.isError, structuredOf(result)], [
-        [{ type: 'text', text: '{"files":["a.ts","b.ts"],"count":2}' }],
-        false,
-        { files: ['a.ts', 'b.ts'], count: 2 },
-      ]);
+      assert.deepEqual(
+        [result.content, result.isError, structuredOf(result)],
+        [[{ type: 'text', text: '{"files":["a.ts","b.ts"],"count":2}' }], false, { files: ['a.ts', 'b.ts'], count: 2 }],
+      );
     });
 
     test(`${kind}: LS answers its listing as structured content the client accepts, beside its text`, async (t) => {
@@ -60,7 +62,15 @@ for (const kind of CLIENT_KINDS) {
       const result = await client.callTool('LS', { path: '.' });
       assert.equal(result.isError, false);
       assert.deepEqual(result.content, [{ type: 'text', text: 'Directory ".", 2 entries:\na.txt\nsrc/' }]);
-      assert.deepEqual(structuredOf(result), { path: '.', entries: [{ name: 'a.txt', type: 'file' }, { name: 'src', type: 'directory' }], total: 2, ignored: 0 });
+      assert.deepEqual(structuredOf(result), {
+        path: '.',
+        entries: [
+          { name: 'a.txt', type: 'file' },
+          { name: 'src', type: 'directory' },
+        ],
+        total: 2,
+        ignored: 0,
+      });
     });
 
     test(`${kind}: a tool that breaks its output schema answers an error result naming the paths, which the client takes as one`, async (t) => {
@@ -71,7 +81,10 @@ for (const kind of CLIENT_KINDS) {
       assert.equal(result.isError, true);
       assert.equal(structuredOf(result), undefined);
       assert.deepEqual(result.content, [
-        { type: 'text', text: 'Tool "BadFiles" returned structuredContent that does not match its output schema:\n- $.extra: is not an allowed property\n- $.count: must be integer' },
+        {
+          type: 'text',
+          text: 'Tool "BadFiles" returned structuredContent that does not match its output schema:\n- $.extra: is not an allowed property\n- $.count: must be integer',
+        },
       ]);
     });
   });

@@ -95,7 +95,13 @@ test(`a run of hostile calls leaves the server alive, answering /healthz, with i
       srv,
       Promise.all(
         Array.from({ length: 16 }, (_, i) => {
-          const [tool, body] = ([['LS', manyItems], ['Echo', manyKeys], ['LS', listed]] as const)[i % 3]!;
+          const [tool, body] = (
+            [
+              ['LS', manyItems],
+              ['Echo', manyKeys],
+              ['LS', listed],
+            ] as const
+          )[i % 3]!;
           return call(srv, tool, body);
         }),
       ),
@@ -118,7 +124,10 @@ test(`a run of hostile calls leaves the server alive, answering /healthz, with i
   textOf(await hostile(srv, call(srv, 'Write', { file_path: 'many-a.txt', content: 'a'.repeat(1_000_000) })));
   const tenfold = textOf(await hostile(srv, call(srv, 'Edit', { file_path: 'many-a.txt', old_string: 'a', new_string: 'a'.repeat(10), replace_all: true })));
   assert.match(tenfold, /^Replaced all 1000000 occurrences in "many-a\.txt"\./);
-  const refused = textOf(await hostile(srv, call(srv, 'Edit', { file_path: 'many-a.txt', old_string: 'a', new_string: '\n'.repeat(50), replace_all: true })), true);
+  const refused = textOf(
+    await hostile(srv, call(srv, 'Edit', { file_path: 'many-a.txt', old_string: 'a', new_string: '\n'.repeat(50), replace_all: true })),
+    true,
+  );
   assert.match(refused, /^The edit would make "many-a\.txt" .+, over the 10 MiB Edit writes; nothing was written\./);
   assert.equal(textOf(await call(srv, 'Bash', { command: 'wc -c < many-a.txt && rm many-a.txt' })), '10000000');
   step('edit');
@@ -144,14 +153,20 @@ test(`a run of hostile calls leaves the server alive, answering /healthz, with i
       command: `awk 'BEGIN { for (i = 0; i < 131072; i++) printf "%079d\\n", i }' > text.txt && { printf '\\211PNG\\r\\n\\032\\n'; head -c 10485752 /dev/urandom; } > image.png && { cat text.txt; echo; } > over.txt`,
     }),
   );
-  assert.match(textOf(await hostile(srv, call(srv, 'Read', { file_path: 'text.txt' }))), /\(File has 131072 lines; showing lines 1-\d+\. Call Read with offset=\d+ to read on\.\)/);
+  assert.match(
+    textOf(await hostile(srv, call(srv, 'Read', { file_path: 'text.txt' }))),
+    /\(File has 131072 lines; showing lines 1-\d+\. Call Read with offset=\d+ to read on\.\)/,
+  );
   const image = await hostile(srv, call(srv, 'Read', { file_path: 'image.png' }));
-  assert.equal(image.body.content[0].source.data.length, Math.ceil(10 * 1024 * 1024 / 3) * 4);
+  assert.equal(image.body.content[0].source.data.length, Math.ceil((10 * 1024 * 1024) / 3) * 4);
   assert.match(textOf(await hostile(srv, call(srv, 'Read', { file_path: 'over.txt' })), true), /over the 10 MiB Read accepts/);
   step('read');
 
   // Write at the body limit.
-  assert.match(textOf(await hostile(srv, call(srv, 'Write', { file_path: 'full.txt', content: '\n'.repeat(500_000) }))), /^Created "full\.txt" \(500000 bytes, 500000 lines\)/);
+  assert.match(
+    textOf(await hostile(srv, call(srv, 'Write', { file_path: 'full.txt', content: '\n'.repeat(500_000) }))),
+    /^Created "full\.txt" \(500000 bytes, 500000 lines\)/,
+  );
   step('write');
 
   // LS and Glob on a directory of 100,000 files.
@@ -170,16 +185,12 @@ test(`a run of hostile calls leaves the server alive, answering /healthz, with i
 
 // Read once split the whole file into an array of lines before it showed 2000 of them: ten
 // million empty lines cost about 170 MiB of arrays and a second or two of the event loop.
-test(
-  'Read of a 10 MiB file of empty lines raises the peak RSS by less than 128 MiB',
-  { timeout: 120_000 },
-  async (t) => {
-    const srv = await server(t);
-    textOf(await call(srv, 'Bash', { command: `head -c ${10 * 1024 * 1024} /dev/zero | tr '\\0' '\\n' > newlines.txt` }));
-    await healthy(srv);
-    const before = memoryMiB(srv.pid, 'VmHWM');
-    assert.match(textOf(await hostile(srv, call(srv, 'Read', { file_path: 'newlines.txt' }))), /\(File has 10485760 lines; showing lines 1-2000\./);
-    const peak = memoryMiB(srv.pid, 'VmHWM');
-    assert.ok(peak - before < 128, `peak RSS rose from ${before} to ${peak} MiB`);
-  },
-);
+test('Read of a 10 MiB file of empty lines raises the peak RSS by less than 128 MiB', { timeout: 120_000 }, async (t) => {
+  const srv = await server(t);
+  textOf(await call(srv, 'Bash', { command: `head -c ${10 * 1024 * 1024} /dev/zero | tr '\\0' '\\n' > newlines.txt` }));
+  await healthy(srv);
+  const before = memoryMiB(srv.pid, 'VmHWM');
+  assert.match(textOf(await hostile(srv, call(srv, 'Read', { file_path: 'newlines.txt' }))), /\(File has 10485760 lines; showing lines 1-2000\./);
+  const peak = memoryMiB(srv.pid, 'VmHWM');
+  assert.ok(peak - before < 128, `peak RSS rose from ${before} to ${peak} MiB`);
+});

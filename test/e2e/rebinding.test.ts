@@ -8,11 +8,15 @@ import { kill, startServer } from '../fixtures/server-process.js';
 /** A request with the Host and Origin headers a browser would send; resolves with status and parsed body. */
 function send(url: string, method: string, route: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}${route}`, { method, agent: false, headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) } }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += String(chunk)));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
+    const req = request(
+      `${url}${route}`,
+      { method, agent: false, headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) } },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += String(chunk)));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(body === undefined ? undefined : JSON.stringify(body));
   });

@@ -37,8 +37,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
       w.resolve(line);
     }
   });
-  const logLine = (match: (l: Record<string, unknown>) => boolean) =>
-    new Promise<Record<string, unknown>>((resolve) => watchers.push({ match, resolve }));
+  const logLine = (match: (l: Record<string, unknown>) => boolean) => new Promise<Record<string, unknown>>((resolve) => watchers.push({ match, resolve }));
   const listening = await Promise.race([
     logLine((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at')),
     exited.then((code) => {
@@ -104,7 +103,10 @@ test('a bad variable stops start-up with a message naming it and exit status 1',
 });
 
 test('a plug-in that fails to load stops start-up with a message naming it', async () => {
-  await assert.rejects(startServer({ TOOLPORT_PLUGINS: './no/such/plugin.js' }), /server exited with 1: toolport: Plug-in "\.\/no\/such\/plugin\.js" failed to load: /);
+  await assert.rejects(
+    startServer({ TOOLPORT_PLUGINS: './no/such/plugin.js' }),
+    /server exited with 1: toolport: Plug-in "\.\/no\/such\/plugin\.js" failed to load: /,
+  );
 });
 
 test('SIGINT shuts down gracefully too, and the process exits 0', async () => {

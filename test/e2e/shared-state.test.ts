@@ -36,17 +36,17 @@ const read = async (url: string, key: string, filePath: string): Promise<{ statu
 
 test('the server refuses to start when Redis cannot be reached, naming TOOLPORT_REDIS_URL and hiding its password', async () => {
   const port = await freePort();
-  await assert.rejects(
-    startServer({ TOOLPORT_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${port}/0` }),
-    (err: Error) => {
-      assert.match(
-        err.message,
-        new RegExp(`server exited with 1.*toolport: Cannot reach Redis at TOOLPORT_REDIS_URL \\(redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}/0\\) within 5 s: connect ECONNREFUSED`, 's'),
-      );
-      assert.ok(!err.message.includes('hunter2-secret'));
-      return true;
-    },
-  );
+  await assert.rejects(startServer({ TOOLPORT_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${port}/0` }), (err: Error) => {
+    assert.match(
+      err.message,
+      new RegExp(
+        `server exited with 1.*toolport: Cannot reach Redis at TOOLPORT_REDIS_URL \\(redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}/0\\) within 5 s: connect ECONNREFUSED`,
+        's',
+      ),
+    );
+    assert.ok(!err.message.includes('hunter2-secret'));
+    return true;
+  });
 });
 
 test('with TOOLPORT_REDIS_URL the server counts in Redis, and closes the connection on SIGTERM', async (t) => {
@@ -67,7 +67,8 @@ test('with TOOLPORT_REDIS_URL the server counts in Redis, and closes the connect
 test('keys with workspaces of their own each read only theirs from the real server', async (t) => {
   const { keysFile, dir } = await teams(t);
   // Keys in two workspaces may use Bash only in the sandbox; without it, the server serves no Bash.
-  const bash: Record<string, string> = SANDBOX_MISSING === undefined ? { TOOLPORT_BASH_SANDBOX: 'true' } : { TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_TOOLS: 'Read,LS' };
+  const bash: Record<string, string> =
+    SANDBOX_MISSING === undefined ? { TOOLPORT_BASH_SANDBOX: 'true' } : { TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_TOOLS: 'Read,LS' };
   const server = await startServer({ TOOLPORT_API_KEYS_FILE: keysFile, ...bash });
   t.after(() => kill(server));
   const announced = await server.logLine((l) => l.msg === 'keys with workspaces of their own');

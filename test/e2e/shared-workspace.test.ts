@@ -19,7 +19,11 @@ async function server(t: TestContext, env: Record<string, string>): Promise<Serv
   return started;
 }
 
-async function call(server: ServerProcess, tool: string, input: unknown): Promise<{ status: number; body: { content: { text?: string }[]; isError: boolean } }> {
+async function call(
+  server: ServerProcess,
+  tool: string,
+  input: unknown,
+): Promise<{ status: number; body: { content: { text?: string }[]; isError: boolean } }> {
   const response = await fetch(`${server.url}/tools/${tool}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -99,7 +99,10 @@ test('more idle half-open connections than the descriptor limit allows: the serv
   const limits = srv.lines.find((l) => l.msg === 'connection limits');
   assert.equal(limits?.descriptorLimit, DESCRIPTOR_LIMIT);
   assert.ok(Number(limits.maxConnections) < DESCRIPTOR_LIMIT, `the derived cap ${String(limits.maxConnections)} stays below the limit`);
-  assert.ok(srv.lines.some((l) => String(l.msg).startsWith('connections refused')), 'the cap turned connections away');
+  assert.ok(
+    srv.lines.some((l) => String(l.msg).startsWith('connections refused')),
+    'the cap turned connections away',
+  );
 });
 
 test('running out of descriptors does not end the process: with the cap set above the limit, accepts fail, and the server recovers', async (t) => {
@@ -113,7 +116,13 @@ test('running out of descriptors does not end the process: with the cap set abov
 
   assert.equal(srv.child.exitCode, null, `the server exited: ${srv.stderr()}`);
   await assertServing(srv);
-  assert.ok(srv.lines.some((l) => l.msg === 'TOOLPORT_MAX_CONNECTIONS is above what the descriptor limit (ulimit -n) leaves: connections past it will be refused by the system, and tool calls may fail to open files'));
+  assert.ok(
+    srv.lines.some(
+      (l) =>
+        l.msg ===
+        'TOOLPORT_MAX_CONNECTIONS is above what the descriptor limit (ulimit -n) leaves: connections past it will be refused by the system, and tool calls may fail to open files',
+    ),
+  );
 });
 
 test('a Bash call that outlasts the header, request and idle timeouts still gets its answer', async (t) => {

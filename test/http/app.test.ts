@@ -89,8 +89,7 @@ test('POST /tools/:name with no body at all runs the tool as with {}', async (t)
 test('POST /tools/:name rejects a body that is not valid JSON with 400 INVALID_JSON', async (t) => {
   const app = await appWith([Echo]);
   t.after(() => app.close());
-  const message =
-    'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
+  const message = 'Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the tool input as a JSON object.';
   for (const payload of ['{"text": ', 'hello', '{"text":"a",}']) {
     const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: JSON_HEADERS, payload });
     assert.equal(res.statusCode, 400, payload);
@@ -252,9 +251,7 @@ test('GET /tools?format= picks the openai or mcp format', async (t) => {
   const app = await appWith([Echo]);
   t.after(() => app.close());
   const openai = await app.inject({ url: '/tools?format=openai' });
-  assert.deepEqual(openai.json(), [
-    { type: 'function', function: { name: 'Echo', description: Echo.description, parameters: Echo.inputSchema } },
-  ]);
+  assert.deepEqual(openai.json(), [{ type: 'function', function: { name: 'Echo', description: Echo.description, parameters: Echo.inputSchema } }]);
   const mcp = await app.inject({ url: '/tools?format=mcp' });
   assert.deepEqual(mcp.json(), {
     tools: [{ name: 'Echo', title: Echo.annotations!.title, description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations }],
@@ -337,7 +334,13 @@ test('GET /tools/:name returns one definition, in the requested format', async (
     input_schema: { type: 'object', properties: {}, additionalProperties: false },
   });
   const mcp = await app.inject({ url: '/tools/Echo?format=mcp' });
-  assert.deepEqual(mcp.json(), { name: 'Echo', title: Echo.annotations!.title, description: Echo.description, inputSchema: Echo.inputSchema, annotations: Echo.annotations });
+  assert.deepEqual(mcp.json(), {
+    name: 'Echo',
+    title: Echo.annotations!.title,
+    description: Echo.description,
+    inputSchema: Echo.inputSchema,
+    annotations: Echo.annotations,
+  });
 });
 
 test('GET /tools/:name for an unknown tool is a 404 that lists the available tools', async (t) => {

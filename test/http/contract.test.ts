@@ -57,7 +57,9 @@ class Contract {
 
   /** Every "operationId status" the document names. */
   documented(): string[] {
-    return Object.values(this.doc.paths).flatMap((item) => Object.values(item).flatMap((op) => Object.keys(op.responses).map((status) => `${op.operationId} ${status}`)));
+    return Object.values(this.doc.paths).flatMap((item) =>
+      Object.values(item).flatMap((op) => Object.keys(op.responses).map((status) => `${op.operationId} ${status}`)),
+    );
   }
 
   /** Checks an answer against the document: the status is documented for the operation, and the body holds its schema. */
@@ -105,7 +107,13 @@ const post = (url: string, payload: unknown, headers: Record<string, string> = {
   headers: { ...JSON_BODY, ...headers },
 });
 
-const anthropicTurn = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Echo', input: { text: 'hi' } }, { type: 'tool_use', id: 'toolu_2', name: 'Picture', input: {} }] };
+const anthropicTurn = {
+  role: 'assistant',
+  content: [
+    { type: 'tool_use', id: 'toolu_1', name: 'Echo', input: { text: 'hi' } },
+    { type: 'tool_use', id: 'toolu_2', name: 'Picture', input: {} },
+  ],
+};
 const openaiTurn = {
   role: 'assistant',
   tool_calls: [
@@ -185,11 +193,21 @@ test('every status of every operation in the OpenAPI document is produced by a r
   // 413 and 415: the body.
   for (const op of posts) {
     await contract.replay(plain, post(validRequest(op).url, { text: 'x'.repeat(2 * 1024 * 1024) }), 413, 'PAYLOAD_TOO_LARGE');
-    await contract.replay(plain, { method: 'POST', url: validRequest(op).url, payload: 'text=hi', headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    await contract.replay(
+      plain,
+      { method: 'POST', url: validRequest(op).url, payload: 'text=hi', headers: { 'content-type': 'text/plain' } },
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   }
 
   // 401 without a key, 403 for a tool outside the key's scope.
-  const keyed = await appWith({ apiKeys: [{ label: 'full', key: KEY }, { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] }] });
+  const keyed = await appWith({
+    apiKeys: [
+      { label: 'full', key: KEY },
+      { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] },
+    ],
+  });
   t.after(() => keyed.close());
   for (const op of operations) {
     const open = op === 'healthz' || op === 'readyz';

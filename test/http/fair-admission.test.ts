@@ -133,9 +133,15 @@ test('TOOLPORT_MAX_CONCURRENCY_PER_CALLER and TOOLPORT_QUEUE_PER_CALLER set the 
   await until(() => app.toolport.executor.load('Slow').waiting === 1, "A's fourth call to queue", 10_000, 0);
   const refused = await call(KEY_A, 'a4');
   assert.equal(refused.statusCode, 503);
-  assert.equal(refused.json().error.message, `Tool "Slow" is busy with this caller's calls: 3 running and 1 waiting, the most one caller may have (3 running, 1 waiting); retry later.`);
+  assert.equal(
+    refused.json().error.message,
+    `Tool "Slow" is busy with this caller's calls: 3 running and 1 waiting, the most one caller may have (3 running, 1 waiting); retry later.`,
+  );
   await releaseUntilAnswered(gated, calls);
-  assert.deepEqual((await Promise.all(calls)).map((r) => r.statusCode), [200, 200, 200, 200]);
+  assert.deepEqual(
+    (await Promise.all(calls)).map((r) => r.statusCode),
+    [200, 200, 200, 200],
+  );
 });
 
 test('without keys, every loopback address is one caller: a client cycling through 127.0.0.2 to .9 gets one share', async (t) => {

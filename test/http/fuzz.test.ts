@@ -9,15 +9,7 @@ import { ErrorCodes } from '../../src/core/errors.js';
 import { buildApp } from '../../src/http/app.js';
 import { createToolset } from '../../src/assembly/toolset.js';
 import { Nested, NoArgs } from '../fixtures/tools.js';
-import {
-  deepBodies,
-  hostileRequests,
-  nearLimitBodies,
-  pollutingBodies,
-  toolUrl,
-  type HostileRequest,
-  type ToolShape,
-} from '../fixtures/hostile-requests.js';
+import { deepBodies, hostileRequests, nearLimitBodies, pollutingBodies, toolUrl, type HostileRequest, type ToolShape } from '../fixtures/hostile-requests.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 // Small, so bodies near and over the limit are cheap to build and parse.
@@ -58,9 +50,31 @@ async function fixture(t: TestContext): Promise<Fixture> {
   t.after(() => app.close());
   const tools = registry.list().map((tool) => ({ name: tool.name, properties: Object.keys(tool.inputSchema.properties ?? {}), schema: tool.inputSchema }));
   const pathHints = [
-    'a.txt', 'sub', 'sub/b.md', '.', '..', '../outside/secret.txt', path.join(outside, 'secret.txt'), 'link-out', 'dir-out',
-    'dir-out/secret.txt', '/', '/etc/passwd', '/proc/self/environ', '~', 'sub/../../outside', '**', '**/*', '../**', '/**/*',
-    '*.txt', 'secret', 'OUTSIDE', '.*', '\0', 'a.txt\0.md',
+    'a.txt',
+    'sub',
+    'sub/b.md',
+    '.',
+    '..',
+    '../outside/secret.txt',
+    path.join(outside, 'secret.txt'),
+    'link-out',
+    'dir-out',
+    'dir-out/secret.txt',
+    '/',
+    '/etc/passwd',
+    '/proc/self/environ',
+    '~',
+    'sub/../../outside',
+    '**',
+    '**/*',
+    '../**',
+    '/**/*',
+    '*.txt',
+    'secret',
+    'OUTSIDE',
+    '.*',
+    '\0',
+    'a.txt\0.md',
   ];
   return { app, tools, pathHints, secret };
 }
@@ -114,7 +128,10 @@ function assertToolResult(body: Record<string, unknown>, what: string): void {
 function assertErrorBody(body: Record<string, unknown>, status: number, what: string): string {
   assert.deepEqual(Object.keys(body).sort(), ['content', 'error', 'isError'], what);
   const error = body.error as Record<string, unknown>;
-  assert.ok(Object.keys(error).every((k) => ['code', 'message', 'details'].includes(k)), what);
+  assert.ok(
+    Object.keys(error).every((k) => ['code', 'message', 'details'].includes(k)),
+    what,
+  );
   const code = error.code as keyof typeof ErrorCodes;
   assert.ok(Object.hasOwn(ErrorCodes, code), `${what}: code ${String(code)} is not in the catalog`);
   assert.equal(ErrorCodes[code], status, `${what}: ${code} answered with ${status}`);
@@ -188,11 +205,17 @@ test('POST /tools/:name answers input nested up to 40 000 levels deep with 400 I
 test('POST /tools/:name answers 413 PAYLOAD_TOO_LARGE exactly when the body is over the limit, in bytes not characters', async (t) => {
   const { app, tools, secret } = await fixture(t);
   await fc.assert(
-    fc.asyncProperty(nearLimitBodies(tools.filter((tool) => !SPARED.includes(tool.name)), BODY_LIMIT), async (req) => {
-      const res = await send(app, req);
-      const code = assertWellFormed(req, res, secret);
-      assert.equal(code === 'PAYLOAD_TOO_LARGE', req.expect === 'PAYLOAD_TOO_LARGE', describe(req));
-    }),
+    fc.asyncProperty(
+      nearLimitBodies(
+        tools.filter((tool) => !SPARED.includes(tool.name)),
+        BODY_LIMIT,
+      ),
+      async (req) => {
+        const res = await send(app, req);
+        const code = assertWellFormed(req, res, secret);
+        assert.equal(code === 'PAYLOAD_TOO_LARGE', req.expect === 'PAYLOAD_TOO_LARGE', describe(req));
+      },
+    ),
     { numRuns: RUNS.targeted },
   );
 });
@@ -215,7 +238,15 @@ test('POST /tools/:name answers 404 for any name that is no served tool, and nev
 
 test('POST /tools/:name with a body and a Content-Type that is not JSON answers 415; with JSON it never does', async (t) => {
   const { app, secret } = await fixture(t);
-  const notJson = ['text/plain', 'text/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonp', 'application/xml', ''];
+  const notJson = [
+    'text/plain',
+    'text/json',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/jsonp',
+    'application/xml',
+    '',
+  ];
   await fc.assert(
     fc.asyncProperty(
       fc.oneof(fc.constantFrom(...notJson), fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON')),
@@ -230,32 +261,26 @@ test('POST /tools/:name with a body and a Content-Type that is not JSON answers 
   );
 });
 
-test(
-  'POST /tools/:name answers a malformed percent-encoding or an over-long tool name with a catalog error body',
-  async (t) => {
-    const { app, secret } = await fixture(t);
-    const malformed = fc.constantFrom('%', '%zz', 'Echo%', '%E0%A4%A', '%C0%AF', '%uD83D', 'a%2');
-    const overLong = fc.integer({ min: 101, max: 2_000 }).map((n) => 'a'.repeat(n));
-    const emoji = fc.integer({ min: 9, max: 40 }).map((n) => encodeURIComponent('💥'.repeat(n)));
-    await fc.assert(
-      fc.asyncProperty(fc.oneof(malformed, overLong, emoji), async (segment) => {
-        const req = { url: `/tools/${segment}`, headers: { 'content-type': 'application/json' }, payload: '{}' };
-        assertWellFormed(req, await send(app, req), secret);
-      }),
-      { numRuns: 30 },
-    );
-  },
-);
+test('POST /tools/:name answers a malformed percent-encoding or an over-long tool name with a catalog error body', async (t) => {
+  const { app, secret } = await fixture(t);
+  const malformed = fc.constantFrom('%', '%zz', 'Echo%', '%E0%A4%A', '%C0%AF', '%uD83D', 'a%2');
+  const overLong = fc.integer({ min: 101, max: 2_000 }).map((n) => 'a'.repeat(n));
+  const emoji = fc.integer({ min: 9, max: 40 }).map((n) => encodeURIComponent('💥'.repeat(n)));
+  await fc.assert(
+    fc.asyncProperty(fc.oneof(malformed, overLong, emoji), async (segment) => {
+      const req = { url: `/tools/${segment}`, headers: { 'content-type': 'application/json' }, payload: '{}' };
+      assertWellFormed(req, await send(app, req), secret);
+    }),
+    { numRuns: 30 },
+  );
+});
 
-test(
-  'POST /tools/LS refuses an over-long ignore pattern of nested extglobs before compiling it',
-  async (t) => {
-    const { app, secret } = await fixture(t);
-    const req = { url: '/tools/LS', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ path: '.', ignore: ['+('.repeat(6_000)] }) };
-    const res = await send(app, req);
-    assertWellFormed(req, res, secret);
-    // Refused by the schema before any pattern is compiled: compiling it would hold the event loop for seconds.
-    assert.equal(res.statusCode, 400);
-    assert.equal(res.json().error.code, 'INVALID_INPUT');
-  },
-);
+test('POST /tools/LS refuses an over-long ignore pattern of nested extglobs before compiling it', async (t) => {
+  const { app, secret } = await fixture(t);
+  const req = { url: '/tools/LS', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ path: '.', ignore: ['+('.repeat(6_000)] }) };
+  const res = await send(app, req);
+  assertWellFormed(req, res, secret);
+  // Refused by the schema before any pattern is compiled: compiling it would hold the event loop for seconds.
+  assert.equal(res.statusCode, 400);
+  assert.equal(res.json().error.code, 'INVALID_INPUT');
+});

@@ -16,8 +16,7 @@ function errorBody(code: string, message: string, details: unknown) {
   return { content: [{ type: 'text', text: message }], isError: true, error: { code, message, details } };
 }
 
-const STOPPED =
-  '(The input holds more than 10000 values, so checking stopped at the first violation; fix it and send the input again to see any others.)';
+const STOPPED = '(The input holds more than 10000 values, so checking stopped at the first violation; fix it and send the input again to see any others.)';
 
 test('POST /tools/:name with 9,000 wrong-typed items answers 400 listing the first 50 and counting the rest', async (t) => {
   const server = await app();

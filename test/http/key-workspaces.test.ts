@@ -73,11 +73,17 @@ describe('keys with workspaces of their own', () => {
     }
     const keysFile = path.join(base, 'keys.json');
     const tools = TOOLS && { tools: TOOLS };
-    await writeFile(keysFile, JSON.stringify([...TEAMS.map((team) => ({ label: team, key: KEY[team], workspace: dir(team), ...tools })), { label: 'admin', key: KEY.admin, ...tools }]));
+    await writeFile(
+      keysFile,
+      JSON.stringify([...TEAMS.map((team) => ({ label: team, key: KEY[team], workspace: dir(team), ...tools })), { label: 'admin', key: KEY.admin, ...tools }]),
+    );
     server = await Workspace.open(dir('server'));
     const config: ToolsetConfig = { workspace: server.root, bashSandbox: BASH, plugins: [], tools: undefined, apiKeysFile: keysFile };
     const served = await createToolset(config, base, undefined, server);
-    const keys = await loadApiKeys({ apiKeys: [], apiKeysFile: keysFile }, served.list().map((t) => t.name));
+    const keys = await loadApiKeys(
+      { apiKeys: [], apiKeysFile: keysFile },
+      served.list().map((t) => t.name),
+    );
     const workspaces = await openKeyWorkspaces({ config, server, served, keys });
     close = workspaces.close;
     app = await buildApp({ registry: workspaces.registry, toolsets: workspaces.toolsets, apiKeys: workspaces.keys });

@@ -133,7 +133,7 @@ test('calls shed under pressure are counted as overloaded', async (t) => {
   assert.equal(m.get('toolport_rejected_calls_total{reason="overloaded",transport="rest"}'), 1);
 });
 
-test('each app has its own metrics: two apps in one process do not see each other\'s calls', async (t) => {
+test("each app has its own metrics: two apps in one process do not see each other's calls", async (t) => {
   const one = await appWith([Echo]);
   const two = await appWith([Echo]);
   t.after(() => Promise.all([one.close(), two.close()]));

@@ -84,17 +84,22 @@ test('replaceKeys: a key whose tools changed gets its new scope in calls and lis
     headers: { ...bearer(NEW), 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' },
     payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
   });
-  assert.deepEqual((mcp.json() as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name), ['Nested']);
+  assert.deepEqual(
+    (mcp.json() as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name),
+    ['Nested'],
+  );
   assert.equal(app.toolScopes.length, 2);
 });
 
-test('replaceKeys makes the new scopes\' lists at once, in every format, so no request pays for them', async (t) => {
+test("replaceKeys makes the new scopes' lists at once, in every format, so no request pays for them", async (t) => {
   const app = await appWith();
   t.after(() => app.close());
   const made = t.mock.method(app.toolport.gateway.registry, 'listBytes');
   app.toolport.replaceKeys([ADMIN, NEW]);
   const scope = app.toolScopes.find((s) => s.has('Nested'))!;
-  const forScope = made.mock.calls.filter((call) => call.arguments[1] === scope).map((call) => `${call.arguments[0]}${call.arguments[2]?.strict ? '+strict' : ''}`);
+  const forScope = made.mock.calls
+    .filter((call) => call.arguments[1] === scope)
+    .map((call) => `${call.arguments[0]}${call.arguments[2]?.strict ? '+strict' : ''}`);
   assert.deepEqual(forScope.sort(), ['anthropic', 'mcp', 'openai', 'openai+strict', 'openai-responses', 'openai-responses+strict'].sort());
 });
 
@@ -135,7 +140,9 @@ test('replaceKeys refuses, changing nothing: on an app without keys, with no key
   const app = await appWith();
   t.after(() => app.close());
   assert.throws(() => app.toolport.replaceKeys([]), { message: 'A reload must leave at least one API key.' });
-  assert.throws(() => app.toolport.replaceKeys([{ ...NEW, workspace: '/srv/nowhere' }]), { message: 'No tools are bound to the workspace of key "new" (/srv/nowhere).' });
+  assert.throws(() => app.toolport.replaceKeys([{ ...NEW, workspace: '/srv/nowhere' }]), {
+    message: 'No tools are bound to the workspace of key "new" (/srv/nowhere).',
+  });
   assert.equal((await app.inject(echo(BOT))).statusCode, 200);
   assert.equal((await app.inject(echo(NEW))).statusCode, 401);
 });

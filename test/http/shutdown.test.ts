@@ -90,11 +90,15 @@ test('a call whose body is still arriving when shutdown begins is refused with 5
   void slow.started.then(() => (ran = true));
 
   const response = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
-    const req = request(`http://127.0.0.1:${port}/tools/Slow`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2' } }, (res) => {
-      let body = '';
-      res.on('data', (chunk) => (body += String(chunk)));
-      res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
-    });
+    const req = request(
+      `http://127.0.0.1:${port}/tools/Slow`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2' } },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += String(chunk)));
+        res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+      },
+    );
     req.on('error', reject);
     // Headers and half the body now; the rest once the request is past its onRequest hooks and shutdown has begun.
     req.write('{');

@@ -14,7 +14,12 @@ import { temporaryDirectory } from '../support/workspace.js';
 const FILES_JSON = '{"files":["a.ts","b.ts"],"count":2}';
 const structuredContent = { files: ['a.ts', 'b.ts'], count: 2 };
 const BAD_FILES_ERROR = {
-  content: [{ type: 'text', text: 'Tool "BadFiles" returned structuredContent that does not match its output schema:\n- $.extra: is not an allowed property\n- $.count: must be integer' }],
+  content: [
+    {
+      type: 'text',
+      text: 'Tool "BadFiles" returned structuredContent that does not match its output schema:\n- $.extra: is not an allowed property\n- $.count: must be integer',
+    },
+  ],
   isError: true,
 };
 
@@ -24,7 +29,7 @@ async function appWith(t: TestContext) {
   return app;
 }
 
-test('POST /tools/<name> answers the tool\'s structuredContent in the ToolResult, beside its own content', async (t) => {
+test("POST /tools/<name> answers the tool's structuredContent in the ToolResult, beside its own content", async (t) => {
   const app = await appWith(t);
   const res = await app.inject({ method: 'POST', url: '/tools/Files', payload: { names: ['a.ts', 'b.ts'] } });
   assert.equal(res.statusCode, 200);
@@ -44,7 +49,12 @@ test('POST /tools/<name> of a tool that breaks its output schema is a 200 error 
 test('?format= answers structured content as JSON text for Anthropic and OpenAI, and as structuredContent for MCP', async (t) => {
   const app = await appWith(t);
   const call = (query: string) => app.inject({ method: 'POST', url: `/tools/Files?${query}`, payload: { names: ['a.ts', 'b.ts'] } }).then((r) => r.json());
-  assert.deepEqual(await call('format=anthropic&id=toolu_1'), { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: FILES_JSON }], is_error: false });
+  assert.deepEqual(await call('format=anthropic&id=toolu_1'), {
+    type: 'tool_result',
+    tool_use_id: 'toolu_1',
+    content: [{ type: 'text', text: FILES_JSON }],
+    is_error: false,
+  });
   assert.deepEqual(await call('format=openai&id=call_1'), [{ role: 'tool', tool_call_id: 'call_1', content: FILES_JSON }]);
   assert.deepEqual(await call('format=openai-responses&id=call_1'), { type: 'function_call_output', call_id: 'call_1', output: FILES_JSON });
   assert.deepEqual(await call('format=mcp'), { content: [{ type: 'text', text: FILES_JSON }], isError: false, structuredContent });
@@ -52,15 +62,29 @@ test('?format= answers structured content as JSON text for Anthropic and OpenAI,
 
 test('POST /calls answers structured content as JSON text in the next turn', async (t) => {
   const app = await appWith(t);
-  const res = await app.inject({ method: 'POST', url: '/calls', payload: [{ type: 'tool_use', id: 'toolu_1', name: 'Files', input: { names: ['a.ts', 'b.ts'] } }] });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/calls',
+    payload: [{ type: 'tool_use', id: 'toolu_1', name: 'Files', input: { names: ['a.ts', 'b.ts'] } }],
+  });
   assert.equal(res.statusCode, 200);
-  assert.deepEqual(res.json(), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: FILES_JSON }], is_error: false }] });
+  assert.deepEqual(res.json(), {
+    role: 'user',
+    content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: FILES_JSON }], is_error: false }],
+  });
 });
 
 test('GET /tools?format=mcp and GET /tools/<name>?format=mcp publish the output schema; the other formats leave it out', async (t) => {
   const app = await appWith(t);
   const list = (await app.inject({ url: '/tools?format=mcp' })).json<{ tools: Array<{ name: string; outputSchema?: unknown }> }>();
-  assert.deepEqual(list.tools.map((tool) => [tool.name, tool.outputSchema]), [['Echo', undefined], ['Files', Files.outputSchema], ['BadFiles', BadFiles.outputSchema]]);
+  assert.deepEqual(
+    list.tools.map((tool) => [tool.name, tool.outputSchema]),
+    [
+      ['Echo', undefined],
+      ['Files', Files.outputSchema],
+      ['BadFiles', BadFiles.outputSchema],
+    ],
+  );
   assert.deepEqual((await app.inject({ url: '/tools/Files?format=mcp' })).json<{ outputSchema: unknown }>().outputSchema, Files.outputSchema);
   assert.doesNotMatch((await app.inject({ url: '/tools?format=anthropic' })).body, /outputSchema/);
 });
@@ -77,7 +101,11 @@ test('the OpenAPI documents give a tool with an output schema its own ToolResult
     assert.deepEqual(plainOf('Files'), { $ref: '#/components/schemas/ToolResult_Files' }, url);
     assert.deepEqual(plainOf('Echo'), { $ref: '#/components/schemas/ToolResult' }, url);
     const own = doc.components.schemas['ToolResult_Files']!;
-    assert.deepEqual(own.properties['structuredContent'], { ...Files.outputSchema, description: 'The result as JSON, for programs: always present on success.' }, url);
+    assert.deepEqual(
+      own.properties['structuredContent'],
+      { ...Files.outputSchema, description: 'The result as JSON, for programs: always present on success.' },
+      url,
+    );
     assert.deepEqual([own.required, own.additionalProperties], [['content', 'isError'], false], url);
     await SwaggerParser.validate(structuredClone(doc) as never);
   }
@@ -94,6 +122,14 @@ test('POST /tools/LS answers the listing as structuredContent too', async (t) =>
   assert.deepEqual(res.json(), {
     content: [{ type: 'text', text: 'Directory ".", 2 entries:\na.txt\nsrc/' }],
     isError: false,
-    structuredContent: { path: '.', entries: [{ name: 'a.txt', type: 'file' }, { name: 'src', type: 'directory' }], total: 2, ignored: 0 },
+    structuredContent: {
+      path: '.',
+      entries: [
+        { name: 'a.txt', type: 'file' },
+        { name: 'src', type: 'directory' },
+      ],
+      total: 2,
+      ignored: 0,
+    },
   });
 });

@@ -63,8 +63,14 @@ test('the log destination hands lines over in batches, in order, and flush(callb
   const log = createLogger('info', { destination });
   for (let i = 0; i < 5000; i++) log.info({ i }, 'tool call');
   await new Promise<void>((resolve, reject) => destination.flush((err) => (err ? reject(err) : resolve())));
-  const seen = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { i: number }).i);
-  assert.deepEqual(seen, Array.from({ length: 5000 }, (_, i) => i));
+  const seen = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { i: number }).i);
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 5000 }, (_, i) => i),
+  );
 });
 
 test('lines still buffered when the process exits are written before it ends', () => {
@@ -113,6 +119,8 @@ test('a log write that fails (ENOSPC) loses the line and does not end the proces
   await until(() => errors.length === 1, 'the first error');
   log.info('lost too');
   await until(() => errors.length === 2, 'the second error');
-  assert.deepEqual(errors.map((e) => e.code), ['ENOSPC', 'ENOSPC']);
+  assert.deepEqual(
+    errors.map((e) => e.code),
+    ['ENOSPC', 'ENOSPC'],
+  );
 });
-

@@ -33,7 +33,10 @@ test('connectRedis resolves once Redis answers, says so, and logs a lost connect
   const client = await connectRedis(redis.url, logger);
   t.after(() => client.disconnect());
   assert.equal(await client.ping(), 'PONG');
-  assert.deepEqual(lines.map((l) => [l.msg, l.redis]), [['rate limits are shared through Redis', redis.url]]);
+  assert.deepEqual(
+    lines.map((l) => [l.msg, l.redis]),
+    [['rate limits are shared through Redis', redis.url]],
+  );
 
   await redis.stop();
   // No offline queue: a command fails at once rather than waiting for the connection.
@@ -54,13 +57,19 @@ test('a connection closed on purpose is not logged as lost', async (t) => {
   const { logger, lines } = capturedLog();
   const client = await connectRedis(redis.url, logger);
   await client.quit();
-  assert.deepEqual(lines.map((l) => l.msg), ['rate limits are shared through Redis']);
+  assert.deepEqual(
+    lines.map((l) => l.msg),
+    ['rate limits are shared through Redis'],
+  );
 });
 
-test('replicas share MCP cancellations through Redis: a notification that reaches one cancels the caller\'s call on the other, and no other caller\'s', async (t) => {
+test("replicas share MCP cancellations through Redis: a notification that reaches one cancels the caller's call on the other, and no other caller's", async (t) => {
   const redis = await startRedis();
   t.after(() => redis.stop());
-  const keys = [{ label: 'team', key: 'team-secret-0123456789abcdef' }, { label: 'other', key: 'other-secret-0123456789abcdef' }];
+  const keys = [
+    { label: 'team', key: 'team-secret-0123456789abcdef' },
+    { label: 'other', key: 'other-secret-0123456789abcdef' },
+  ];
   // Two replicas on database 0, and one of another deployment on database 1 of the same Redis.
   const replica = async (db: number) => {
     const { logger, lines } = capturedLog();
@@ -77,7 +86,12 @@ test('replicas share MCP cancellations through Redis: a notification that reache
   const [one, two, elsewhere] = [await replica(0), await replica(0), await replica(1)];
   assert.ok(one.lines.some((l) => l.msg === 'MCP cancellations are shared through Redis' && l.channel === 'toolport:cancel:0'));
   const mcp = (app: FastifyInstance, key: string, payload: unknown) =>
-    app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${key}` }, payload: JSON.stringify(payload) });
+    app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${key}` },
+      payload: JSON.stringify(payload),
+    });
   const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'Gated', arguments: {} } });
   const cancel = (requestId: number) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'stop' } });
 
@@ -121,7 +135,10 @@ test('a cancellation channel ignores its own messages and messages that are not 
   await until(() => client.status !== 'ready', 'the client to see Redis gone');
   channel.publish({ caller: 'me', requestId: 2, reason: 'lost' });
   channel.publish({ caller: 'me', requestId: 3, reason: 'lost' });
-  await until(() => lines.some((l) => l.msg === 'cannot share an MCP cancellation through Redis (TOOLPORT_REDIS_URL); it reaches the calls of this replica only'), 'the warning');
+  await until(
+    () => lines.some((l) => l.msg === 'cannot share an MCP cancellation through Redis (TOOLPORT_REDIS_URL); it reaches the calls of this replica only'),
+    'the warning',
+  );
   assert.equal(lines.filter((l) => String(l.msg).startsWith('cannot share an MCP cancellation')).length, 1, 'one warning in 10 s');
 
   // Redis back: the channel subscribes again, says so, and hears cancellations again.

@@ -60,7 +60,12 @@ async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => 
   const lines: Array<Record<string, unknown>> = [];
   const destination = new Writable({
     write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>));
+      lines.push(
+        ...String(chunk)
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>),
+      );
       done();
     },
   });
@@ -77,10 +82,13 @@ async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => 
 
 const readFirstLine = async (app: Awaited<ReturnType<typeof server>>['app'], key: ApiKey, file: string) => {
   const res = await app.inject({ method: 'POST', url: '/tools/Read', headers: bearer(key), payload: { file_path: file } });
-  return { status: res.statusCode, text: res.statusCode === 200 ? (res.json() as { content: Array<{ text: string }> }).content[0]!.text.split('\n')[0]! : res.body };
+  return {
+    status: res.statusCode,
+    text: res.statusCode === 200 ? (res.json() as { content: Array<{ text: string }> }).content[0]!.text.split('\n')[0]! : res.body,
+  };
 };
 
-test('a reload puts the file\'s keys in place: a removed key is refused, a changed scope applies, a new key works, and the log names only labels', async (t) => {
+test("a reload puts the file's keys in place: a removed key is refused, a changed scope applies, a new key works, and the log names only labels", async (t) => {
   const admin = entry('admin');
   const bot = entry('bot');
   const s = await server(t, [admin, bot]);
@@ -95,7 +103,10 @@ test('a reload puts the file\'s keys in place: a removed key is refused, a chang
   assert.equal((await s.app.inject({ method: 'POST', url: '/tools/Read', headers: bearer(admin), payload: { file_path: 'server.txt' } })).statusCode, 403);
   assert.equal((await s.app.inject({ method: 'POST', url: '/tools/Echo', headers: bearer(admin), payload: { text: 'hi' } })).statusCode, 200);
   const listed = await s.app.inject({ url: '/tools', headers: bearer(newcomer) });
-  assert.deepEqual((listed.json() as Array<{ name: string }>).map((tool) => tool.name), ['LS']);
+  assert.deepEqual(
+    (listed.json() as Array<{ name: string }>).map((tool) => tool.name),
+    ['LS'],
+  );
 
   assert.deepEqual(
     s.lines.map(({ level, msg, keyLabels, added, removed: gone, changed }) => ({ level, msg, keyLabels, added, removed: gone, changed })),
@@ -117,7 +128,11 @@ test('a broken keys file keeps the keys in use, with one warning that says why a
       [admin, { ...bot, tools: ['Nope'] }],
       `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 2 ("bot"): "tools" names "Nope", which is not served (served tools: ${s.servedTools.join(', ')}).`,
     ],
-    ['a short key', [{ ...admin, key: 'short' }], `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 1 ("admin"): the key is shorter than 16 characters (use a long random secret, e.g. \`openssl rand -hex 32\`).`],
+    [
+      'a short key',
+      [{ ...admin, key: 'short' }],
+      `Invalid TOOLPORT_API_KEYS_FILE ${file}: entry 1 ("admin"): the key is shorter than 16 characters (use a long random secret, e.g. \`openssl rand -hex 32\`).`,
+    ],
     ['no keys', [], `Invalid TOOLPORT_API_KEYS_FILE ${file}: it holds no keys; list at least one {"label": ..., "key": ...} entry.`],
     [
       'a workspace not open',
@@ -129,7 +144,11 @@ test('a broken keys file keeps the keys in use, with one warning that says why a
     s.lines.length = 0;
     await s.write(contents);
     assert.equal(await s.reload(), 'kept', what);
-    assert.deepEqual(s.lines, [{ level: 40, time: s.lines[0]?.time, pid: process.pid, hostname: s.lines[0]?.hostname, reason, msg: 'API keys not reloaded; the keys in use are kept' }], what);
+    assert.deepEqual(
+      s.lines,
+      [{ level: 40, time: s.lines[0]?.time, pid: process.pid, hostname: s.lines[0]?.hostname, reason, msg: 'API keys not reloaded; the keys in use are kept' }],
+      what,
+    );
     assert.doesNotMatch(JSON.stringify(s.lines), /secret-0123456789/, what);
     for (const key of [admin, bot]) assert.equal((await s.app.inject({ url: '/tools', headers: bearer(key) })).statusCode, 200, `${what}: ${key.label}`);
   }
@@ -140,7 +159,7 @@ test('a broken keys file keeps the keys in use, with one warning that says why a
   assert.equal((await s.app.inject({ url: '/tools', headers: bearer(bot) })).statusCode, 200);
 });
 
-test('a key moved to another workspace open works there from its next request on; a removed key\'s workspace stays open for a later reload', async (t) => {
+test("a key moved to another workspace open works there from its next request on; a removed key's workspace stays open for a later reload", async (t) => {
   const s = await server(t, (dir) => [entry('admin'), entry('team-a', { workspace: dir('a') }), entry('team-b', { workspace: dir('b') })]);
   const teamA = entry('team-a');
   assert.deepEqual(await readFirstLine(s.app, teamA, 'a.txt'), { status: 200, text: '     1\tthe file of a' });
@@ -159,7 +178,10 @@ test('a key moved to another workspace open works there from its next request on
 test('without a keys file, a reload changes nothing and says there is nothing to reload', async (t) => {
   const s = await server(t, [], { keysFile: false });
   assert.equal(await s.reload(), 'no keys file');
-  assert.deepEqual(s.lines.map(({ level, msg }) => ({ level, msg })), [{ level: 40, msg: 'nothing to reload: no keys file is configured (TOOLPORT_API_KEYS_FILE)' }]);
+  assert.deepEqual(
+    s.lines.map(({ level, msg }) => ({ level, msg })),
+    [{ level: 40, msg: 'nothing to reload: no keys file is configured (TOOLPORT_API_KEYS_FILE)' }],
+  );
   assert.equal((await s.app.inject({ url: '/tools', headers: bearer(entry('env')) })).statusCode, 200);
 });
 

@@ -20,7 +20,13 @@ async function run(env: Record<string, string>, lines: unknown[]): Promise<{ cod
   const done = serveMcpStdio({ LOG_LEVEL: 'silent', TOOLPORT_BASH_SANDBOX: 'false', ...env }, input, output);
   input.end(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   const code = await done;
-  return { code, out: text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+  return {
+    code,
+    out: text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
 
 test('toolport mcp answers each line through the gateway and exits 0 when the input ends', async (t) => {
@@ -34,7 +40,10 @@ test('toolport mcp answers each line through the gateway and exits 0 when the in
   assert.equal(code, 0);
   assert.equal(out.length, 3, 'one line per request, none for the notification');
   assert.equal((out[0]!.result as { protocolVersion: string }).protocolVersion, '2025-06-18');
-  assert.deepEqual((out[1]!.result as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name), ['Echo', 'Read']);
+  assert.deepEqual(
+    (out[1]!.result as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name),
+    ['Echo', 'Read'],
+  );
   assert.deepEqual(out[2], { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'hi' }], isError: false } });
 });
 
@@ -62,7 +71,9 @@ test('after SIGTERM, output the reader does not take within the shutdown grace i
     output,
     (code) => void exits.push(code),
   );
-  input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Flood', arguments: { ms: 600_000 }, _meta: { progressToken: 'p' } } })}\n`);
+  input.write(
+    `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Flood', arguments: { ms: 600_000 }, _meta: { progressToken: 'p' } } })}\n`,
+  );
   await written;
   process.emit('SIGTERM');
   assert.equal(await done, 1);
@@ -70,7 +81,7 @@ test('after SIGTERM, output the reader does not take within the shutdown grace i
   assert.ok(output.writableLength > 0, 'the answer was still waiting for the reader');
 });
 
-test('after SIGTERM, a reader that takes the output gets the aborted call\'s answer, and the exit code is 0', async (t) => {
+test("after SIGTERM, a reader that takes the output gets the aborted call's answer, and the exit code is 0", async (t) => {
   const ws = await workspace(t);
   const input = new PassThrough();
   const output = new PassThrough();
@@ -88,7 +99,9 @@ test('after SIGTERM, a reader that takes the output gets the aborted call\'s ans
     output,
     (code) => void exits.push(code),
   );
-  input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Flood', arguments: { ms: 600_000 }, _meta: { progressToken: 'p' } } })}\n`);
+  input.write(
+    `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Flood', arguments: { ms: 600_000 }, _meta: { progressToken: 'p' } } })}\n`,
+  );
   await written;
   process.emit('SIGTERM');
   assert.equal(await done, 0);

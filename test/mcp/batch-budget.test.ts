@@ -23,8 +23,15 @@ test(`the answers of one batch take at most ${MAX_TURN_ANSWER_BYTES} bytes: a ca
   assert.deepEqual(kept.length + leftOut.length, 10);
   assert.ok(kept.length === 6, `six answers of 5 MiB fit in 32 MiB: ${kept.length}`);
   for (const r of replies.filter((r) => r.result.isError)) {
-    assert.match(r.result.content[0]!.text, new RegExp(`^The call ran, but its answer \\(\\d+ bytes\\) is left out: the answers of one batch may take at most ${MAX_TURN_ANSWER_BYTES} bytes\\.`));
+    assert.match(
+      r.result.content[0]!.text,
+      new RegExp(`^The call ran, but its answer \\(\\d+ bytes\\) is left out: the answers of one batch may take at most ${MAX_TURN_ANSWER_BYTES} bytes\\.`),
+    );
   }
-  assert.deepEqual(replies.at(-1), { jsonrpc: '2.0', id: 10, result: { content: [{ type: 'text', text: 'small' }], isError: false } }, 'a small answer after the budget is spent still fits');
+  assert.deepEqual(
+    replies.at(-1),
+    { jsonrpc: '2.0', id: 10, result: { content: [{ type: 'text', text: 'small' }], isError: false } },
+    'a small answer after the budget is spent still fits',
+  );
   assert.ok(JSON.stringify(replies).length <= MAX_TURN_ANSWER_BYTES + 64 * 1024, 'the whole answer stays within the budget');
 });

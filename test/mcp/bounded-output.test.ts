@@ -25,7 +25,12 @@ function reader() {
     await new Promise((resolve) => setImmediate(resolve));
   };
   /** The messages the reader has seen, parsed. */
-  const messages = () => taken.join('').split('\n').filter(Boolean).map((text) => JSON.parse(text) as { id?: unknown; params?: Record<string, unknown> });
+  const messages = () =>
+    taken
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((text) => JSON.parse(text) as { id?: unknown; params?: Record<string, unknown> });
   return { stream, taken, read, messages };
 }
 
@@ -43,7 +48,10 @@ test('while the stream takes writes, every notification is written at once, in o
   out.progress(progress('a', 2));
   await read();
   assert.equal(out.blocked, false);
-  assert.deepEqual(messages().map((m) => m.params?.['progress']), [1, 2]);
+  assert.deepEqual(
+    messages().map((m) => m.params?.['progress']),
+    [1, 2],
+  );
 });
 
 test('a stream that is not read holds at most one waiting notification per token, however many reports come', async () => {
@@ -61,7 +69,14 @@ test('a stream that is not read holds at most one waiting notification per token
   await read();
   const seen = messages().map((m) => [m.params?.['progressToken'], m.params?.['progress']]);
   assert.ok(seen.length <= 4, `the reader got ${seen.length} notifications`);
-  assert.deepEqual(seen.slice(-2), [['a', 100_000], [7, 100_000]], 'the latest of each token comes last');
+  assert.deepEqual(
+    seen.slice(-2),
+    [
+      ['a', 100_000],
+      [7, 100_000],
+    ],
+    'the latest of each token comes last',
+  );
   assert.equal(out.waiting, 0);
   assert.equal(out.blocked, false);
 });
@@ -77,7 +92,9 @@ test('the number 1 and the string "1" are different tokens', async () => {
   await read();
   await read();
   assert.deepEqual(
-    messages().slice(-2).map((m) => m.params?.['progressToken']),
+    messages()
+      .slice(-2)
+      .map((m) => m.params?.['progressToken']),
     [1, '1'],
   );
 });
@@ -126,5 +143,8 @@ test('after close, nothing is written and what waits is forgotten', async () => 
   out.send({ jsonrpc: '2.0', id: 1, result: {} });
   await read();
   await read();
-  assert.deepEqual(messages().map((m) => m.params?.['progress']), [1, 2]);
+  assert.deepEqual(
+    messages().map((m) => m.params?.['progress']),
+    [1, 2],
+  );
 });

@@ -317,7 +317,7 @@ describe('tools/list', () => {
     });
   });
 
-  test('the list is the caller\'s scope', async () => {
+  test("the list is the caller's scope", async () => {
     const outcome = await dispatcher.handle(request('tools/list'), context({ caller: ECHO_ONLY }));
     assert.deepEqual(
       resultOf<{ tools: { name: string }[] }>(outcome).tools.map((t) => t.name),
@@ -351,7 +351,8 @@ describe('tools/list', () => {
 });
 
 describe('tools/call', () => {
-  const call = (name: string, args?: unknown, id: string | number = 1) => request('tools/call', { name, ...(args === undefined ? {} : { arguments: args }) }, id);
+  const call = (name: string, args?: unknown, id: string | number = 1) =>
+    request('tools/call', { name, ...(args === undefined ? {} : { arguments: args }) }, id);
 
   test('a text result is passed as MCP content, isError kept false (legacy)', async () => {
     const backend = fakeBackend();
@@ -360,7 +361,10 @@ describe('tools/call', () => {
       reply: { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'hi' }], isError: false } },
       status: 200,
     });
-    assert.deepEqual(backend.calls.map((c) => [c.caller, c.name, c.args, c.options.requestId]), [[ANYONE, 'Echo', { text: 'hi' }, '1']]);
+    assert.deepEqual(
+      backend.calls.map((c) => [c.caller, c.name, c.args, c.options.requestId]),
+      [[ANYONE, 'Echo', { text: 'hi' }, '1']],
+    );
   });
 
   test('2026-07-28 adds resultType and the server in _meta', async () => {
@@ -375,7 +379,7 @@ describe('tools/call', () => {
     });
   });
 
-  test('an image block is converted from the Anthropic shape to MCP\'s {type, data, mimeType}', async () => {
+  test("an image block is converted from the Anthropic shape to MCP's {type, data, mimeType}", async () => {
     const outcome = await new McpDispatcher(fakeBackend()).handle(call('Pixel'), context());
     assert.deepEqual(resultOf<unknown>(outcome), {
       content: [
@@ -386,7 +390,7 @@ describe('tools/call', () => {
     });
   });
 
-  test('a tool\'s own failure stays a result with isError: true', async () => {
+  test("a tool's own failure stays a result with isError: true", async () => {
     const backend = fakeBackend({ Echo: async () => ({ content: [{ type: 'text', text: 'Bash exited with 2' }], isError: true }) });
     const outcome = await new McpDispatcher(backend).handle(call('Echo', { text: 'x' }), context());
     assert.deepEqual(outcome, {
@@ -395,7 +399,7 @@ describe('tools/call', () => {
     });
   });
 
-  test('the transport\'s request id names the call, and arguments default to {}', async () => {
+  test("the transport's request id names the call, and arguments default to {}", async () => {
     const backend = fakeBackend({ Slow: async () => ({ content: [], isError: false }) });
     await new McpDispatcher(backend).handle(call('Slow'), context({ requestId: 'req-7' }));
     assert.deepEqual([backend.calls[0]!.args, backend.calls[0]!.options.requestId], [{}, 'req-7']);
@@ -420,7 +424,7 @@ describe('tools/call', () => {
     });
   }
 
-  test('a tool outside the caller\'s scope is -32602, as an unknown tool: the client never saw it listed', async () => {
+  test("a tool outside the caller's scope is -32602, as an unknown tool: the client never saw it listed", async () => {
     const outcome = await new McpDispatcher(fakeBackend()).handle(call('Pixel', {}), context({ caller: ECHO_ONLY }));
     assert.deepEqual(outcome, {
       reply: {
@@ -485,7 +489,7 @@ describe('tools/call', () => {
     });
   }
 
-  test('a refusal for the service\'s own reasons is -32603 with the catalog code in data', async () => {
+  test("a refusal for the service's own reasons is -32603 with the catalog code in data", async () => {
     const backend = fakeBackend({ Echo: async () => errorBody('QUEUE_FULL', 'Tool "Echo" is busy; retry shortly.') });
     const outcome = await new McpDispatcher(backend).handle(call('Echo', { text: 'x' }), context());
     assert.deepEqual(outcome, {
@@ -494,7 +498,7 @@ describe('tools/call', () => {
     });
   });
 
-  test('the backend\'s catalog picks the code, but never one of the server range 2026-07-28 reserves or calls legacy', async () => {
+  test("the backend's catalog picks the code, but never one of the server range 2026-07-28 reserves or calls legacy", async () => {
     const rpcCodeOf = (code: string) => ({ RATE_LIMITED: -31006, OVERLOADED: -32022, QUEUE_FULL: -32015 })[code];
     const backend = fakeBackend(
       {
@@ -542,7 +546,7 @@ function abortableBackend() {
 }
 
 describe('cancellation', () => {
-  test('notifications/cancelled aborts the call\'s signal, and the cancelled request gets no response', async () => {
+  test("notifications/cancelled aborts the call's signal, and the cancelled request gets no response", async () => {
     const { backend, running } = abortableBackend();
     const dispatcher = new McpDispatcher(backend);
     const calls = new InFlightCalls();
@@ -573,10 +577,13 @@ describe('cancellation', () => {
     await pending;
   });
 
-  test('the transport\'s signal (a closed connection, shutdown) aborts the call, which still answers', async () => {
+  test("the transport's signal (a closed connection, shutdown) aborts the call, which still answers", async () => {
     const { backend, running } = abortableBackend();
     const shutdown = new AbortController();
-    const pending = new McpDispatcher(backend).handle(request('tools/call', { name: 'Slow' }), context({ signal: shutdown.signal, calls: new InFlightCalls() }));
+    const pending = new McpDispatcher(backend).handle(
+      request('tools/call', { name: 'Slow' }),
+      context({ signal: shutdown.signal, calls: new InFlightCalls() }),
+    );
     await running;
     shutdown.abort(new Error('shutting down'));
     assert.deepEqual(await pending, {
@@ -587,7 +594,8 @@ describe('cancellation', () => {
 
   test('a set shared by callers: a cancellation reaches the call of its own caller only, and one that matches none here is forwarded', async () => {
     const backend = fakeBackend({
-      Slow: (_args, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'aborted' }], isError: true }))),
+      Slow: (_args, { signal }) =>
+        new Promise((resolve) => signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'aborted' }], isError: true }))),
     });
     const dispatcher = new McpDispatcher(backend);
     const forwarded: unknown[] = [];
@@ -595,11 +603,17 @@ describe('cancellation', () => {
     const alice = dispatcher.handle(request('tools/call', { name: 'Slow' }, 1), context({ calls: calls.of('alice') }));
     const bob = dispatcher.handle(request('tools/call', { name: 'Slow' }, 1), context({ calls: calls.of('bob') }));
     assert.equal(calls.size, 2);
-    await dispatcher.handle({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'stop' } }, context({ calls: calls.of('bob') }));
+    await dispatcher.handle(
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'stop' } },
+      context({ calls: calls.of('bob') }),
+    );
     assert.deepEqual(await bob, { reply: undefined, status: 202 });
     assert.equal(backend.calls[0]!.options.signal.aborted, false, "alice's call with the same id runs on");
     assert.deepEqual(forwarded, []);
-    await dispatcher.handle({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'elsewhere' } }, context({ calls: calls.of('alice') }));
+    await dispatcher.handle(
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'elsewhere' } },
+      context({ calls: calls.of('alice') }),
+    );
     assert.deepEqual(forwarded, [{ caller: 'alice', requestId: 2, reason: 'Cancelled by the client: elsewhere' }]);
     assert.equal(calls.of('alice').cancelHere(1, 'from another replica'), 'cancelled');
     assert.deepEqual(await alice, { reply: undefined, status: 202 });
@@ -620,7 +634,7 @@ describe('cancellation', () => {
     assert.equal(calls.cancel('5', 'stop'), 'none', 'the string "5" is another id');
   });
 
-  test('without a set of calls, the transport\'s signal is handed to the call as it is', async () => {
+  test("without a set of calls, the transport's signal is handed to the call as it is", async () => {
     const backend = fakeBackend();
     const connection = new AbortController();
     await new McpDispatcher(backend).handle(request('tools/call', { name: 'Echo', arguments: { text: 'x' } }), context({ signal: connection.signal }));
@@ -638,7 +652,7 @@ describe('progress', () => {
       },
     });
 
-  test('reports become notifications/progress with the request\'s token, before the response', async () => {
+  test("reports become notifications/progress with the request's token, before the response", async () => {
     const sent: (JsonRpcNotification | string)[] = [];
     const backend = withProgress(async (report) => {
       report({ progress: 0, total: 100 });
@@ -703,7 +717,10 @@ describe('progress', () => {
       context({ notify: (n) => sent.push(n), calls }),
     );
     assert.deepEqual(outcome, { reply: undefined, status: 202 });
-    assert.deepEqual(sent.map((n) => n.params?.['progress']), [1]);
+    assert.deepEqual(
+      sent.map((n) => n.params?.['progress']),
+      [1],
+    );
   });
 
   for (const [what, token, notify] of [
@@ -732,9 +749,15 @@ describe('progress tokens', () => {
         return { content: [{ type: 'text', text: 'ok' }], isError: false };
       },
     });
-    const outcome = await new McpDispatcher(backend).handle(request('tools/call', { name: 'Slow', _meta: { progressToken: token } }), context({ notify: (n) => sent.push(n) }));
+    const outcome = await new McpDispatcher(backend).handle(
+      request('tools/call', { name: 'Slow', _meta: { progressToken: token } }),
+      context({ notify: (n) => sent.push(n) }),
+    );
     assert.equal(outcome.status, 200);
-    assert.deepEqual(sent.map((n) => n.params?.['progressToken']), [token]);
+    assert.deepEqual(
+      sent.map((n) => n.params?.['progressToken']),
+      [token],
+    );
   });
 
   for (const [what, token, message] of [
@@ -773,7 +796,10 @@ describe('progress tokens', () => {
       reply: { jsonrpc: '2.0', id: 1, error: { code: -32602, message } },
       status: 200,
     });
-    assert.deepEqual(await dispatcher.handle(request('tools/call', big), context()), { reply: { jsonrpc: '2.0', id: 1, error: { code: -32602, message } }, status: 200 });
+    assert.deepEqual(await dispatcher.handle(request('tools/call', big), context()), {
+      reply: { jsonrpc: '2.0', id: 1, error: { code: -32602, message } },
+      status: 200,
+    });
   });
 });
 
@@ -841,7 +867,12 @@ describe('malformed messages', () => {
       fc.asyncProperty(
         fc.oneof(
           fc.jsonValue(),
-          fc.record({ jsonrpc: fc.constant('2.0'), id: fc.oneof(fc.integer(), fc.string()), method: fc.constantFrom('tools/call', 'tools/list', 'initialize', 'server/discover', 'ping'), params: fc.jsonValue() }),
+          fc.record({
+            jsonrpc: fc.constant('2.0'),
+            id: fc.oneof(fc.integer(), fc.string()),
+            method: fc.constantFrom('tools/call', 'tools/list', 'initialize', 'server/discover', 'ping'),
+            params: fc.jsonValue(),
+          }),
           fc.array(fc.record({ jsonrpc: fc.constant('2.0'), id: fc.integer(), method: fc.constantFrom('tools/call', 'ping'), params: fc.jsonValue() })),
         ),
         fc.constantFrom(undefined, '2025-03-26', '2025-11-25', MODERN),
@@ -863,7 +894,11 @@ describe('batches', () => {
   const dispatcher = new McpDispatcher(fakeBackend(), { maxBatch: 3 });
 
   test('2025-03-26 (or no declared revision) answers a batch with the array of responses, notifications left out', async () => {
-    const batch = [request('ping', undefined, 1), { jsonrpc: '2.0', method: 'notifications/initialized' }, request('tools/call', { name: 'Echo', arguments: { text: 'b' } }, 2)];
+    const batch = [
+      request('ping', undefined, 1),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      request('tools/call', { name: 'Echo', arguments: { text: 'b' } }, 2),
+    ];
     for (const declared of [{}, { protocolVersion: '2025-03-26' }]) {
       assert.deepEqual(await dispatcher.handle(batch, context(declared)), {
         reply: [
@@ -955,7 +990,7 @@ describe('batch concurrency', () => {
     for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
   };
 
-  test('the calls of a batch of 64 run at most 8 at once, start in the batch\'s order, and are answered in it', async () => {
+  test("the calls of a batch of 64 run at most 8 at once, start in the batch's order, and are answered in it", async () => {
     const { backend, started, startedCount, most } = heldCalls();
     const batch = Array.from({ length: 64 }, (_, n) => request('tools/call', { name: 'Slow', arguments: { n } }, n));
     const answered = new McpDispatcher(backend).handle(batch, context());
@@ -975,7 +1010,10 @@ describe('batch concurrency', () => {
       (outcome.reply as unknown as Array<{ id: number; result: { content: Array<{ text: string }> } }>).map((r) => [r.id, r.result.content[0]!.text]),
       batch.map((_, n) => [n, `done ${n}`]),
     );
-    assert.deepEqual(backend.calls.map((c) => c.args['n']), batch.map((_, n) => n));
+    assert.deepEqual(
+      backend.calls.map((c) => c.args['n']),
+      batch.map((_, n) => n),
+    );
   });
 
   test('maxBatchConcurrency sets the cap', async () => {

@@ -34,11 +34,36 @@ test('notifications and messages that are not requests are not checked', () => {
 for (const [what, message, headers, why] of [
   ['MCP-Protocol-Version missing', list, { method: 'tools/list' }, 'the required MCP-Protocol-Version header is missing'],
   ['Mcp-Method missing', list, { protocolVersion: MODERN }, 'the body names method tools/list but the required Mcp-Method header is missing'],
-  ['Mcp-Method naming another method', list, { protocolVersion: MODERN, method: 'tools/call' }, 'the Mcp-Method header names tools/call but the body names tools/list'],
-  ['Mcp-Method differing in case only (values are case-sensitive)', list, { protocolVersion: MODERN, method: 'TOOLS/LIST' }, 'the Mcp-Method header names TOOLS/LIST but the body names tools/list'],
-  ['Mcp-Name missing on tools/call', call('Echo'), { protocolVersion: MODERN, method: 'tools/call' }, 'the body names name "Echo" but the required Mcp-Name header is missing'],
-  ['Mcp-Name naming another tool', call('Echo'), { protocolVersion: MODERN, method: 'tools/call', name: 'Bash' }, 'the Mcp-Name header names "Bash" but the body names "Echo"'],
-  ['Mcp-Name with broken Base64', call('Echo'), { protocolVersion: MODERN, method: 'tools/call', name: '=?base64?***?=' }, 'the Mcp-Name header holds an invalid =?base64?...?= value'],
+  [
+    'Mcp-Method naming another method',
+    list,
+    { protocolVersion: MODERN, method: 'tools/call' },
+    'the Mcp-Method header names tools/call but the body names tools/list',
+  ],
+  [
+    'Mcp-Method differing in case only (values are case-sensitive)',
+    list,
+    { protocolVersion: MODERN, method: 'TOOLS/LIST' },
+    'the Mcp-Method header names TOOLS/LIST but the body names tools/list',
+  ],
+  [
+    'Mcp-Name missing on tools/call',
+    call('Echo'),
+    { protocolVersion: MODERN, method: 'tools/call' },
+    'the body names name "Echo" but the required Mcp-Name header is missing',
+  ],
+  [
+    'Mcp-Name naming another tool',
+    call('Echo'),
+    { protocolVersion: MODERN, method: 'tools/call', name: 'Bash' },
+    'the Mcp-Name header names "Bash" but the body names "Echo"',
+  ],
+  [
+    'Mcp-Name with broken Base64',
+    call('Echo'),
+    { protocolVersion: MODERN, method: 'tools/call', name: '=?base64?***?=' },
+    'the Mcp-Name header holds an invalid =?base64?...?= value',
+  ],
 ] as const) {
   test(`a stateless-revision request with ${what} is HeaderMismatch (-32020)`, () => {
     assert.deepEqual(checkStandardHeaders(message, headers), mismatch(why));
@@ -47,7 +72,10 @@ for (const [what, message, headers, why] of [
 
 test('a request without _meta but with a stateless-revision header is checked too', () => {
   const bare = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
-  assert.deepEqual(checkStandardHeaders(bare, { protocolVersion: MODERN, method: 'tools/call' }), mismatch('the Mcp-Method header names tools/call but the body names tools/list'));
+  assert.deepEqual(
+    checkStandardHeaders(bare, { protocolVersion: MODERN, method: 'tools/call' }),
+    mismatch('the Mcp-Method header names tools/call but the body names tools/list'),
+  );
 });
 
 test('a Base64-encoded Mcp-Name is decoded before it is compared', () => {

@@ -51,7 +51,7 @@ function judge(message: unknown, schema: Case['schema'], label: string): void {
   }
 }
 
-test('every response and notification, in every revision, parses with the SDK\'s schemas', async () => {
+test("every response and notification, in every revision, parses with the SDK's schemas", async () => {
   const dispatcher = new McpDispatcher(
     fakeBackend({
       Pixel: async (_args, { onProgress }) => {
@@ -91,7 +91,7 @@ test('errors for messages whose id cannot be read parse too (the id is left out,
   }
 });
 
-test('a result with structured content parses with both SDKs\' CallToolResultSchema in every revision; from 2025-06-18 on it carries structuredContent', async () => {
+test("a result with structured content parses with both SDKs' CallToolResultSchema in every revision; from 2025-06-18 on it carries structuredContent", async () => {
   const structuredContent = { width: 1, height: 1 };
   const dispatcher = new McpDispatcher(
     fakeBackend({

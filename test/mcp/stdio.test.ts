@@ -232,14 +232,17 @@ test('a progress token over 256 bytes, or a number that is not a safe integer, i
       {
         jsonrpc: '2.0',
         id: 2,
-        error: { code: -32602, message: 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1' },
+        error: {
+          code: -32602,
+          message: 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1',
+        },
       },
       { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'x' }], isError: false } },
     ],
   );
 });
 
-test('an output that is not read gets each call\'s latest progress, not a queue of it; the responses are still written', async () => {
+test("an output that is not read gets each call's latest progress, not a queue of it; the responses are still written", async () => {
   const held: Array<() => void> = [];
   const taken: string[] = [];
   const output = new Writable({
@@ -263,7 +266,11 @@ test('an output that is not read gets each call\'s latest progress, not a queue 
   const input = new PassThrough();
   const done = serveStdio(new McpDispatcher(backend, { progressIntervalMs: 0 }), input, output, { caller: ANYONE });
   // One chunk, so all three start before reading pauses for the blocked output.
-  input.write([1, 2, 3].map((id) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'Flood', _meta: { progressToken: `t${id}` } } })}\n`).join(''));
+  input.write(
+    [1, 2, 3]
+      .map((id) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'Flood', _meta: { progressToken: `t${id}` } } })}\n`)
+      .join(''),
+  );
   await finished;
   // 60,000 reports of a kilobyte each: what the output holds is its buffer (its high-water mark
   // and the write that crossed it), a notification per call and the three responses.
@@ -275,8 +282,18 @@ test('an output that is not read gets each call\'s latest progress, not a queue 
     await new Promise((resolve) => setImmediate(resolve));
   }
   await done;
-  const lines = taken.join('').split('\n').filter(Boolean).map((text) => JSON.parse(text) as Line);
-  assert.deepEqual(lines.filter((l) => l.id !== undefined).map((l) => l.id).sort(), [1, 2, 3]);
+  const lines = taken
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((text) => JSON.parse(text) as Line);
+  assert.deepEqual(
+    lines
+      .filter((l) => l.id !== undefined)
+      .map((l) => l.id)
+      .sort(),
+    [1, 2, 3],
+  );
   const notifications = lines.filter((l) => l.method === 'notifications/progress');
   assert.ok(notifications.length < 100, `${notifications.length} notifications were written`);
   for (const token of ['t1', 't2', 't3']) {

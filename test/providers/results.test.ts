@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolResult } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
-import { toAnthropicToolResult, toAnthropicToolResultMessage, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../src/providers/results.js';
+import {
+  toAnthropicToolResult,
+  toAnthropicToolResultMessage,
+  toMCPCallToolResult,
+  toOpenAIFunctionCallOutput,
+  toOpenAIToolMessages,
+} from '../../src/providers/results.js';
 import { Echo } from '../../src/tools/echo.js';
 import { PIXEL } from '../fixtures/tools.js';
 
@@ -16,7 +22,10 @@ test('an Anthropic tool_result never holds an empty or white-space-only text blo
     [{ content: [text(' \n\t')] }, [text('(only white space)')]],
     [{ content: [text(''), text('\u00a0\u2003')] }, [text('(only white space)')]],
     [{ content: [text(''), text('kept'), text('  ')] }, [text('kept')]],
-    [{ content: [text('\n'), { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } }] }, [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } }]],
+    [
+      { content: [text('\n'), { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } }] },
+      [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PIXEL } }],
+    ],
   ];
   for (const [result, content] of cases) {
     assert.deepEqual(toAnthropicToolResult('toolu_1', result), { type: 'tool_result', tool_use_id: 'toolu_1', content, is_error: false });
@@ -37,7 +46,7 @@ test('Echo of empty text answers a non-empty tool_result through POST /calls and
   const single = await app.inject({ method: 'POST', url: '/tools/Echo?format=anthropic&id=toolu_9', payload: { text: '   ' } });
   assert.deepEqual(single.json(), { type: 'tool_result', tool_use_id: 'toolu_9', content: [text('(only white space)')], is_error: false });
   const plain = await app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: '' } });
-  assert.deepEqual(plain.json(), { content: [text('')], isError: false }, 'the plain ToolResult is the tool\'s own, unchanged');
+  assert.deepEqual(plain.json(), { content: [text('')], isError: false }, "the plain ToolResult is the tool's own, unchanged");
 });
 
 test('structured content goes to Anthropic and OpenAI, which have no field for it, as JSON text when the tool wrote none', () => {
@@ -55,19 +64,39 @@ test('structured content goes to Anthropic and OpenAI, which have no field for i
   // White space says nothing: the JSON is added, and the blank block left out as before.
   assert.deepEqual(toAnthropicToolResult('t1', blank), { type: 'tool_result', tool_use_id: 't1', content: [json], is_error: true });
 
-  assert.deepEqual(toOpenAIToolMessages([{ id: 'c1', result: bare }, { id: 'c2', result: withText }, { id: 'c3', result: withImage }]), [
-    { role: 'tool', tool_call_id: 'c1', content: json.text },
-    { role: 'tool', tool_call_id: 'c2', content: 'a.ts' },
-    { role: 'tool', tool_call_id: 'c3', content: `${json.text}\n[an image: in the next user message]` },
-    { role: 'user', content: [{ type: 'text', text: 'Images returned by tool call c3:' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PIXEL}` } }] },
-  ]);
+  assert.deepEqual(
+    toOpenAIToolMessages([
+      { id: 'c1', result: bare },
+      { id: 'c2', result: withText },
+      { id: 'c3', result: withImage },
+    ]),
+    [
+      { role: 'tool', tool_call_id: 'c1', content: json.text },
+      { role: 'tool', tool_call_id: 'c2', content: 'a.ts' },
+      { role: 'tool', tool_call_id: 'c3', content: `${json.text}\n[an image: in the next user message]` },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Images returned by tool call c3:' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PIXEL}` } },
+        ],
+      },
+    ],
+  );
 
   assert.deepEqual(toOpenAIFunctionCallOutput('c1', bare), { type: 'function_call_output', call_id: 'c1', output: json.text });
-  assert.deepEqual(toOpenAIFunctionCallOutput('c1', { ...bare, isError: true }), { type: 'function_call_output', call_id: 'c1', output: `Error: ${json.text}` });
+  assert.deepEqual(toOpenAIFunctionCallOutput('c1', { ...bare, isError: true }), {
+    type: 'function_call_output',
+    call_id: 'c1',
+    output: `Error: ${json.text}`,
+  });
   assert.deepEqual(toOpenAIFunctionCallOutput('c3', withImage), {
     type: 'function_call_output',
     call_id: 'c3',
-    output: [{ type: 'input_image', image_url: `data:image/png;base64,${PIXEL}` }, { type: 'input_text', text: json.text }],
+    output: [
+      { type: 'input_image', image_url: `data:image/png;base64,${PIXEL}` },
+      { type: 'input_text', text: json.text },
+    ],
   });
 });
 

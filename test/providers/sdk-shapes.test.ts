@@ -40,7 +40,7 @@ const strictResponsesTools: FunctionTool[] = registry.toAPI('openai-responses', 
 // @ts-expect-error tool_use_id and type are missing, and isError is not a key the API takes
 const notABlock: ToolResultBlockParam = result;
 
-test('the helpers\' values are the shapes the SDK types describe', () => {
+test("the helpers' values are the shapes the SDK types describe", () => {
   assert.deepEqual(Object.keys(block).sort(), ['content', 'is_error', 'tool_use_id', 'type']);
   assert.equal(message.role, 'user');
   assert.equal(toolMessage.role, 'tool');
@@ -73,7 +73,7 @@ async function callsApp() {
 
 const ANTHROPIC_TOOL_RESULT_KEYS = new Set(['type', 'tool_use_id', 'content', 'is_error', 'cache_control']);
 
-test('Anthropic: the SDK sends /calls\' answer as the next user message, and the API\'s rules for it hold', async (t) => {
+test("Anthropic: the SDK sends /calls' answer as the next user message, and the API's rules for it hold", async (t) => {
   const { app, turn } = await callsApp();
   t.after(() => app.close());
   const assistant = {
@@ -85,14 +85,26 @@ test('Anthropic: the SDK sends /calls\' answer as the next user message, and the
     ],
   };
   const next = (await turn(assistant)) as MessageParam;
-  const { bodies, fetch } = recordingFetch({ id: 'msg', type: 'message', role: 'assistant', content: [], model: 'm', stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } });
+  const { bodies, fetch } = recordingFetch({
+    id: 'msg',
+    type: 'message',
+    role: 'assistant',
+    content: [],
+    model: 'm',
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 1, output_tokens: 1 },
+  });
   const client = new Anthropic({ apiKey: 'test', fetch, maxRetries: 0 });
   await client.messages.create({ model: 'claude-test-model', max_tokens: 64, messages: [{ role: 'user', content: 'go' }, assistant, next] });
 
   const sent = (bodies[0]!.messages as { role: string; content: { type: string; tool_use_id?: string; content?: { type: string }[] }[] }[])[2]!;
   assert.equal(sent.role, 'user');
   // Rules: the user message right after tool_use blocks starts with a tool_result for each, by id.
-  assert.deepEqual(sent.content.map((b) => b.tool_use_id), ['toolu_a', 'toolu_b']);
+  assert.deepEqual(
+    sent.content.map((b) => b.tool_use_id),
+    ['toolu_a', 'toolu_b'],
+  );
   for (const b of sent.content) {
     assert.equal(b.type, 'tool_result');
     for (const key of Object.keys(b)) assert.ok(ANTHROPIC_TOOL_RESULT_KEYS.has(key), `tool_result takes no key ${key}`);
@@ -100,7 +112,7 @@ test('Anthropic: the SDK sends /calls\' answer as the next user message, and the
   }
 });
 
-test('OpenAI Chat Completions: the SDK sends the tool messages after the assistant\'s tool_calls, every call answered, images in a user message', async (t) => {
+test("OpenAI Chat Completions: the SDK sends the tool messages after the assistant's tool_calls, every call answered, images in a user message", async (t) => {
   const { app, turn } = await callsApp();
   t.after(() => app.close());
   const toolCalls: ChatCompletionMessageToolCall[] = [
@@ -117,7 +129,13 @@ test('OpenAI Chat Completions: the SDK sends the tool messages after the assista
   // Rules: each tool_call is answered by a tool message with its id, right after the assistant
   // message; tool messages hold text only; images travel in a user message.
   const tools = messages.slice(2, 4);
-  assert.deepEqual(tools.map((m) => [m.role, m.tool_call_id]), [['tool', 'call_a'], ['tool', 'call_b']]);
+  assert.deepEqual(
+    tools.map((m) => [m.role, m.tool_call_id]),
+    [
+      ['tool', 'call_a'],
+      ['tool', 'call_b'],
+    ],
+  );
   for (const m of tools) assert.equal(typeof m.content, 'string');
   const images = messages[4]!;
   assert.equal(images.role, 'user');
@@ -140,7 +158,13 @@ test('OpenAI Responses: the SDK sends function_call_output items whose call_ids 
   const input = bodies[0]!.input as { type: string; call_id?: string; output?: unknown }[];
   const calls = input.filter((i) => i.type === 'function_call').map((i) => i.call_id);
   const answers = input.filter((i) => i.type === 'function_call_output');
-  assert.deepEqual(answers.map((i) => i.call_id), calls);
+  assert.deepEqual(
+    answers.map((i) => i.call_id),
+    calls,
+  );
   for (const answer of answers) assert.deepEqual(Object.keys(answer).sort(), ['call_id', 'output', 'type']);
-  assert.deepEqual((answers[1]!.output as { type: string }[]).map((p) => p.type), ['input_text', 'input_image']);
+  assert.deepEqual(
+    (answers[1]!.output as { type: string }[]).map((p) => p.type),
+    ['input_text', 'input_image'],
+  );
 });

@@ -74,7 +74,10 @@ describe('runTurn', () => {
     release(plain, 'p1');
     await plain.started(2);
     release(plain, 'p2');
-    assert.deepEqual((await answered).map((a) => a.id), ['p1', 'p2']);
+    assert.deepEqual(
+      (await answered).map((a) => a.id),
+      ['p1', 'p2'],
+    );
   });
 
   test('a call whose tool does not exist holds back the calls after it until it is answered, and is answered as an error', async () => {
@@ -106,7 +109,9 @@ const DIALECT_SHAPES: Record<Dialect, { body(calls: Array<[string, unknown]>): u
     texts: (answer) => (answer as Array<{ content: string }>).map((m) => m.content),
   },
   'openai-responses': {
-    body: (calls) => ({ output: calls.map(([name, input], i) => ({ type: 'function_call', id: `fc_${i}`, call_id: `call_${i}`, name, arguments: JSON.stringify(input) })) }),
+    body: (calls) => ({
+      output: calls.map(([name, input], i) => ({ type: 'function_call', id: `fc_${i}`, call_id: `call_${i}`, name, arguments: JSON.stringify(input) })),
+    }),
     texts: (answer) => (answer as Array<{ output: string }>).map((item) => item.output),
   },
 };
@@ -138,7 +143,10 @@ describe('POST /calls runs a turn in the order the model meant, in every dialect
         ['Edit', { file_path: 'story.txt', old_string: 'alpha', new_string: 'beta' }],
         ['Edit', { file_path: 'story.txt', old_string: 'beta', new_string: 'gamma' }],
       ]);
-      assert.ok(edits.every((e) => !e.startsWith('Error')), edits.join('\n'));
+      assert.ok(
+        edits.every((e) => !e.startsWith('Error')),
+        edits.join('\n'),
+      );
       assert.equal(await readFile(path.join(root, 'story.txt'), 'utf8'), 'gamma\n');
 
       const [made, listed] = await post([

@@ -9,14 +9,22 @@ import { temporaryDirectory } from './workspace.js';
 const REQUIRE = pathToFileURL(path.join(import.meta.dirname, 'require.ts')).href;
 
 /** Runs `body` as a test file of its own, with or without TOOLPORT_TEST_REQUIRE_ALL=1; its exit code and TAP output. */
-async function runTestFile(t: { after(fn: () => Promise<void> | void): void }, body: string, requireAll: boolean): Promise<{ status: number | null; output: string }> {
+async function runTestFile(
+  t: { after(fn: () => Promise<void> | void): void },
+  body: string,
+  requireAll: boolean,
+): Promise<{ status: number | null; output: string }> {
   const dir = await temporaryDirectory(t, 'toolport-require-');
   const file = path.join(dir, 'needs.test.ts');
   await writeFile(file, `import { test, describe } from 'node:test';\nimport { requireOrSkip, requiredOptions, skipWithout } from '${REQUIRE}';\n${body}\n`);
   // Without NODE_TEST_CONTEXT, which would make the child a part of this run instead of a run of its own.
   const env: NodeJS.ProcessEnv = { ...process.env, TOOLPORT_TEST_REQUIRE_ALL: requireAll ? '1' : '' };
   delete env.NODE_TEST_CONTEXT;
-  const child = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', file], { env, encoding: 'utf8', cwd: path.join(import.meta.dirname, '../..') });
+  const child = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', file], {
+    env,
+    encoding: 'utf8',
+    cwd: path.join(import.meta.dirname, '../..'),
+  });
   return { status: child.status, output: child.stdout + child.stderr };
 }
 

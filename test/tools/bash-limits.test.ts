@@ -27,7 +27,11 @@ const MIB = 1024 ** 2;
 // What one call may start: the limit, less the shells and bwrap that run the command.
 const PROCESSES = 32;
 
-async function setup(t: { after(fn: () => Promise<void> | void): void }, sandbox: boolean, limits: Partial<BashLimits>): Promise<{ bash: ToolDef; ws: Workspace }> {
+async function setup(
+  t: { after(fn: () => Promise<void> | void): void },
+  sandbox: boolean,
+  limits: Partial<BashLimits>,
+): Promise<{ bash: ToolDef; ws: Workspace }> {
   const ws = await temporaryWorkspace(t, 'toolport-bash-limits-');
   return { bash: await createBashTool({ workspace: ws, sandbox, limits: { ...NO_BASH_LIMITS, ...limits } }), ws };
 }
@@ -108,7 +112,10 @@ for (const { name, sandbox } of MODES) {
     if (!skipWithout(t, 'a memory cgroup per call', enforced.memory === 'none' ? enforced.notes.join('; ') : undefined)) return;
     const result = await run(bash, `perl -e '$x = "x" x (256 * 1024 * 1024); print "allocated\\n"'`);
     assert.doesNotMatch(result.text, /allocated/);
-    assert.match(result.text, /\(Stopped: the command went past the memory limit of 67108864 bytes, TOOLPORT_BASH_MAX_MEMORY, and the kernel killed a process\)/);
+    assert.match(
+      result.text,
+      /\(Stopped: the command went past the memory limit of 67108864 bytes, TOOLPORT_BASH_MAX_MEMORY, and the kernel killed a process\)/,
+    );
   });
 }
 
@@ -124,7 +131,9 @@ test('Bash in the sandbox: writing past /tmp and /dev/shm fails with ENOSPC at t
 
 test('Bash in the sandbox: four calls filling /tmp at once each stop at its size, so together they hold four sizes of memory at most', async (t) => {
   const { bash } = await setup(t, true, { tmpSize: MIB });
-  const results = await Promise.all([1, 2, 3, 4].map(() => run(bash, 'head -c 3000000 /dev/zero > /tmp/x; df -B1 --output=size /tmp | tail -1; stat -c %s /tmp/x')));
+  const results = await Promise.all(
+    [1, 2, 3, 4].map(() => run(bash, 'head -c 3000000 /dev/zero > /tmp/x; df -B1 --output=size /tmp | tail -1; stat -c %s /tmp/x')),
+  );
   for (const result of results) assert.match(result.text, /^ *1048576\n1048576\n/);
 });
 
@@ -141,11 +150,21 @@ test('Bash in the sandbox: a command cannot raise its hard limits back', async (
 test("Bash keeps a call's cgroups for later calls once empty: thirty calls make no more than a few, and leave no process in them", async (t) => {
   // Without the sandbox, whose cgroup namespace would show the call's cgroup as "/".
   const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
-  if (!skipWithout(t, 'a cgroup per call', bashIsolationOf(bash)!.enforced.processes === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))) return;
+  if (
+    !skipWithout(t, 'a cgroup per call', bashIsolationOf(bash)!.enforced.processes === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))
+  )
+    return;
   // The server's own cgroup in each v1 hierarchy, where the calls' cgroups are made.
-  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').map((line) => line.split(':'));
+  const own = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .map((line) => line.split(':'));
   const dirs = ['pids', 'memory'].map((controller) => `/sys/fs/cgroup/${controller}${own.find((f) => f[1] === controller)![2]}`);
-  const calls = (): string[] => dirs.flatMap((dir) => readdirSync(dir).filter((entry) => entry.startsWith(`toolport-${process.pid}-`)).map((entry) => path.join(dir, entry)));
+  const calls = (): string[] =>
+    dirs.flatMap((dir) =>
+      readdirSync(dir)
+        .filter((entry) => entry.startsWith(`toolport-${process.pid}-`))
+        .map((entry) => path.join(dir, entry)),
+    );
   const before = new Set(calls());
   for (let round = 0; round < 10; round++) {
     const results = await Promise.all([1, 2, 3].map(() => run(bash, 'sleep 30 & echo "in $(grep -c toolport- /proc/self/cgroup)"')));
@@ -159,8 +178,17 @@ test("Bash keeps a call's cgroups for later calls once empty: thirty calls make 
 
 test("Bash without the sandbox: a cgroup still charged with a call's files in RAM (/dev/shm) is not reused, so the next call gets its whole memory limit", async (t) => {
   const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
-  if (!skipWithout(t, 'a memory cgroup per call', bashIsolationOf(bash)!.enforced.memory === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))) return;
-  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').map((line) => line.split(':'));
+  if (
+    !skipWithout(
+      t,
+      'a memory cgroup per call',
+      bashIsolationOf(bash)!.enforced.memory === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '),
+    )
+  )
+    return;
+  const own = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .map((line) => line.split(':'));
   const memory = `/sys/fs/cgroup/memory${own.find((f) => f[1] === 'memory')![2]}`;
   const emptied = (): boolean =>
     readdirSync(memory)

@@ -44,12 +44,12 @@ test('40 concurrent Edits of different lines of one file all land, through diffe
   const results = await Promise.all(
     Array.from({ length: 40 }, (_, i) => call(Edit, { file_path: paths[i % paths.length], old_string: `line ${i}\n`, new_string: `edited ${i}\n` })),
   );
+  assert.deepEqual(results.filter((r) => r.isError).map(textOf), []);
+  assert.equal(await readFile(path.join(root, 'dir', 'many.txt'), 'utf8'), lines(40, 'edited'));
   assert.deepEqual(
-    results.filter((r) => r.isError).map(textOf),
+    (await readdir(path.join(root, 'dir'))).filter((n) => n.startsWith('.toolport-')),
     [],
   );
-  assert.equal(await readFile(path.join(root, 'dir', 'many.txt'), 'utf8'), lines(40, 'edited'));
-  assert.deepEqual((await readdir(path.join(root, 'dir'))).filter((n) => n.startsWith('.toolport-')), []);
 });
 
 test('concurrent Edits of the same text: exactly one succeeds, the others are refused and say why', async () => {
@@ -148,7 +148,10 @@ test('an Edit racing an outside change that removes its text is refused, and the
     if (outside.before()) {
       assert.equal(result.isError, true, 'an edit whose text was removed before its rename must not report success');
       // The outside change came before the rename: the edit no longer applies.
-      assert.match(textOf(result), /^"outside-removal\/f\.txt" was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written\. old_string was not found/);
+      assert.match(
+        textOf(result),
+        /^"outside-removal\/f\.txt" was changed by someone else while this edit ran, and the edit no longer applies to the new content; nothing was written\. old_string was not found/,
+      );
       assert.equal(final, 'alpha\n');
     } else {
       // The outside change came after the rename and found nothing to remove: both are in the file.
@@ -193,7 +196,7 @@ test('Edit and Write with expected_version refuse when the file changed since Re
   });
 });
 
-test('an Edit waits while another process holds the file\'s lock, and goes on when it lets go', async () => {
+test("an Edit waits while another process holds the file's lock, and goes on when it lets go", async () => {
   const file = path.join(root, 'locked.txt');
   await writeFile(file, 'before\n');
   // Another server's lock is a flock on the file: flock(1) takes the same.
@@ -211,5 +214,8 @@ test('an Edit waits while another process holds the file\'s lock, and goes on wh
   await exited;
   assert.equal((await pending).isError, false);
   assert.equal(await readFile(file, 'utf8'), 'after\n');
-  assert.deepEqual((await readdir(root)).filter((n) => n.startsWith('.toolport-')), []);
+  assert.deepEqual(
+    (await readdir(root)).filter((n) => n.startsWith('.toolport-')),
+    [],
+  );
 });

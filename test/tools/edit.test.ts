@@ -210,10 +210,9 @@ test('Edit stops before writing when its signal is aborted', async () => {
   await file('abort.txt', 'stay\n');
   const controller = new AbortController();
   controller.abort();
-  await assert.rejects(
-    Promise.resolve(Edit.execute({ file_path: 'abort.txt', old_string: 'stay', new_string: 'go' }, toolContext(controller.signal))),
-    { name: 'AbortError' },
-  );
+  await assert.rejects(Promise.resolve(Edit.execute({ file_path: 'abort.txt', old_string: 'stay', new_string: 'go' }, toolContext(controller.signal))), {
+    name: 'AbortError',
+  });
   assert.equal(await contentOf('abort.txt'), 'stay\n');
 });
 
@@ -228,7 +227,11 @@ test('Edit takes file_path, old_string, new_string and replace_all and no other 
 });
 
 test('Edit never keeps a setuid, setgid or sticky bit on the file it changes', async () => {
-  for (const [mode, kept] of [[0o4755, 0o755], [0o2750, 0o750], [0o1644, 0o644]] as const) {
+  for (const [mode, kept] of [
+    [0o4755, 0o755],
+    [0o2750, 0o750],
+    [0o1644, 0o644],
+  ] as const) {
     const name = `special-${mode.toString(8)}.sh`;
     await file(name, 'old\n');
     await chmod(path.join(root, name), mode);

@@ -96,7 +96,7 @@ test('Glob skips .git and node_modules unless the pattern names them', async () 
   assert.deepEqual(await glob({ pattern: '.git/**' }), result('.git/hooks/pre-commit.ts'));
 });
 
-test('Glob neither follows nor lists symlinks, even in the pattern\'s leading directories, so nothing outside shows up', async () => {
+test("Glob neither follows nor lists symlinks, even in the pattern's leading directories, so nothing outside shows up", async () => {
   for (const pattern of ['link-out/**', 'link-out/*.ts', 'link-out/**/*.ts', 'secret-link.ts', '*.ts', 'link-in/*.ts', 'link-in/**/x.ts']) {
     assert.deepEqual(await glob({ pattern }), result('No files found'), pattern);
   }
@@ -110,10 +110,7 @@ test('Glob caps the result at 100 files and says how many matched', async () => 
   assert.equal(lines[0], 'many/f119.txt');
   assert.equal(lines[99], 'many/f020.txt');
   assert.equal(lines[100], '');
-  assert.equal(
-    lines[101],
-    '(Showing the 100 most recently modified of 120 matching files. Use a more specific pattern or path to narrow the search.)',
-  );
+  assert.equal(lines[101], '(Showing the 100 most recently modified of 120 matching files. Use a more specific pattern or path to narrow the search.)');
   assert.equal(lines.length, 102);
 });
 
@@ -167,10 +164,7 @@ test('Glob refuses a path outside the workspace, also through a symlink or a sib
 });
 
 test('Glob refuses a path that is a file or does not exist', async () => {
-  assert.deepEqual(
-    await glob({ pattern: '*', path: 'src/new.ts' }),
-    result('Path "src/new.ts" is a file, not a directory; Glob searches directories.', true),
-  );
+  assert.deepEqual(await glob({ pattern: '*', path: 'src/new.ts' }), result('Path "src/new.ts" is a file, not a directory; Glob searches directories.', true));
   assert.deepEqual(await glob({ pattern: '*', path: 'nope' }), result('Path "nope" does not exist.', true));
 });
 
@@ -219,7 +213,10 @@ test('Glob refuses wildcards spread over segments, a third "**", "**" inside a s
   );
   assert.deepEqual(
     await glob({ pattern: '{a,b}{c,d}{e,f}{g,h}{i,j}' }),
-    result(`Pattern "{a,b}{c,d}{e,f}{g,h}{i,j}" has braces that expand to more than 16 alternatives. ${PATTERN_LIMITS} Use fewer alternatives, or several calls.`, true),
+    result(
+      `Pattern "{a,b}{c,d}{e,f}{g,h}{i,j}" has braces that expand to more than 16 alternatives. ${PATTERN_LIMITS} Use fewer alternatives, or several calls.`,
+      true,
+    ),
   );
 });
 
@@ -275,7 +272,10 @@ test('Glob stops reading after its entry budget and says so, instead of holding 
 });
 
 /** A Glob tool over a workspace of its own, `base/<dir>`, that records the work of its last search. */
-async function globIn(dir: string, maxCrawledEntries?: number): Promise<{ root: string; glob: (input: Record<string, unknown>, signal?: AbortSignal) => Promise<ToolResult>; work: () => SearchWork }> {
+async function globIn(
+  dir: string,
+  maxCrawledEntries?: number,
+): Promise<{ root: string; glob: (input: Record<string, unknown>, signal?: AbortSignal) => Promise<ToolResult>; work: () => SearchWork }> {
   const own = path.join(base, dir);
   await mkdir(own, { recursive: true });
   let last: SearchWork = { opens: -1, entries: -1 };

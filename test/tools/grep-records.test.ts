@@ -5,7 +5,9 @@ import { RgRecords, type RgRecordsOptions } from '../../src/tools/grep-records.j
 /** The lines RgRecords makes of `output`, fed in pieces of `size` bytes. */
 function read(output: Buffer, options: Partial<RgRecordsOptions>, size = output.length): string[] {
   const lines: string[] = [];
-  const records = new RgRecords({ mode: 'content', lineNumbers: true, file: undefined, rename: (p) => p.replace(/^\.\//, ''), ...options }, (l) => lines.push(l));
+  const records = new RgRecords({ mode: 'content', lineNumbers: true, file: undefined, rename: (p) => p.replace(/^\.\//, ''), ...options }, (l) =>
+    lines.push(l),
+  );
   for (let i = 0; i < output.length; i += size) records.write(output.subarray(i, i + size));
   records.end();
   return lines;

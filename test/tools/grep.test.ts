@@ -14,15 +14,7 @@ import { Workspace } from '../../src/os/fs/workspace.js';
 import { requireOrSkip } from '../support/require.js';
 
 const FILES: Record<string, string> = {
-  'src/app.ts': [
-    'export function hello() {',
-    "  return 'Hello World';",
-    '}',
-    '// block start',
-    '// middle',
-    '// block end',
-    "const flag = '-foo';",
-  ].join('\n'),
+  'src/app.ts': ['export function hello() {', "  return 'Hello World';", '}', '// block start', '// middle', '// block end', "const flag = '-foo';"].join('\n'),
   'src/util.js': 'function helper() {\n  return "hello";\n}\n',
   'docs/notes.md': 'Notes\nhello from the docs\n',
   '.hidden/secret.ts': 'hello hidden\n',
@@ -139,7 +131,10 @@ test('Grep returns only the first head_limit entries and says how many there wer
     isError: false,
   });
   const lines = await search({ pattern: 'match', output_mode: 'content', path: 'many', head_limit: 3 });
-  assert.equal(lines.text, 'many/lines.txt:1:match 1\nmany/lines.txt:2:match 2\nmany/lines.txt:3:match 3\n[Showing the first 3 of 300 lines; raise head_limit or narrow the search to see more]');
+  assert.equal(
+    lines.text,
+    'many/lines.txt:1:match 1\nmany/lines.txt:2:match 2\nmany/lines.txt:3:match 3\n[Showing the first 3 of 300 lines; raise head_limit or narrow the search to see more]',
+  );
 });
 
 test('Grep returns at most 250 lines by default', async () => {
@@ -204,7 +199,7 @@ test('Grep refuses a path through a symbolic link that leaves the workspace', as
   }
 });
 
-test('Grep reports an invalid pattern or file type as an error with ripgrep\'s message', async () => {
+test("Grep reports an invalid pattern or file type as an error with ripgrep's message", async () => {
   const pattern = await search({ pattern: '(' });
   assert.equal(pattern.isError, true);
   assert.match(pattern.text, /^ripgrep failed: regex parse error/);
@@ -231,7 +226,18 @@ test('Grep is read-only and registers with its Claude Code input schema', async 
   assert.equal(grep.name, 'Grep');
   assert.equal(grep.annotations?.readOnlyHint, true);
   assert.deepEqual(Object.keys(grep.inputSchema.properties ?? {}), [
-    'pattern', 'path', 'glob', 'type', 'output_mode', '-i', '-n', '-A', '-B', '-C', 'multiline', 'head_limit',
+    'pattern',
+    'path',
+    'glob',
+    'type',
+    'output_mode',
+    '-i',
+    '-n',
+    '-A',
+    '-B',
+    '-C',
+    'multiline',
+    'head_limit',
   ]);
   const executor = new ToolExecutor({ registry: new ToolRegistry().register(grep) });
   await assert.rejects(executor.call('Grep', { pattern: 'x', output_mode: 'lines' }), { code: 'INVALID_INPUT' });

@@ -104,7 +104,10 @@ test('LS refuses an ignore pattern with more than two "*" in one segment before 
   const ls = await lsWith('hostile', ['a'.repeat(100)]);
   assert.deepEqual(
     await ls({ path: '.', ignore: ['*.log', '*a*a*a*a*a*a*c'] }),
-    result(`Ignore pattern "*a*a*a*a*a*a*c" has 7 "*" wildcards in one path segment. ${PATTERN_LIMITS} Use a simpler pattern, such as "*foo*" or "**/*.ts".`, true),
+    result(
+      `Ignore pattern "*a*a*a*a*a*a*c" has 7 "*" wildcards in one path segment. ${PATTERN_LIMITS} Use a simpler pattern, such as "*foo*" or "**/*.ts".`,
+      true,
+    ),
   );
   assert.deepEqual(
     await ls({ path: '.', ignore: ['{x,*a*a*c}'] }),
@@ -265,7 +268,7 @@ test('LS shows names with control or formatting characters, or with " -> ", as J
   assert.ok(LS.description.includes('are shown as JSON strings'), LS.description);
 });
 
-test('LS returns the listing as structured content too: each entry\'s exact name and type, and where a link inside leads', async () => {
+test("LS returns the listing as structured content too: each entry's exact name and type, and where a link inside leads", async () => {
   assert.deepEqual(await structured(LS, { path: 'src' }), {
     path: 'src',
     entries: [
@@ -288,10 +291,14 @@ test('LS returns the listing as structured content too: each entry\'s exact name
   assert.deepEqual(LS.outputSchema, LsOutputSchema);
 });
 
-test('LS\'s structured content counts what ignore left out, and is an empty list for an empty directory', async () => {
+test("LS's structured content counts what ignore left out, and is an empty list for an empty directory", async () => {
   assert.deepEqual(await structured(LS, { path: 'src', ignore: ['*.log', 'lib', 'link-*', '.*'] }), {
     path: 'src',
-    entries: [{ name: 'Z.md', type: 'file' }, { name: 'a.ts', type: 'file' }, { name: 'b.ts', type: 'file' }],
+    entries: [
+      { name: 'Z.md', type: 'file' },
+      { name: 'a.ts', type: 'file' },
+      { name: 'b.ts', type: 'file' },
+    ],
     total: 3,
     ignored: 8,
   });
@@ -318,10 +325,16 @@ test('LS\'s structured content gives names as they are, a socket as "other", and
   ]);
 });
 
-test('LS\'s structured content holds the first 1000 entries and the total', async () => {
+test("LS's structured content holds the first 1000 entries and the total", async () => {
   // The directory of 1005 files the text test made.
   const listing = await structured(LS, { path: 'many' });
   assert.equal(listing.entries.length, 1000);
-  assert.deepEqual([listing.entries[0], listing.entries[999]], [{ name: 'f0000', type: 'file' }, { name: 'f0999', type: 'file' }]);
+  assert.deepEqual(
+    [listing.entries[0], listing.entries[999]],
+    [
+      { name: 'f0000', type: 'file' },
+      { name: 'f0999', type: 'file' },
+    ],
+  );
   assert.deepEqual([listing.total, listing.ignored], [1005, 0]);
 });

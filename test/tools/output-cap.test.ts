@@ -54,7 +54,10 @@ test('OutputCapture keeps exactly the first and last keepBytes bytes, whatever t
       } else {
         assert.equal(omittedBytes, all.length - 32);
         const head = all.slice(0, 16);
-        assert.equal(text, `${head.endsWith('\n') ? head : `${head}\n`}[... ${all.length - 32} bytes omitted; the output was ${all.length} bytes, showing its beginning and end ...]\n${all.slice(-16)}`);
+        assert.equal(
+          text,
+          `${head.endsWith('\n') ? head : `${head}\n`}[... ${all.length - 32} bytes omitted; the output was ${all.length} bytes, showing its beginning and end ...]\n${all.slice(-16)}`,
+        );
       }
     }),
   );

@@ -69,7 +69,8 @@ async function attackRounds(name: string): Promise<Tally> {
     tally.successes += 1;
     const stats = await lstat(file);
     const content = stats.isFile() ? await readFile(file, 'utf8') : undefined;
-    if (content !== expected) tally.falseSuccesses.push(`${edit ? 'Edit' : 'Write'} round ${round}: ${stats.isSymbolicLink() ? 'a symlink' : JSON.stringify(content)}`);
+    if (content !== expected)
+      tally.falseSuccesses.push(`${edit ? 'Edit' : 'Write'} round ${round}: ${stats.isSymbolicLink() ? 'a symlink' : JSON.stringify(content)}`);
   }
   return tally;
 }
@@ -99,12 +100,14 @@ test('Write and Edit never report success while a sandboxed Bash command swaps t
   let finished = false;
   const swapping = Promise.resolve(
     bash.execute({ command: `python3 swapper.py --temp d ${outside} 600`, timeout: 600_000 }, { ...toolContext(), signal: controller.signal }),
-  ).then(
-    (result) => textOf(result),
-    (err: unknown) => String(err),
-  ).finally(() => {
-    finished = true;
-  });
+  )
+    .then(
+      (result) => textOf(result),
+      (err: unknown) => String(err),
+    )
+    .finally(() => {
+      finished = true;
+    });
   let tally: Tally;
   try {
     // Until the swapper watches: a probe Write it gets in the way of (refused, or its file made a symlink).

@@ -105,10 +105,9 @@ test('Write removes its temporary file and keeps the target when the call is abo
   await writeFile(path.join(root, 'aborted', 'keep.txt'), 'kept\n');
   const controller = new AbortController();
   controller.abort();
-  await assert.rejects(
-    Promise.resolve(Write.execute({ file_path: 'aborted/keep.txt', content: 'lost\n' }, toolContext(controller.signal))),
-    { name: 'AbortError' },
-  );
+  await assert.rejects(Promise.resolve(Write.execute({ file_path: 'aborted/keep.txt', content: 'lost\n' }, toolContext(controller.signal))), {
+    name: 'AbortError',
+  });
   assert.deepEqual(await readdir(path.join(root, 'aborted')), ['keep.txt']);
   assert.equal(await readFile(path.join(root, 'aborted', 'keep.txt'), 'utf8'), 'kept\n');
 });
@@ -174,10 +173,7 @@ test('Write refuses .. escapes, absolute paths outside and a sibling that shares
 test('Write refuses a dangling symlink instead of creating its target', async () => {
   await symlink(path.join(outside, 'planted.txt'), path.join(root, 'dangling-out'));
   await symlink('nowhere.txt', path.join(root, 'dangling-in'));
-  assert.deepEqual(
-    await write({ file_path: 'dangling-in', content: 'x' }),
-    result('Path "dangling-in" is a symbolic link whose target does not exist.', true),
-  );
+  assert.deepEqual(await write({ file_path: 'dangling-in', content: 'x' }), result('Path "dangling-in" is a symbolic link whose target does not exist.', true));
   // Refused either way; which message it gets is workspace.ts's business (see its todo tests).
   const out = await write({ file_path: 'dangling-out', content: 'x' });
   assert.equal(out.isError, true);
@@ -200,7 +196,12 @@ test('Write takes file_path and content and no other properties', () => {
 });
 
 test('Write never keeps a setuid, setgid or sticky bit on the file it replaces', async () => {
-  for (const [mode, kept] of [[0o4755, 0o755], [0o2750, 0o750], [0o1644, 0o644], [0o6777, 0o777]] as const) {
+  for (const [mode, kept] of [
+    [0o4755, 0o755],
+    [0o2750, 0o750],
+    [0o1644, 0o644],
+    [0o6777, 0o777],
+  ] as const) {
     const target = path.join(root, `special-${mode.toString(8)}.sh`);
     await writeFile(target, 'old\n');
     await chmod(target, mode);

@@ -111,7 +111,6 @@ export function installConnectionGuards(app: FastifyInstance, limits: Connection
   });
 }
 
-
 const RUNNING = Symbol('toolport.runningCalls');
 /** A socket (its calls running) or a request (1 while counted) with the count of the connection guards. */
 type Counted<T> = T & { [RUNNING]?: number };

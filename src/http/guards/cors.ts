@@ -14,7 +14,14 @@ export const CORS_ALLOWED_HEADERS = [
 ] as const;
 
 /** Response headers a page may read besides the safelisted ones. */
-export const CORS_EXPOSED_HEADERS = ['X-Request-Id', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'WWW-Authenticate'] as const;
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'Retry-After',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'WWW-Authenticate',
+] as const;
 
 /** How long a browser may reuse a preflight's answer, in seconds. */
 export const CORS_MAX_AGE_S = 600;

@@ -59,7 +59,11 @@ export function sharedRateLimitStore(options: SharedStoreOptions): RateLimitStor
   const redis = options.redis as RateLimitRedis;
   if (typeof redis.toolportRateLimit !== 'function') redis.defineCommand('toolportRateLimit', { numberOfKeys: 1, lua: INCREMENT });
   const local = new LocalWindows();
-  const warn = throttled(options.log, 'warn', 'rate-limit counts cannot be shared through Redis (TOOLPORT_REDIS_URL); counting in this process until it is back');
+  const warn = throttled(
+    options.log,
+    'warn',
+    'rate-limit counts cannot be shared through Redis (TOOLPORT_REDIS_URL); counting in this process until it is back',
+  );
   let retryAt = 0;
   let failing = false;
 

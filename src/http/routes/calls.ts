@@ -36,7 +36,10 @@ const CallsQuery = Type.Object(
  * each as a single call would, in the order the model meant (read-only calls together, any other
  * alone), answered in the order of the calls.
  */
-export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: { gateway: Gateway; idleTimeoutMs?: number }): void {
+export function callsRoutes(
+  fastify: FastifyInstance,
+  { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: { gateway: Gateway; idleTimeoutMs?: number },
+): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const keepAliveMs = keepAliveInterval(idleTimeoutMs);
   const refusedBeforeGateway = (request: FastifyRequest, _reply: FastifyReply, error: FastifyError, done: () => void): void => {
@@ -52,7 +55,7 @@ export function callsRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs =
       config: { runsTools: true, bodyIs: "the assistant's turn", documentedBody: Type.Ref('AssistantTurn') },
       schema: {
         operationId: 'callTools',
-        summary: 'Run the tool calls of an assistant\'s turn; answer the next turn',
+        summary: "Run the tool calls of an assistant's turn; answer the next turn",
         description:
           'The body is an assistant turn as the provider returned it: an Anthropic message or its content array, an OpenAI Chat Completions assistant message or its tool_calls, or an OpenAI Responses output list. The answer is what goes back to the model: an Anthropic user message of tool_result blocks, the Chat Completions tool messages (and one user message with their images), or Responses function_call_output items.',
         tags: ['calls'],

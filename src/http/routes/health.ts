@@ -9,19 +9,31 @@ const PROBE_REFUSALS = { 403: REFUSALS[403], 500: REFUSALS[500] };
 
 /** Liveness and readiness, for orchestrators and load balancers. */
 export function healthRoutes(app: FastifyInstance, isDraining: () => boolean): void {
-  app.get('/healthz', {
-    schema: { operationId: 'healthz', summary: 'The process is up', tags: ['service'], response: { ...PROBE_REFUSALS, 200: Status } },
-  }, async () => ({ status: 'ok' }));
-
-  app.get('/readyz', {
-    schema: {
-      operationId: 'readyz',
-      summary: 'Ready to take tool calls (503 while shutting down)',
-      tags: ['service'],
-      response: { ...PROBE_REFUSALS, 200: Status, 503: { ...ErrorRef, description: 'Shutting down (SHUTTING_DOWN) or overloaded (OVERLOADED): send no calls here now.' } },
+  app.get(
+    '/healthz',
+    {
+      schema: { operationId: 'healthz', summary: 'The process is up', tags: ['service'], response: { ...PROBE_REFUSALS, 200: Status } },
     },
-  }, async () => {
-    if (isDraining()) throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down.');
-    return { status: 'ready' };
-  });
+    async () => ({ status: 'ok' }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        operationId: 'readyz',
+        summary: 'Ready to take tool calls (503 while shutting down)',
+        tags: ['service'],
+        response: {
+          ...PROBE_REFUSALS,
+          200: Status,
+          503: { ...ErrorRef, description: 'Shutting down (SHUTTING_DOWN) or overloaded (OVERLOADED): send no calls here now.' },
+        },
+      },
+    },
+    async () => {
+      if (isDraining()) throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down.');
+      return { status: 'ready' };
+    },
+  );
 }

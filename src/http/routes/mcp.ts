@@ -82,52 +82,61 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis 
     return setErrorHeaders(reply, refusal).code(refusal.statusCode).type(JSON_TYPE).send(JSON.stringify(body));
   };
 
-  app.post('/mcp', { schema: { hide: true }, config: { runsTools: true }, onError: refusedBeforeDispatch, errorHandler: answerRefusal }, async (request, reply) => {
-    const message = request.body;
-    const headers = request.headers;
-    const protocolVersion = headerOf(headers['mcp-protocol-version']);
-    const mismatch = checkStandardHeaders(message, { protocolVersion, method: headerOf(headers['mcp-method']), name: headerOf(headers['mcp-name']) });
-    if (mismatch) {
-      // A call refused for its headers is a refused call like any other: audited and counted.
-      if (carriesToolsCall(message)) {
-        const name = isPlainObject(message) && isPlainObject(message['params']) ? message['params']['name'] : undefined;
-        gateway.refused(
-          { caller: new RequestCaller(request), tool: typeof name === 'string' ? name : undefined, requestId: request.id, transport: MCP_TRANSPORT },
-          new ToolportError('BAD_REQUEST', mismatch.error.message),
-        );
+  app.post(
+    '/mcp',
+    { schema: { hide: true }, config: { runsTools: true }, onError: refusedBeforeDispatch, errorHandler: answerRefusal },
+    async (request, reply) => {
+      const message = request.body;
+      const headers = request.headers;
+      const protocolVersion = headerOf(headers['mcp-protocol-version']);
+      const mismatch = checkStandardHeaders(message, { protocolVersion, method: headerOf(headers['mcp-method']), name: headerOf(headers['mcp-name']) });
+      if (mismatch) {
+        // A call refused for its headers is a refused call like any other: audited and counted.
+        if (carriesToolsCall(message)) {
+          const name = isPlainObject(message) && isPlainObject(message['params']) ? message['params']['name'] : undefined;
+          gateway.refused(
+            { caller: new RequestCaller(request), tool: typeof name === 'string' ? name : undefined, requestId: request.id, transport: MCP_TRANSPORT },
+            new ToolportError('BAD_REQUEST', mismatch.error.message),
+          );
+        }
+        return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
       }
-      return reply.code(400).type(JSON_TYPE).send(encode(mismatch));
-    }
 
-    const caller: Caller = new RequestCaller(request);
-    if (!carriesToolsCall(message)) {
-      const own = carriesCancellation(message) ? callsOf(caller) : undefined;
-      const outcome = await dispatcher.handle(message, { caller, requestId: request.id, ...(protocolVersion ? { protocolVersion } : {}), ...(own ? { calls: own } : {}) });
-      return send(reply, outcome.status, outcome.reply);
-    }
+      const caller: Caller = new RequestCaller(request);
+      if (!carriesToolsCall(message)) {
+        const own = carriesCancellation(message) ? callsOf(caller) : undefined;
+        const outcome = await dispatcher.handle(message, {
+          caller,
+          requestId: request.id,
+          ...(protocolVersion ? { protocolVersion } : {}),
+          ...(own ? { calls: own } : {}),
+        });
+        return send(reply, outcome.status, outcome.reply);
+      }
 
-    // Tool calls: aborted when the client goes away (and by shutdown, through the gateway); with
-    // no AbortController unless a tool asks for a signal.
-    const abort = new CallAbort();
-    const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-    const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
-    try {
-      const own = callsOf(caller);
-      const outcome = await dispatcher.handle(message, {
-        caller,
-        requestId: request.id,
-        signal: abort,
-        ...(own ? { calls: own } : {}),
-        ...(protocolVersion ? { protocolVersion } : {}),
-        ...(stream ? { notify: stream.notify } : {}),
-      });
-      if (stream?.started) return stream.end(outcome.reply);
-      return send(reply, outcome.status, outcome.reply);
-    } finally {
-      stream?.stopKeepAlive();
-      stopWatching();
-    }
-  });
+      // Tool calls: aborted when the client goes away (and by shutdown, through the gateway); with
+      // no AbortController unless a tool asks for a signal.
+      const abort = new CallAbort();
+      const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
+      const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
+      try {
+        const own = callsOf(caller);
+        const outcome = await dispatcher.handle(message, {
+          caller,
+          requestId: request.id,
+          signal: abort,
+          ...(own ? { calls: own } : {}),
+          ...(protocolVersion ? { protocolVersion } : {}),
+          ...(stream ? { notify: stream.notify } : {}),
+        });
+        if (stream?.started) return stream.end(outcome.reply);
+        return send(reply, outcome.status, outcome.reply);
+      } finally {
+        stream?.stopKeepAlive();
+        stopWatching();
+      }
+    },
+  );
 
   const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => reply.code(405).header('allow', 'POST').send();
   app.get('/mcp', { schema: { hide: true } }, notAllowed);
@@ -195,12 +204,7 @@ class ProgressStream {
     const out = new BoundedOutput(body, { frame: (text) => `event: message\ndata: ${text}\n\n` });
     this.#body = body;
     this.#out = out;
-    void this.#reply
-      .code(200)
-      .header('content-type', 'text/event-stream')
-      .header('cache-control', 'no-cache')
-      .header('x-accel-buffering', 'no')
-      .send(body);
+    void this.#reply.code(200).header('content-type', 'text/event-stream').header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
     // A comment line keeps the idle timeout from closing a call that is silent for a while.
     this.#keepAlive = setInterval(() => out.optional(':\n\n'), this.#keepAliveMs);
     return out;

@@ -9,7 +9,17 @@ import { whenClientGoes } from '../client-gone.js';
 import { entityTag, noneMatch } from '../entity-tag.js';
 import { toolResultComponent } from '../openapi/tools-document.js';
 import { asToolportError, sendError } from '../error-handler.js';
-import { BAD_QUERY, CallAnswer, CallQuery, ErrorRef, FormatQuery, REFUSALS, ToolDefinitionAnswer, ToolListAnswer, ToolNameParams } from '../openapi/response-schemas.js';
+import {
+  BAD_QUERY,
+  CallAnswer,
+  CallQuery,
+  ErrorRef,
+  FormatQuery,
+  REFUSALS,
+  ToolDefinitionAnswer,
+  ToolListAnswer,
+  ToolNameParams,
+} from '../openapi/response-schemas.js';
 import { hasStrictMode, publishedSchema, STRICT_FORMATS, type APIFormat } from '../../core/formats.js';
 import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput, toOpenAIToolMessages } from '../../providers/results.js';
 import type { Progress, ToolResult } from '../../core/types.js';
@@ -40,14 +50,18 @@ const CALL_RESPONSES = {
   400: {
     ...ErrorRef,
     description:
-      'The body is not valid JSON (INVALID_JSON), not an object or fails the tool\'s input schema (INVALID_INPUT: the first 50 violations with their JSON paths, and how many more), or the query is not allowed (INVALID_QUERY).',
+      "The body is not valid JSON (INVALID_JSON), not an object or fails the tool's input schema (INVALID_INPUT: the first 50 violations with their JSON paths, and how many more), or the query is not allowed (INVALID_QUERY).",
   },
-  403: { ...ErrorRef, description: 'The key may not use this tool, or the Host and Origin guard refused the request: a Host or web Origin that is neither local nor allowed (FORBIDDEN).' },
+  403: {
+    ...ErrorRef,
+    description:
+      'The key may not use this tool, or the Host and Origin guard refused the request: a Host or web Origin that is neither local nor allowed (FORBIDDEN).',
+  },
   413: { ...ErrorRef, description: 'The body is over the size limit (PAYLOAD_TOO_LARGE).' },
   415: { ...ErrorRef, description: 'The Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE).' },
   503: {
     ...ErrorRef,
-    description: 'Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool\'s queue is full (QUEUE_FULL); Retry-After says when to retry.',
+    description: "Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool's queue is full (QUEUE_FULL); Retry-After says when to retry.",
   },
 };
 const NOT_MODIFIED = {
@@ -86,7 +100,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
     {
       schema: {
         operationId: 'listTools',
-        summary: 'List the tools, in a model provider\'s format',
+        summary: "List the tools, in a model provider's format",
         description:
           'The list carries a strong ETag (and Cache-Control: no-cache): send it back in If-None-Match to be answered 304 with no body while the list is the same.',
         tags: ['service'],
@@ -112,7 +126,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
     {
       schema: {
         operationId: 'getTool',
-        summary: 'One tool\'s definition, in a model provider\'s format',
+        summary: "One tool's definition, in a model provider's format",
         tags: ['service'],
         params: ToolNameParams,
         querystring: FormatQuery,
@@ -120,7 +134,10 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
           ...REFUSALS,
           200: ToolDefinitionAnswer,
           400: BAD_QUERY,
-          403: { ...ErrorRef, description: 'The key may not use this tool (or no such tool exists), or the Host and Origin guard refused the request (FORBIDDEN).' },
+          403: {
+            ...ErrorRef,
+            description: 'The key may not use this tool (or no such tool exists), or the Host and Origin guard refused the request (FORBIDDEN).',
+          },
           404: NO_SUCH_TOOL,
         },
       },
@@ -186,29 +203,37 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
   // Fastify, validates it, so that every adapter applies the same strict rules.
   for (const tool of registry.list()) {
     if (tool.outputSchema !== undefined) app.addSchema(toolResultSchema(tool as ToolDef & { outputSchema: ObjectSchema }));
-    app.post(`/tools/${tool.name}`, {
+    app.post(
+      `/tools/${tool.name}`,
+      {
+        serializerCompiler: stringify,
+        onRequest: checkScope,
+        onError: refusedBeforeGateway,
+        config: { tool: tool.name, runsTools: true, swaggerTransform: withBody(tool) },
+        schema: {
+          querystring: CallQuery,
+          operationId: tool.name,
+          summary: tool.annotations?.title ?? tool.name,
+          description: tool.description,
+          tags: ['tools'],
+          response: CALL_RESPONSES,
+        },
+      },
+      call,
+    );
+  }
+
+  app.post(
+    '/tools/:name',
+    {
       serializerCompiler: stringify,
       onRequest: checkScope,
       onError: refusedBeforeGateway,
-      config: { tool: tool.name, runsTools: true, swaggerTransform: withBody(tool) },
-      schema: {
-        querystring: CallQuery,
-        operationId: tool.name,
-        summary: tool.annotations?.title ?? tool.name,
-        description: tool.description,
-        tags: ['tools'],
-        response: CALL_RESPONSES,
-      },
-    }, call);
-  }
-
-  app.post('/tools/:name', {
-    serializerCompiler: stringify,
-    onRequest: checkScope,
-    onError: refusedBeforeGateway,
-    config: { runsTools: true },
-    schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: { ...CALL_RESPONSES, 404: NO_SUCH_TOOL } },
-  }, call);
+      config: { runsTools: true },
+      schema: { hide: true, params: ToolNameParams, querystring: CallQuery, response: { ...CALL_RESPONSES, 404: NO_SUCH_TOOL } },
+    },
+    call,
+  );
 }
 
 /** `?format=&strict=` of a list, checked: strict mode is OpenAI's. */
@@ -217,7 +242,9 @@ function listQuery(query: { format?: APIFormat; strict?: boolean }): { format: A
   const strict = query.strict === true;
   if (strict && !hasStrictMode(format)) {
     const message = `Invalid querystring:\n- $.strict: applies to format ${STRICT_FORMATS.join(' and ')}, not ${format}`;
-    throw new ToolportError('INVALID_QUERY', message, { violations: [{ path: '$.strict', message: `applies to format ${STRICT_FORMATS.join(' and ')}, not ${format}` }] });
+    throw new ToolportError('INVALID_QUERY', message, {
+      violations: [{ path: '$.strict', message: `applies to format ${STRICT_FORMATS.join(' and ')}, not ${format}` }],
+    });
   }
   return { format, strict };
 }
@@ -329,7 +356,8 @@ function withStructuredContent(answer: unknown, tool: ToolDef): unknown {
   // JSON or an event stream: the JSON answer's schema is the one to change.
   const { content } = answer as { content?: Record<string, { schema: unknown }> };
   const json = content?.['application/json'];
-  if (json !== undefined) return { ...(answer as object), content: { ...content, 'application/json': { ...json, schema: withStructuredContent(json.schema, tool) } } };
+  if (json !== undefined)
+    return { ...(answer as object), content: { ...content, 'application/json': { ...json, schema: withStructuredContent(json.schema, tool) } } };
   const { anyOf, ...rest } = answer as { anyOf?: unknown[] };
   if (!Array.isArray(anyOf)) return answer;
   const own = { $ref: toolResultComponent(tool.name) };

@@ -111,7 +111,7 @@ function sameFile(found: BigIntStats | undefined, written: BigIntStats): boolean
 async function holds(handle: FileHandle, bytes: Uint8Array): Promise<boolean> {
   if ((await handle.stat()).size !== bytes.length) return false;
   const chunk = Buffer.allocUnsafe(Math.min(bytes.length, 1024 * 1024) || 1);
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, bytes.length - at), at);
     if (bytesRead === 0 || Buffer.compare(chunk.subarray(0, bytesRead), bytes.subarray(at, at + bytesRead)) !== 0) return false;
     at += bytesRead;

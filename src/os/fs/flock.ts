@@ -55,7 +55,8 @@ class FlockHelper {
     child.stderr.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-500)));
     child.stdin.on('error', () => {});
     createInterface({ input: child.stdout }).on('line', (line) => this.#answer(line));
-    const gone = (err?: Error): void => this.#die(err ?? new FlockUnavailable(`the lock helper (${perl}) exited${stderr.trim() === '' ? '' : `: ${stderr.trim()}`}`));
+    const gone = (err?: Error): void =>
+      this.#die(err ?? new FlockUnavailable(`the lock helper (${perl}) exited${stderr.trim() === '' ? '' : `: ${stderr.trim()}`}`));
     child.once('error', (err) => gone(new FlockUnavailable(`the lock helper (${perl}) cannot run: ${err.message}`)));
     child.once('exit', () => gone());
     // An idle helper does not keep the process alive; a request waiting for its answer does.

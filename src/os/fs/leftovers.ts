@@ -50,7 +50,13 @@ export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
         const claim = entry.name.endsWith('.tmp') ? await claimTemporary(dir, entry.name) : undefined;
         if (claim === 'live') continue;
         try {
-          if (await unlink(heldPath(dir, entry.name)).then(() => true, () => false)) report.removed += 1;
+          if (
+            await unlink(heldPath(dir, entry.name)).then(
+              () => true,
+              () => false,
+            )
+          )
+            report.removed += 1;
         } finally {
           claim?.release();
         }

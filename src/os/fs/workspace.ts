@@ -145,8 +145,7 @@ export class Workspace {
     const shown = JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given);
     if (given.includes('\0')) throw new WorkspaceError(`Path ${shown} contains a NUL byte.`);
     if (given.length > MAX_PATH_LENGTH) throw new WorkspaceError(`Path ${shown} is longer than ${MAX_PATH_LENGTH} characters.`);
-    const outside = (): WorkspaceError =>
-      new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
+    const outside = (): WorkspaceError => new WorkspaceError(`Path ${shown} is outside the workspace; file tools may only use paths under the workspace root.`);
     const unresolvable = (err: unknown): WorkspaceError =>
       new WorkspaceError(`Path ${shown} cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
     // The walk drops empty parts, so "file.txt/" would name the file; the kernel says ENOTDIR.
@@ -228,8 +227,7 @@ export class Workspace {
             if (target === undefined) {
               if (++retries > MAX_RETRIES) throw unresolvable({ code: 'EAGAIN' });
               pending.unshift({ part, fromLink });
-            }
-            else {
+            } else {
               expand(target);
               if (path.isAbsolute(target)) {
                 await release();

@@ -211,7 +211,10 @@ async function ownHierarchies(sources: CgroupSources): Promise<Map<CgroupControl
   const found = new Map<CgroupController, string>();
   for (const controller of ['pids', 'memory'] as const) {
     // hierarchy-id:controllers:path, with an empty list of controllers for cgroup v2.
-    const own = cgroup.split('\n').map((line) => line.split(':')).find((fields) => fields[1]?.split(',').includes(controller));
+    const own = cgroup
+      .split('\n')
+      .map((line) => line.split(':'))
+      .find((fields) => fields[1]?.split(',').includes(controller));
     const ownPath = own?.slice(2).join(':');
     if (ownPath === undefined) continue;
     for (const line of mountinfo.split('\n')) {

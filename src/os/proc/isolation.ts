@@ -87,7 +87,12 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
         processes: pidsCgroup ? 'cgroup' : limits.maxProcesses > 0 && !rootUser ? 'rlimit' : 'none',
         memory: memoryCgroup ? 'cgroup' : 'none',
         tmp: limits.tmpSize > 0 ? 'tmpfs' : 'none',
-        notes: [...notes, ...(limits.maxProcesses > 0 && !pidsCgroup && rootUser ? ['the server runs as root, which RLIMIT_NPROC does not bind: no process limit without a pids cgroup'] : [])],
+        notes: [
+          ...notes,
+          ...(limits.maxProcesses > 0 && !pidsCgroup && rootUser
+            ? ['the server runs as root, which RLIMIT_NPROC does not bind: no process limit without a pids cgroup']
+            : []),
+        ],
       };
       const args = bwrapArgs(root, hidden, limits.tmpSize);
       return {
@@ -120,7 +125,9 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
     tmp: 'none',
     notes: [
       ...notes,
-      ...(limits.maxProcesses > 0 && !pidsCgroup ? ["without the sandbox RLIMIT_NPROC would count every process of the server's user, not the call's: no process limit without a pids cgroup"] : []),
+      ...(limits.maxProcesses > 0 && !pidsCgroup
+        ? ["without the sandbox RLIMIT_NPROC would count every process of the server's user, not the call's: no process limit without a pids cgroup"]
+        : []),
       ...(limits.tmpSize > 0 ? ["without the sandbox, commands share the machine's /tmp: TOOLPORT_BASH_TMP_SIZE does not apply"] : []),
       ...(process.getuid?.() === 0 ? ['the server runs as root: without the sandbox a command can raise its resource limits and leave its cgroup'] : []),
     ],
@@ -141,7 +148,12 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
       enforced,
       run: (command, options) =>
         runLimited(limits, cgroups, options, (cgroup, cpuSeconds) =>
-          runProcess('bash', unconfined(command, cgroup, cpuSeconds), { ...options, env: commandEnv(), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' }),
+          runProcess('bash', unconfined(command, cgroup, cpuSeconds), {
+            ...options,
+            env: commandEnv(),
+            killGraceMs: KILL_GRACE_MS,
+            signalOnServerExit: 'SIGKILL',
+          }),
         ),
     };
   }
@@ -172,7 +184,8 @@ async function openCgroups(limits: BashLimits): Promise<{ cgroups: CallCgroups |
     return { cgroups, notes: unusable.map((why) => `no ${why.split(':')[0]} cgroup per call (${why})`) };
   } catch (err) {
     const notes = [`no cgroup per call (${(err as Error).message})`];
-    if (limits.maxMemory > 0) notes.push('TOOLPORT_BASH_MAX_MEMORY does not apply without a memory cgroup (TOOLPORT_BASH_MAX_ADDRESS_SPACE bounds each process instead)');
+    if (limits.maxMemory > 0)
+      notes.push('TOOLPORT_BASH_MAX_MEMORY does not apply without a memory cgroup (TOOLPORT_BASH_MAX_ADDRESS_SPACE bounds each process instead)');
     return { cgroups: undefined, notes };
   }
 }

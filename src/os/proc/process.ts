@@ -217,4 +217,3 @@ function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-

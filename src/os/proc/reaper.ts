@@ -124,7 +124,9 @@ export class ResidentReaper {
     const fields = [token, options.cwd, String(options.killGraceMs ?? KILL_GRACE_MS), String(env.length), ...env, ...command];
     // As spawn refuses them: no program can receive a NUL byte in an argument.
     if (fields.some((field) => field.includes('\0'))) {
-      const error = Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), { code: 'ERR_INVALID_ARG_VALUE' });
+      const error = Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), {
+        code: 'ERR_INVALID_ARG_VALUE',
+      });
       return Promise.resolve({ ...outcome, spawnError: error });
     }
     if (this.#closed) return Promise.resolve({ ...outcome, spawnError: new Error('the reaper was closed') });

@@ -74,7 +74,12 @@ async function sandboxArgs(root: string, rg: string): Promise<string[]> {
 
 /** The absolute path of a program on PATH (or the given path, when it has a "/"), canonical; undefined when missing. */
 async function findProgram(name: string): Promise<string | undefined> {
-  const candidates = name.includes('/') ? [name] : (commandEnv().PATH ?? '').split(':').filter(Boolean).map((dir) => path.join(dir, name));
+  const candidates = name.includes('/')
+    ? [name]
+    : (commandEnv().PATH ?? '')
+        .split(':')
+        .filter(Boolean)
+        .map((dir) => path.join(dir, name));
   for (const candidate of candidates) {
     try {
       await access(candidate, constants.X_OK);
@@ -116,7 +121,12 @@ export async function rgRunner(ws: Workspace, rgPath: string, confine: GrepConfi
  * relative path, which can only lead somewhere inside. Directly, it runs in the held directory
  * (`.`), or is given the held file itself, and its output is renamed to paths from the root.
  */
-export function rgCommand(runner: RgRunner, ws: Workspace, target: { relative: string; dir?: FileHandle; file?: FileHandle }, rgArgs: readonly string[]): RgCommand {
+export function rgCommand(
+  runner: RgRunner,
+  ws: Workspace,
+  target: { relative: string; dir?: FileHandle; file?: FileHandle },
+  rgArgs: readonly string[],
+): RgCommand {
   if (runner.sandbox !== undefined) {
     return {
       file: BWRAP,

@@ -55,20 +55,31 @@ const SHARED_DIRECTORIES = new Set(['/var/lib', '/var/cache', '/var/log', '/var/
 export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): string[] {
   const sized = tmpSize > 0 ? ['--size', String(tmpSize)] : [];
   return [
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
     ...(tmpSize > 0 ? [...sized, '--tmpfs', '/dev/shm', '--remount-ro', '/dev'] : []),
-    '--proc', '/proc',
-    ...sized, '--tmpfs', '/tmp',
-    '--tmpfs', '/run',
+    '--proc',
+    '/proc',
+    ...sized,
+    '--tmpfs',
+    '/tmp',
+    '--tmpfs',
+    '/run',
     ...hidden.directories.flatMap((dir) => ['--tmpfs', dir]),
     ...hidden.files.flatMap((file) => ['--ro-bind', '/dev/null', file]),
-    '--bind', workspaceRoot, workspaceRoot,
+    '--bind',
+    workspaceRoot,
+    workspaceRoot,
     ...(tmpSize > 0 ? ['/run', ...hidden.directories].flatMap((dir) => ['--remount-ro', dir]) : []),
-    '--chdir', workspaceRoot,
+    '--chdir',
+    workspaceRoot,
     '--unshare-all',
     '--die-with-parent',
-    '--cap-drop', 'ALL',
+    '--cap-drop',
+    'ALL',
   ];
 }
 
@@ -121,7 +132,12 @@ export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly s
  * namespaces refused by the kernel or the container runtime, a bwrap older than 0.8.0 given a
  * `tmpSize`, ...), or undefined when it works.
  */
-export async function sandboxUnavailableReason(workspaceRoot: string, bwrap = BWRAP, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): Promise<string | undefined> {
+export async function sandboxUnavailableReason(
+  workspaceRoot: string,
+  bwrap = BWRAP,
+  hidden: HiddenPaths = NOTHING_HIDDEN,
+  tmpSize = 0,
+): Promise<string | undefined> {
   const stderr: Buffer[] = [];
   const { args } = sandboxedBash(workspaceRoot, 'exit 0', hidden, tmpSize);
   const outcome = await runProcess(bwrap, args, {

@@ -140,7 +140,12 @@ test('a scoped key gets the same 403 for a tool that does not exist, so it canno
 test('a call outside the scope is refused before its body is read', async (t) => {
   const app = await appWith();
   t.after(() => app.close());
-  const badJson = await app.inject({ method: 'POST', url: '/tools/Nested', headers: { ...bearer(SCOPED_KEY), 'content-type': 'application/json' }, payload: '{"name": ' });
+  const badJson = await app.inject({
+    method: 'POST',
+    url: '/tools/Nested',
+    headers: { ...bearer(SCOPED_KEY), 'content-type': 'application/json' },
+    payload: '{"name": ',
+  });
   assert.equal(badJson.statusCode, 403);
   assert.deepEqual(badJson.json(), forbidden('Nested'));
   const wrongType = await app.inject({ method: 'POST', url: '/tools/Nested', headers: { ...bearer(SCOPED_KEY), 'content-type': 'text/plain' }, payload: 'x' });
@@ -196,7 +201,11 @@ test('keys with the same tools share their precomputed lists, and different scop
 test('health endpoints stay open with keys configured', async (t) => {
   const app = await appWith();
   t.after(() => app.close());
-  for (const [url, status] of [['/healthz', 'ok'], ['/readyz', 'ready'], ['/healthz?probe=1', 'ok']] as const) {
+  for (const [url, status] of [
+    ['/healthz', 'ok'],
+    ['/readyz', 'ready'],
+    ['/healthz?probe=1', 'ok'],
+  ] as const) {
     const res = await app.inject({ url });
     assert.equal(res.statusCode, 200, url);
     assert.deepEqual(res.json(), { status }, url);

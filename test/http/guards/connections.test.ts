@@ -94,11 +94,14 @@ test('a call that runs longer than the header, request and idle timeouts still g
   const gated = gatedTool();
   const { port } = await listening(t, { headersTimeoutMs: 100, requestTimeoutMs: 100, idleTimeoutMs: 100 }, [gated.tool]);
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request({ port, host: '127.0.0.1', path: '/tools/Gated', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let body = '';
-      res.on('data', (chunk) => (body += String(chunk)));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
+    const req = request(
+      { port, host: '127.0.0.1', path: '/tools/Gated', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += String(chunk)));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
     req.on('error', reject);
     req.end('{"id":"long"}');
   });
@@ -151,7 +154,12 @@ test('a call through POST /calls or POST /mcp that runs longer than the idle tim
 });
 
 test('a client that stops reading a large response is cut off after the idle timeout', async (t) => {
-  const Big: ToolDef = { name: 'Big', description: 'A large result.', inputSchema: { type: 'object' }, execute: () => textResult('x'.repeat(64 * 1024 * 1024)) };
+  const Big: ToolDef = {
+    name: 'Big',
+    description: 'A large result.',
+    inputSchema: { type: 'object' },
+    execute: () => textResult('x'.repeat(64 * 1024 * 1024)),
+  };
   const { app, port } = await listening(t, { idleTimeoutMs: 200 }, [Big]);
   const { socket } = rawConnection(port, 'POST /tools/Big HTTP/1.1\r\nHost: localhost\r\n\r\n');
   socket.pause();

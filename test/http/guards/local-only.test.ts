@@ -17,7 +17,9 @@ function forbidden(message: string) {
 }
 
 const hostRefused = (what: string) =>
-  forbidden(`Request refused: it has ${what}. This server listens on loopback only and, to protect against DNS rebinding, answers only to localhost, 127.0.0.1 or [::1].`);
+  forbidden(
+    `Request refused: it has ${what}. This server listens on loopback only and, to protect against DNS rebinding, answers only to localhost, 127.0.0.1 or [::1].`,
+  );
 const originRefused = (origin: string) =>
   forbidden(
     `Request refused: it comes from the web origin ${JSON.stringify(origin)}, which is not local. This server listens on loopback only and, to protect against DNS rebinding and cross-site requests, refuses calls from pages of other sites.`,
@@ -30,7 +32,20 @@ test('isLocalHostHeader takes localhost, 127.x.x.x and [::1], with or without a 
 });
 
 test('isLocalHostHeader refuses other names, public addresses, bare IPv6 and a missing header', () => {
-  for (const host of [undefined, '', 'evil.example', 'evil.example:3000', 'localhost.evil.example', '127.0.0.1.nip.io', '0.0.0.0:3000', '10.0.0.1', '::1', '[::2]:3000', 'localhost:3000:1', 'localhost:x']) {
+  for (const host of [
+    undefined,
+    '',
+    'evil.example',
+    'evil.example:3000',
+    'localhost.evil.example',
+    '127.0.0.1.nip.io',
+    '0.0.0.0:3000',
+    '10.0.0.1',
+    '::1',
+    '[::2]:3000',
+    'localhost:3000:1',
+    'localhost:x',
+  ]) {
     assert.equal(isLocalHostHeader(host), false, String(host));
   }
 });
@@ -39,7 +54,16 @@ test('isLocalOrigin takes http(s) origins on localhost, 127.x.x.x and [::1]; nul
   for (const origin of ['http://localhost', 'http://localhost:5173', 'https://127.0.0.1:3000', 'http://[::1]:3000', 'HTTP://LOCALHOST']) {
     assert.equal(isLocalOrigin(origin), true, origin);
   }
-  for (const origin of ['null', '', 'http://evil.example', 'http://localhost.evil.example', 'file://', 'ftp://localhost', 'http://localhost/path', 'http://127.0.0.1@evil.example']) {
+  for (const origin of [
+    'null',
+    '',
+    'http://evil.example',
+    'http://localhost.evil.example',
+    'file://',
+    'ftp://localhost',
+    'http://localhost/path',
+    'http://127.0.0.1@evil.example',
+  ]) {
     assert.equal(isLocalOrigin(origin), false, origin);
   }
 });
@@ -103,7 +127,12 @@ test('on loopback, local Host and Origin headers, or no Origin at all, are let t
 test('on loopback, a cross-site form body is refused twice over: foreign Origin 403, and 415 for its type', async (t) => {
   const app = await appWith();
   t.after(() => app.close());
-  const fromPage = await app.inject({ method: 'POST', url: '/tools/Echo', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, payload: '{"text":"x"}' });
+  const fromPage = await app.inject({
+    method: 'POST',
+    url: '/tools/Echo',
+    headers: { origin: 'https://evil.example', 'content-type': 'text/plain' },
+    payload: '{"text":"x"}',
+  });
   assert.equal(fromPage.statusCode, 403);
   const noOrigin = await app.inject({ method: 'POST', url: '/tools/Echo', headers: { 'content-type': 'text/plain' }, payload: '{"text":"x"}' });
   assert.equal(noOrigin.statusCode, 415);

@@ -61,7 +61,10 @@ test('POST /tools/:name while every slot is taken and queueSize is 0 is a 503 QU
   );
   gated.runs[0]?.release();
   assert.equal((await first).statusCode, 200);
-  assert.deepEqual(gated.runs.map((r) => r.id), ['a']);
+  assert.deepEqual(
+    gated.runs.map((r) => r.id),
+    ['a'],
+  );
 });
 
 test('POST /tools/:name waits in the queue for a slot, and past a full queue gets 503 QUEUE_FULL', async (t) => {
@@ -101,7 +104,10 @@ test('a queued call whose client disconnects leaves the queue at once and never 
   await until(() => app.toolport.executor.load('Busy').waiting === 0, 'the second call to leave the queue', 5_000, 0);
   gated.runs[0]?.release();
   assert.equal((await first).status, 200);
-  assert.deepEqual(gated.runs.map((r) => r.id), ['a']);
+  assert.deepEqual(
+    gated.runs.map((r) => r.id),
+    ['a'],
+  );
   assert.deepEqual(app.toolport.executor.load('Busy'), { running: 0, waiting: 0, limit: 1 });
 });
 
@@ -112,10 +118,7 @@ test('past rateLimit calls a minute from one address, a call is a 429 RATE_LIMIT
   for (const remaining of ['2', '1', '0']) {
     const ok = await echo(app);
     assert.equal(ok.statusCode, 200);
-    assert.deepEqual(
-      [ok.headers['x-ratelimit-limit'], ok.headers['x-ratelimit-remaining'], ok.headers['x-ratelimit-reset']],
-      ['3', remaining, '60'],
-    );
+    assert.deepEqual([ok.headers['x-ratelimit-limit'], ok.headers['x-ratelimit-remaining'], ok.headers['x-ratelimit-reset']], ['3', remaining, '60']);
   }
   const res = await echo(app);
   assert.equal(res.statusCode, 429);
@@ -220,7 +223,11 @@ test('rateLimit 0 switches the rate limit off: no 429 and no x-ratelimit headers
 test('under pressure, tool calls and readiness get 503 OVERLOADED with Retry-After, while /healthz and /metrics answer', async (t) => {
   const app = await appWith([Echo], { pressure: { healthCheck: () => false } });
   t.after(() => app.close());
-  for (const [method, url] of [['POST', '/tools/Echo'], ['GET', '/tools'], ['GET', '/readyz']] as const) {
+  for (const [method, url] of [
+    ['POST', '/tools/Echo'],
+    ['GET', '/tools'],
+    ['GET', '/readyz'],
+  ] as const) {
     const res = await app.inject({ method, url, ...(method === 'POST' && { payload: { text: 'hi' } }) });
     assert.equal(res.statusCode, 503, url);
     assert.equal(res.headers['retry-after'], '5', url);

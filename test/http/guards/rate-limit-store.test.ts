@@ -53,7 +53,11 @@ describe('rate limits kept in Redis', requiredOptions('Redis', REDIS_MISSING), (
     t.after(() => redis.stop());
     const a = await replica(t, redis, 3);
     const b = await replica(t, redis, 3);
-    for (const [app, remaining] of [[a.app, '2'], [b.app, '1'], [a.app, '0']] as const) {
+    for (const [app, remaining] of [
+      [a.app, '2'],
+      [b.app, '1'],
+      [a.app, '0'],
+    ] as const) {
       const ok = await echo(app);
       assert.equal(ok.statusCode, 200);
       assert.equal(ok.headers['x-ratelimit-remaining'], remaining);

@@ -11,7 +11,6 @@ import { capturedLog } from '../../fixtures/log-capture.js';
 import { allItems, postForEvents } from '../../fixtures/sse-client.js';
 import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
 
-
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();
   for (const tool of tools) registry.register(tool);
@@ -133,7 +132,7 @@ test('OpenAI Responses: function_call items answer as function_call_output items
   assert.deepEqual((await post(app, { id: 'resp_1', object: 'response', output })).json(), expected);
 });
 
-test('a turn that is no provider\'s, or mixes two, or is not the one ?format= names, is a 400 that says what was expected', async (t) => {
+test("a turn that is no provider's, or mixes two, or is not the one ?format= names, is a 400 that says what was expected", async (t) => {
   const app = await appWith([Echo]);
   t.after(() => app.close());
   const bad = async (payload: unknown, query: string, message: string) => {
@@ -144,7 +143,7 @@ test('a turn that is no provider\'s, or mixes two, or is not the one ?format= na
   await bad(
     [toolUse('toolu_1', 'Echo', {}), { type: 'function_call', call_id: 'c', name: 'Echo', arguments: '{}' }],
     '',
-    'The turn is ambiguous: its items mix anthropic and openai-responses tool calls; send one provider\'s turn, or say which with ?format=.',
+    "The turn is ambiguous: its items mix anthropic and openai-responses tool calls; send one provider's turn, or say which with ?format=.",
   );
   await bad({ content: [], output: [] }, '', 'The turn is ambiguous: it has "content" and "output" arrays; send one of them, or say which with ?format=.');
   await bad(
@@ -153,7 +152,11 @@ test('a turn that is no provider\'s, or mixes two, or is not the one ?format= na
     'Not a turn in the openai-responses format: got an object with keys "role", "content"; expected an OpenAI Responses API response ({"output": [...]}), or its output items with function_call items ({"type": "function_call", "call_id", "name", "arguments"}).',
   );
   await bad([toolUse('', 'Echo', {})], '', 'content[0] has no id: every tool call needs its id, to answer it.');
-  await bad([{ id: 'call_1', type: 'function', function: { name: 'Echo', arguments: { text: 'x' } } }], '', 'tool_calls[0] (call_1): function.arguments must be a JSON text, as the API returns it.');
+  await bad(
+    [{ id: 'call_1', type: 'function', function: { name: 'Echo', arguments: { text: 'x' } } }],
+    '',
+    'tool_calls[0] (call_1): function.arguments must be a JSON text, as the API returns it.',
+  );
   const expected = [
     '- anthropic: an Anthropic assistant message ({"role": "assistant", "content": [...]}), or its content array of blocks with tool_use blocks ({"type": "tool_use", "id", "name", "input"})',
     '- openai: an OpenAI Chat Completions assistant message ({"role": "assistant", "tool_calls": [...]}), or its tool_calls array ({"id", "type": "function", "function": {"name", "arguments"}})',
@@ -183,12 +186,21 @@ test(`a turn of more than ${MAX_CALLS_PER_TURN} calls is refused whole, and runs
 test('each call of a turn counts against the rate limit: past it, a call is an error result; the next request is a 429', async (t) => {
   const app = await appWith([Echo], { rateLimit: 3 });
   t.after(() => app.close());
-  const res = await post(app, [1, 2, 3, 4, 5].map((i) => toolUse(`toolu_${i}`, 'Echo', { text: String(i) })));
+  const res = await post(
+    app,
+    [1, 2, 3, 4, 5].map((i) => toolUse(`toolu_${i}`, 'Echo', { text: String(i) })),
+  );
   assert.equal(res.statusCode, 200);
   const results = res.json().content as { tool_use_id: string; is_error: boolean; content: { text: string }[] }[];
   assert.deepEqual(
     results.map((r) => [r.tool_use_id, r.is_error]),
-    [['toolu_1', false], ['toolu_2', false], ['toolu_3', false], ['toolu_4', true], ['toolu_5', true]],
+    [
+      ['toolu_1', false],
+      ['toolu_2', false],
+      ['toolu_3', false],
+      ['toolu_4', true],
+      ['toolu_5', true],
+    ],
   );
   assert.match(results[3]!.content[0]!.text, /^Rate limit exceeded: this client address may make 3 requests per minute; retry in \d+ s\.$/);
   const next = await post(app, [toolUse('toolu_6', 'Echo', { text: '6' })]);
@@ -213,23 +225,27 @@ test('every call of a turn gets its audit line: ran or refused, with the tool, t
   const { lines, logger } = capturedLog();
   const app = await appWith([Echo], { logger });
   t.after(() => app.close());
-  await post(
-    app,
-    [toolUse('toolu_1', 'Echo', { text: 'x' }), toolUse('toolu_2', 'Echo', { wrong: 1 })],
-    '',
-    { 'x-request-id': 'turn-1' },
-  );
+  await post(app, [toolUse('toolu_1', 'Echo', { text: 'x' }), toolUse('toolu_2', 'Echo', { wrong: 1 })], '', { 'x-request-id': 'turn-1' });
   const ran = lines.filter((l) => l.msg === 'tool call');
   const refused = lines.filter((l) => l.msg === 'tool call refused');
-  assert.deepEqual(ran.map((l) => [l.reqId, l.tool, l.outcome, l.transport]), [['turn-1', 'Echo', 'ok', 'calls']]);
-  assert.deepEqual(refused.map((l) => [l.reqId, l.tool, l.code, l.transport]), [['turn-1', 'Echo', 'INVALID_INPUT', 'calls']]);
+  assert.deepEqual(
+    ran.map((l) => [l.reqId, l.tool, l.outcome, l.transport]),
+    [['turn-1', 'Echo', 'ok', 'calls']],
+  );
+  assert.deepEqual(
+    refused.map((l) => [l.reqId, l.tool, l.code, l.transport]),
+    [['turn-1', 'Echo', 'INVALID_INPUT', 'calls']],
+  );
 });
 
 test('the read-only calls of a turn run at once, and a client that goes away aborts every one of them', async (t) => {
   const first = controllableTool('SlowA');
   const second = controllableTool('SlowB');
   const readOnly = { annotations: { readOnlyHint: true } };
-  const app = await appWith([{ ...first.tool, ...readOnly }, { ...second.tool, ...readOnly }]);
+  const app = await appWith([
+    { ...first.tool, ...readOnly },
+    { ...second.tool, ...readOnly },
+  ]);
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -254,7 +270,10 @@ test('the results of one turn are bounded: a result that would take the answer p
   };
   const app = await appWith([Big]);
   t.after(() => app.close());
-  const res = await post(app, [1, 2, 3].map((i) => toolUse(`toolu_${i}`, 'Big', {})));
+  const res = await post(
+    app,
+    [1, 2, 3].map((i) => toolUse(`toolu_${i}`, 'Big', {})),
+  );
   assert.equal(res.statusCode, 200);
   const results = res.json().content as { is_error: boolean; content: { text: string }[] }[];
   assert.deepEqual(results.map((r) => r.is_error).sort(), [false, false, true]);
@@ -275,11 +294,19 @@ test('an id longer than 256 characters refuses the turn; a tool name longer than
   assert.deepEqual(longId.json(), errorBody('BAD_REQUEST', 'content[0] has an id of 257 characters; at most 256 are taken.'));
   const longName = await post(app, [toolUse('toolu_1', 'N'.repeat(100_000), {}), toolUse('toolu_2', 'Echo', { text: 'ok' })]);
   assert.deepEqual(longName.json().content, [
-    { type: 'tool_result', tool_use_id: 'toolu_1', content: text('Tool call toolu_1 names a tool of 100000 characters; tool names have at most 64.'), is_error: true },
+    {
+      type: 'tool_result',
+      tool_use_id: 'toolu_1',
+      content: text('Tool call toolu_1 names a tool of 100000 characters; tool names have at most 64.'),
+      is_error: true,
+    },
     { type: 'tool_result', tool_use_id: 'toolu_2', content: text('ok'), is_error: false },
   ]);
   const refused = lines.filter((l) => l.msg === 'tool call refused');
-  assert.deepEqual(refused.map((l) => l.code), ['BAD_REQUEST', 'INVALID_INPUT']);
+  assert.deepEqual(
+    refused.map((l) => l.code),
+    ['BAD_REQUEST', 'INVALID_INPUT'],
+  );
   assert.equal(String(refused[1]!.tool).length, 67);
 });
 
@@ -301,7 +328,10 @@ test(`at most ${MAX_TURN_CONCURRENCY} (read-only) calls of one turn run at once,
   };
   const app = await appWith([Gate], { maxConcurrency: 64, queueSize: 64 });
   t.after(() => app.close());
-  const answer = post(app, Array.from({ length: 20 }, (_, i) => toolUse(`toolu_${i}`, 'Gate', {})));
+  const answer = post(
+    app,
+    Array.from({ length: 20 }, (_, i) => toolUse(`toolu_${i}`, 'Gate', {})),
+  );
   // The pool fills to its size and no further; each time, let that many through.
   for (const expected of [8, 8, 4]) {
     const deadline = Date.now() + 10_000;
@@ -310,7 +340,7 @@ test(`at most ${MAX_TURN_CONCURRENCY} (read-only) calls of one turn run at once,
       await new Promise((resolve) => setImmediate(resolve));
     }
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(releases.length, expected, 'no call past the pool\'s size starts');
+    assert.equal(releases.length, expected, "no call past the pool's size starts");
     for (const release of releases.splice(0)) release();
   }
   const res = await answer;
@@ -325,7 +355,10 @@ test("a /calls body that is not JSON, or not sent as JSON, is refused with error
   assert.equal(notJson.statusCode, 400);
   assert.deepEqual(
     notJson.json(),
-    errorBody('INVALID_JSON', "Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the assistant's turn as a JSON object."),
+    errorBody(
+      'INVALID_JSON',
+      "Request body is not valid JSON (or it holds a forbidden __proto__ or constructor.prototype key); send the assistant's turn as a JSON object.",
+    ),
   );
   const asText = await app.inject({ method: 'POST', url: '/calls', payload: '[]', headers: { 'content-type': 'text/plain' } });
   assert.equal(asText.statusCode, 415);
@@ -347,7 +380,7 @@ const Steps: ToolDef = {
   },
 };
 
-test('POST /calls with Accept: text/event-stream streams each call\'s progress naming its call, then the answer as the result event; a refused turn stays JSON', async (t) => {
+test("POST /calls with Accept: text/event-stream streams each call's progress naming its call, then the answer as the result event; a refused turn stays JSON", async (t) => {
   const app = await appWith([Steps, Echo]);
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -360,7 +393,10 @@ test('POST /calls with Accept: text/event-stream streams each call\'s progress n
   const events = all.filter((i): i is { event: string; data: string } => 'event' in i);
   assert.equal(events.at(-1)!.event, 'result');
   const progress = events.filter((e) => e.event === 'progress').map((e) => JSON.parse(e.data) as Record<string, unknown>);
-  for (const [index, id, name] of [[0, 'toolu_a', 'a'], [2, 'toolu_b', 'b']] as const) {
+  for (const [index, id, name] of [
+    [0, 'toolu_a', 'a'],
+    [2, 'toolu_b', 'b'],
+  ] as const) {
     const own = progress.filter((p) => p.id === id);
     assert.ok(own.length >= 1 && own.every((p) => p.index === index), `the events of ${id} name it and its index`);
     assert.deepEqual(own.at(-1), { id, index, progress: 3, total: 3, message: `${name} step 3` });
@@ -368,7 +404,10 @@ test('POST /calls with Accept: text/event-stream streams each call\'s progress n
   assert.equal(progress.filter((p) => p.id === 'toolu_e').length, 0, 'a call without progress has no events');
   const plain = await post(app, turn);
   assert.deepEqual(JSON.parse(events.at(-1)!.data), plain.json(), 'the result event carries the answer JSON would have');
-  assert.deepEqual(plain.json().content.map((c: { content: Array<{ text: string }> }) => c.content[0]!.text), ['a done', 'quiet', 'b done']);
+  assert.deepEqual(
+    plain.json().content.map((c: { content: Array<{ text: string }> }) => c.content[0]!.text),
+    ['a done', 'quiet', 'b done'],
+  );
 
   // A turn refused whole is refused before any stream: its status and error body, as without it.
   const refused = await post(app, { hello: 'world' }, '', { accept: 'text/event-stream' });

@@ -56,7 +56,7 @@ function rpc(method: string, params?: Record<string, unknown>, id: number | stri
 const post = (app: FastifyInstance, payload: unknown, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', ...LEGACY, ...headers }, payload: JSON.stringify(payload) });
 
-test('POST /mcp answers initialize and tools/list as JSON, with the tools\' annotations and titles', async (t) => {
+test("POST /mcp answers initialize and tools/list as JSON, with the tools' annotations and titles", async (t) => {
   const { app } = await appWith();
   t.after(() => app.close());
   const init = await post(app, rpc('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }), {});
@@ -67,7 +67,10 @@ test('POST /mcp answers initialize and tools/list as JSON, with the tools\' anno
   const list = await post(app, rpc('tools/list', {}, 2));
   assert.equal(list.statusCode, 200);
   const tools = list.json().result.tools as Array<{ name: string; annotations?: unknown }>;
-  assert.deepEqual(tools.map((tool) => tool.name), ['Echo', 'NoArgs', 'Steps']);
+  assert.deepEqual(
+    tools.map((tool) => tool.name),
+    ['Echo', 'NoArgs', 'Steps'],
+  );
   assert.deepEqual(tools[0]!.annotations, Echo.annotations);
 });
 
@@ -157,7 +160,10 @@ test('a scoped key lists only its tools over MCP, and a call outside its scope i
   const { app, lines } = await appWith(undefined, { apiKeys: KEYS });
   t.after(() => app.close());
   const list = await post(app, rpc('tools/list'), bearer(SCOPED_KEY));
-  assert.deepEqual((list.json().result.tools as Array<{ name: string }>).map((tool) => tool.name), ['NoArgs']);
+  assert.deepEqual(
+    (list.json().result.tools as Array<{ name: string }>).map((tool) => tool.name),
+    ['NoArgs'],
+  );
   const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }), bearer(SCOPED_KEY));
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json().error, {
@@ -222,7 +228,11 @@ test('a tools/call with a progress token from a client that takes SSE is answere
     .map((block) => JSON.parse(block.split('\n')[1]!.slice('data: '.length)) as Record<string, unknown>);
   const progress = events.filter((e) => e.method === 'notifications/progress');
   assert.ok(progress.length >= 1, 'at least one progress notification');
-  assert.deepEqual(progress.at(-1), { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p1', progress: 3, total: 3, message: 'step 3' } });
+  assert.deepEqual(progress.at(-1), {
+    jsonrpc: '2.0',
+    method: 'notifications/progress',
+    params: { progressToken: 'p1', progress: 3, total: 3, message: 'step 3' },
+  });
   assert.deepEqual(events.at(-1), { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'done' }], isError: false } });
 });
 
@@ -234,7 +244,7 @@ test('without text/event-stream in Accept, a call with a progress token is answe
   assert.equal(res.json().result.content[0].text, 'done');
 });
 
-test('a client that closes its connection aborts the call\'s signal', async (t) => {
+test("a client that closes its connection aborts the call's signal", async (t) => {
   const slow = controllableTool('Slow');
   const { app, lines } = await appWith([slow.tool]);
   t.after(() => app.close());
@@ -301,7 +311,12 @@ test('a tools/call refused for its headers or its malformed params gets the audi
 test('a refusal before the dispatcher carries "id": null for revisions before 2025-11-25, and no id from 2025-11-25 on', async (t) => {
   const { app } = await appWith(undefined, { apiKeys: KEYS });
   t.after(() => app.close());
-  for (const [version, withId] of [['2025-03-26', true], ['2025-06-18', true], ['2025-11-25', false], ['2026-07-28', false]] as const) {
+  for (const [version, withId] of [
+    ['2025-03-26', true],
+    ['2025-06-18', true],
+    ['2025-11-25', false],
+    ['2026-07-28', false],
+  ] as const) {
     const res = await post(app, rpc('tools/list'), { 'mcp-protocol-version': version });
     assert.equal(res.statusCode, 401, version);
     const body = res.json();
@@ -309,7 +324,12 @@ test('a refusal before the dispatcher carries "id": null for revisions before 20
     if (withId) assert.equal(body.id, null);
     assert.equal(body.error.data.code, 'UNAUTHORIZED');
   }
-  const noHeader = await app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(rpc('tools/list')) });
+  const noHeader = await app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(rpc('tools/list')),
+  });
   assert.equal(noHeader.json().id, null, 'no header: 2025-03-26');
 });
 
@@ -319,8 +339,13 @@ test('each tools/call of a 2025-03-26 batch counts against the rate limit; those
   const batch = [1, 2, 3, 4].map((i) => rpc('tools/call', { name: 'Echo', arguments: { text: String(i) } }, i));
   const res = await post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
   assert.equal(res.statusCode, 200);
-  const replies = (res.json() as { id: number; result?: { content: { text: string }[] }; error?: { code: number; data: { code: string } } }[]).sort((a, b) => a.id - b.id);
-  assert.deepEqual(replies.map((r) => r.result?.content[0]!.text ?? r.error!.data.code), ['1', '2', '3', 'RATE_LIMITED']);
+  const replies = (res.json() as { id: number; result?: { content: { text: string }[] }; error?: { code: number; data: { code: string } } }[]).sort(
+    (a, b) => a.id - b.id,
+  );
+  assert.deepEqual(
+    replies.map((r) => r.result?.content[0]!.text ?? r.error!.data.code),
+    ['1', '2', '3', 'RATE_LIMITED'],
+  );
   assert.equal(replies[3]!.error!.code, -31006);
   assert.equal((await post(app, rpc('tools/list'), { 'mcp-protocol-version': '2025-03-26' })).statusCode, 429);
 });
@@ -344,28 +369,39 @@ test('a tools/call refused by the MCP layer itself (bad envelope, unsupported re
   assert.equal(lines.filter((l) => l.msg === 'tool call').length, 0);
 });
 
-test('the tools/calls of a 2025-03-26 batch of 64 run at most 8 at once (as a /calls turn), and are answered in the batch\'s order', { timeout: 30_000 }, async (t) => {
-  const gated = gatedTool('Gated');
-  // The tool itself would take 32 at once (16 of one caller): the cap of 8 is the batch's own.
-  const { app } = await appWith([gated.tool], { maxConcurrency: 32, queueSize: 128 });
-  t.after(() => app.close());
-  const batch = Array.from({ length: 64 }, (_, n) => rpc('tools/call', { name: 'Gated', arguments: { id: `c${n}` } }, n));
-  const answer = post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
-  await gated.started(8);
-  for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
-  assert.equal(gated.runs.length, 8, 'a ninth call ran while eight were running');
-  for (let released = 0; released < 64; released += 1) {
-    await gated.started(Math.min(64, released + 8));
-    for (let turn = 0; turn < 2; turn += 1) await new Promise((resolve) => setImmediate(resolve));
-    assert.ok(gated.runs.length - released <= 8, `${gated.runs.length} calls ran while ${released} had finished`);
-    gated.runs[released]!.release(`done ${gated.runs[released]!.id}`);
-  }
-  const res = await answer;
-  assert.equal(res.statusCode, 200);
-  const replies = res.json() as Array<{ id: number; result: { content: Array<{ text: string }> } }>;
-  assert.deepEqual(replies.map((r) => [r.id, r.result.content[0]!.text]), batch.map((_, n) => [n, `done c${n}`]));
-  assert.deepEqual(gated.runs.map((run) => run.id), batch.map((_, n) => `c${n}`), 'the calls ran in the batch\'s order');
-});
+test(
+  "the tools/calls of a 2025-03-26 batch of 64 run at most 8 at once (as a /calls turn), and are answered in the batch's order",
+  { timeout: 30_000 },
+  async (t) => {
+    const gated = gatedTool('Gated');
+    // The tool itself would take 32 at once (16 of one caller): the cap of 8 is the batch's own.
+    const { app } = await appWith([gated.tool], { maxConcurrency: 32, queueSize: 128 });
+    t.after(() => app.close());
+    const batch = Array.from({ length: 64 }, (_, n) => rpc('tools/call', { name: 'Gated', arguments: { id: `c${n}` } }, n));
+    const answer = post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
+    await gated.started(8);
+    for (let turn = 0; turn < 20; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(gated.runs.length, 8, 'a ninth call ran while eight were running');
+    for (let released = 0; released < 64; released += 1) {
+      await gated.started(Math.min(64, released + 8));
+      for (let turn = 0; turn < 2; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(gated.runs.length - released <= 8, `${gated.runs.length} calls ran while ${released} had finished`);
+      gated.runs[released]!.release(`done ${gated.runs[released]!.id}`);
+    }
+    const res = await answer;
+    assert.equal(res.statusCode, 200);
+    const replies = res.json() as Array<{ id: number; result: { content: Array<{ text: string }> } }>;
+    assert.deepEqual(
+      replies.map((r) => [r.id, r.result.content[0]!.text]),
+      batch.map((_, n) => [n, `done c${n}`]),
+    );
+    assert.deepEqual(
+      gated.runs.map((run) => run.id),
+      batch.map((_, n) => `c${n}`),
+      "the calls ran in the batch's order",
+    );
+  },
+);
 
 for (const [what, token, message] of [
   ['a string of 900,000 bytes', 't'.repeat(900_000), 'Invalid params: _meta.progressToken is a string of 900000 bytes; at most 256 are taken'],
@@ -393,7 +429,9 @@ test('POST /mcp takes a progress token of 256 bytes and an integer token, and na
   const { app } = await appWith();
   t.after(() => app.close());
   for (const token of ['é'.repeat(128), 2 ** 53 - 1]) {
-    const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }), { accept: 'application/json, text/event-stream' });
+    const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }), {
+      accept: 'application/json, text/event-stream',
+    });
     assert.equal(res.headers['content-type'], 'text/event-stream');
     const first = JSON.parse(res.body.split('\n\n')[0]!.split('\n')[1]!.slice('data: '.length)) as { params: { progressToken: unknown } };
     assert.equal(first.params.progressToken, token);
@@ -402,7 +440,7 @@ test('POST /mcp takes a progress token of 256 bytes and an integer token, and na
 
 const cancelled = (requestId: unknown, reason = 'stop') => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } });
 
-test('notifications/cancelled in a POST of its own cancels the caller\'s call with that id, which gets no response', async (t) => {
+test("notifications/cancelled in a POST of its own cancels the caller's call with that id, which gets no response", async (t) => {
   const gated = gatedTool('Gated');
   const { app, lines } = await appWith([gated.tool], { apiKeys: KEYS });
   t.after(() => app.close());
@@ -418,7 +456,7 @@ test('notifications/cancelled in a POST of its own cancels the caller\'s call wi
   assert.deepEqual([audit?.outcome, audit?.key, audit?.transport], ['aborted', 'key-1', 'mcp']);
 });
 
-test('another key\'s cancellations, hundreds at once naming every id, cancel none of a caller\'s calls', async (t) => {
+test("another key's cancellations, hundreds at once naming every id, cancel none of a caller's calls", async (t) => {
   const gated = gatedTool('Gated');
   const other = { label: 'other', key: 'other-secret-0123456789abcdef' };
   const { app } = await appWith([gated.tool], { apiKeys: [...KEYS, other], maxConcurrency: 32, maxConcurrencyPerCaller: 32 });
@@ -431,11 +469,17 @@ test('another key\'s cancellations, hundreds at once naming every id, cancel non
   assert.equal(runs.filter((run) => run.signal.aborted).length, 0, 'no call of key-1 was cancelled by another key');
   // Its own cancellation does reach it.
   await post(app, cancelled(0), bearer(FULL_KEY));
-  assert.deepEqual(runs.filter((run) => run.signal.aborted).map((run) => run.id), ['c0']);
+  assert.deepEqual(
+    runs.filter((run) => run.signal.aborted).map((run) => run.id),
+    ['c0'],
+  );
   for (const run of runs) run.release(`done ${run.id}`);
   const results = await Promise.all(answers);
   assert.equal(results[0]!.statusCode, 202);
-  assert.deepEqual(results.slice(1).map((res) => res.json().result.content[0].text), runs.slice(1).map((_, i) => `done c${i + 1}`));
+  assert.deepEqual(
+    results.slice(1).map((res) => res.json().result.content[0].text),
+    runs.slice(1).map((_, i) => `done c${i + 1}`),
+  );
 });
 
 test('without keys, a cancellation from another client address cancels nothing; from the same address it cancels', async (t) => {
@@ -463,7 +507,10 @@ test('a cancellation that names two calls of its caller cancels neither and says
   const second = post(app, rpc('tools/call', { name: 'Gated', arguments: { id: 'second' } }, 5), bearer(FULL_KEY));
   const runs = await gated.started(2);
   await post(app, cancelled(5), bearer(FULL_KEY));
-  assert.deepEqual(runs.map((run) => run.signal.aborted), [false, false]);
+  assert.deepEqual(
+    runs.map((run) => run.signal.aborted),
+    [false, false],
+  );
   const debug = lines.find((l) => l.msg === 'a cancellation names several calls in flight; none is cancelled');
   assert.deepEqual([debug?.level, debug?.caller, debug?.requestId, debug?.calls], [20, 'key-1', 5, 2]);
   runs.find((run) => run.id === 'first')!.release('first done');

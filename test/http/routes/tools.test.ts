@@ -38,7 +38,10 @@ test('GET /tools answers the list as bytes with a strong ETag and Cache-Control:
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(first.body)),
   });
-  assert.deepEqual(first.json().map((tool: { name: string }) => tool.name), ['Echo', 'NoArgs']);
+  assert.deepEqual(
+    first.json().map((tool: { name: string }) => tool.name),
+    ['Echo', 'NoArgs'],
+  );
   const again = await app.inject({ url: '/tools' });
   assert.equal(again.headers.etag, etag);
   assert.equal(again.body, first.body);
@@ -64,11 +67,19 @@ test('GET /tools with If-None-Match naming its ETag is a 304 with no body; anoth
 });
 
 test('GET /tools gives each scope its own list and ETag; a key is checked before a 304', async (t) => {
-  const app = await appWith({ apiKeys: [{ label: 'full', key: FULL_KEY }, { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] }] });
+  const app = await appWith({
+    apiKeys: [
+      { label: 'full', key: FULL_KEY },
+      { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] },
+    ],
+  });
   t.after(() => app.close());
   const full = await app.inject({ url: '/tools', headers: { authorization: `Bearer ${FULL_KEY}` } });
   const scoped = await app.inject({ url: '/tools', headers: { authorization: `Bearer ${SCOPED_KEY}` } });
-  assert.deepEqual(scoped.json().map((tool: { name: string }) => tool.name), ['Echo']);
+  assert.deepEqual(
+    scoped.json().map((tool: { name: string }) => tool.name),
+    ['Echo'],
+  );
   assert.notEqual(scoped.headers.etag, full.headers.etag);
   const revalidated = await app.inject({ url: '/tools', headers: { authorization: `Bearer ${SCOPED_KEY}`, 'if-none-match': String(scoped.headers.etag) } });
   assert.equal(revalidated.statusCode, 304);
@@ -116,7 +127,8 @@ async function listening(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
-const events = (items: StreamItem[], name: string) => items.filter((i): i is { event: string; data: string } => 'event' in i && i.event === name).map((i) => JSON.parse(i.data) as Record<string, unknown>);
+const events = (items: StreamItem[], name: string) =>
+  items.filter((i): i is { event: string; data: string } => 'event' in i && i.event === name).map((i) => JSON.parse(i.data) as Record<string, unknown>);
 
 test('POST /tools/:name with Accept: text/event-stream streams progress events, then the result event, read by an SSE client', async (t) => {
   const { app, url } = await listening([Steps, Echo]);
@@ -138,7 +150,11 @@ test('POST /tools/:name with Accept: text/event-stream streams progress events, 
   assert.deepEqual(events(all, 'result'), [{ content: [{ type: 'text', text: 'done' }], isError: false }]);
 
   const silent = await allItems((await postForEvents(`${url}/tools/Echo`, { text: 'hi' })).items);
-  assert.deepEqual(silent, [{ event: 'result', data: '{"content":[{"type":"text","text":"hi"}],"isError":false}' }], 'a call without progress is one result event');
+  assert.deepEqual(
+    silent,
+    [{ event: 'result', data: '{"content":[{"type":"text","text":"hi"}],"isError":false}' }],
+    'a call without progress is one result event',
+  );
   const plain = await fetch(`${url}/tools/Steps`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   assert.match(String(plain.headers.get('content-type')), /^application\/json/, 'without the Accept header, nothing changes');
   assert.deepEqual(await plain.json(), { content: [{ type: 'text', text: 'done' }], isError: false });
@@ -153,14 +169,25 @@ test('POST /tools/:name with Accept: text/event-stream: a refusal before the str
   assert.deepEqual(await invalid.response.json(), {
     content: [{ type: 'text', text: 'Invalid input for tool "Echo":\n- $.text: must be string' }],
     isError: true,
-    error: { code: 'INVALID_INPUT', message: 'Invalid input for tool "Echo":\n- $.text: must be string', details: { violations: [{ path: '$.text', message: 'must be string' }] } },
+    error: {
+      code: 'INVALID_INPUT',
+      message: 'Invalid input for tool "Echo":\n- $.text: must be string',
+      details: { violations: [{ path: '$.text', message: 'must be string' }] },
+    },
   });
   const missing = await postForEvents(`${url}/tools/Nope`, {});
   assert.equal(missing.response.status, 404);
   assert.equal(((await missing.response.json()) as { error: { code: string } }).error.code, 'TOOL_NOT_FOUND');
   // In a provider's shape a refusal is an error result, so it comes as the result event.
   const shaped = await allItems((await postForEvents(`${url}/tools/Echo?format=anthropic&id=toolu_1`, { text: 7 })).items);
-  assert.deepEqual(events(shaped, 'result'), [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'Invalid input for tool "Echo":\n- $.text: must be string' }], is_error: true }]);
+  assert.deepEqual(events(shaped, 'result'), [
+    {
+      type: 'tool_result',
+      tool_use_id: 'toolu_1',
+      content: [{ type: 'text', text: 'Invalid input for tool "Echo":\n- $.text: must be string' }],
+      is_error: true,
+    },
+  ]);
 });
 
 test('POST /tools/:name as an event stream sends at most 50 progress events a second, the latest report last', async (t) => {
@@ -177,7 +204,11 @@ test('POST /tools/:name as an event stream sends at most 50 progress events a se
   assert.ok(made > progress.length, `the tool made ${made} reports, the stream carried ${progress.length}`);
   assert.deepEqual(progress.at(-1), { progress: made, message: `report ${made}` }, 'the latest report is never lost');
   const numbers = progress.map((p) => p.progress as number);
-  assert.deepEqual(numbers, [...numbers].sort((a, b) => a - b), 'progress only grows');
+  assert.deepEqual(
+    numbers,
+    [...numbers].sort((a, b) => a - b),
+    'progress only grows',
+  );
 });
 
 test('a silent call streamed as events gets a keep-alive comment every half idle timeout, and outlives the idle timeout', { timeout: 20_000 }, async (t) => {
@@ -219,7 +250,11 @@ test('a client that goes away from an event stream aborts its call', async (t) =
   const { app, url } = await listening([Waits]);
   t.after(() => app.close());
   // A connection of its own, closed once the first event came (fetch's pool would open another).
-  const request = httpRequest(`${url}/tools/Waits`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } });
+  const request = httpRequest(`${url}/tools/Waits`, {
+    method: 'POST',
+    agent: false,
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+  });
   request.end('{}');
   const response = await new Promise<IncomingMessage>((resolve) => request.once('response', resolve));
   const { value } = await readStream(Readable.toWeb(response) as ReadableStream<Uint8Array>).next();
@@ -231,13 +266,16 @@ test('a client that goes away from an event stream aborts its call', async (t) =
 test('the OpenAPI document describes the event stream of POST /tools/<name> and POST /calls beside their JSON answers', async (t) => {
   const app = await appWith();
   t.after(() => app.close());
-  const doc = (await app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { post: { responses: Record<string, { content: Record<string, { schema: { type?: string; description?: string } }> }> } }> };
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as {
+    paths: Record<string, { post: { responses: Record<string, { content: Record<string, { schema: { type?: string; description?: string } }> }> } }>;
+  };
   for (const path of ['/tools/Echo', '/calls']) {
     const content = doc.paths[path]!.post.responses['200']!.content;
     assert.deepEqual(Object.keys(content), ['application/json', 'text/event-stream'], path);
     const events = content['text/event-stream']!.schema;
     assert.equal(events.type, 'string', path);
-    for (const part of ['`event: progress`', '"progress": number', '`event: result`', 'Comment lines']) assert.ok(events.description!.includes(part), `${path}: ${part}`);
+    for (const part of ['`event: progress`', '"progress": number', '`event: result`', 'Comment lines'])
+      assert.ok(events.description!.includes(part), `${path}: ${part}`);
   }
   assert.ok(doc.paths['/calls']!.post.responses['200']!.content['text/event-stream']!.schema.description!.includes('{"id": string, "index": number'));
 });

@@ -72,7 +72,10 @@ test('Write and Edit refuse names of the form the server gives its own files', a
     assert.deepEqual(await Write.execute({ file_path: name, content: 'x' }, toolContext()), refusal);
   }
   await writeFile(path.join(root, '.toolport-0123456789abcdef.01234567.tmp'), 'planted\n');
-  assert.equal((await Edit.execute({ file_path: '.toolport-0123456789abcdef.01234567.tmp', old_string: 'planted', new_string: 'x' }, toolContext())).isError, true);
+  assert.equal(
+    (await Edit.execute({ file_path: '.toolport-0123456789abcdef.01234567.tmp', old_string: 'planted', new_string: 'x' }, toolContext())).isError,
+    true,
+  );
 });
 
 test('a Write with expected_version refuses when the file changes while it writes, and keeps that change', async () => {
@@ -139,7 +142,10 @@ test('a full disk fails the Edit cleanly: no lock file left, no descriptor left 
     const result = await FullEdit.execute({ file_path: 'f.txt', old_string: 'one', new_string: 'two' }, toolContext());
     assert.equal(result.isError, true);
     assert.match(textOf(result), /no space left on the device/);
-    assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith('.toolport-')), []);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.startsWith('.toolport-')),
+      [],
+    );
     // Node 26 turns a FileHandle collected while open into an uncaught error: collect now.
     setFlagsFromString('--expose-gc');
     (runInNewContext('gc') as () => void)();
@@ -150,7 +156,6 @@ test('a full disk fails the Edit cleanly: no lock file left, no descriptor left 
     execFileSync('umount', ['-l', small]);
   }
 });
-
 
 /** Every form of lock file a client could plant, each beside a file of its own: the name to use with it. */
 async function plantLocks(dir: string): Promise<string[]> {
@@ -202,7 +207,10 @@ test('no lock file planted in the workspace delays an Edit or a Write: future-da
   await mkdir(dir);
   await writeFile(path.join(base, 'outside-holder'), JSON.stringify({ pid: 1 }));
   const names = (await plantLocks(dir)).map((name) => `planted/${name}`);
-  assert.deepEqual(await useAll({ Edit, Write }, names), names.map((name) => `${name}: edited, written`));
+  assert.deepEqual(
+    await useAll({ Edit, Write }, names),
+    names.map((name) => `${name}: edited, written`),
+  );
   for (const name of names) assert.equal(await readFile(path.join(root, name), 'utf8'), 'three\n');
   assert.equal(readFileSync(path.join(base, 'outside-holder'), 'utf8'), JSON.stringify({ pid: 1 }), 'the symlink is not followed');
 });
@@ -214,7 +222,10 @@ test('planted lock files delay nothing after a restart either: a new workspace i
   const names = (await plantLocks(dir)).map((name) => `planted-restart/${name}`);
   const reopened = await Workspace.open(root);
   try {
-    assert.deepEqual(await useAll({ Edit: createEditTool(reopened), Write: createWriteTool(reopened) }, names), names.map((name) => `${name}: edited, written`));
+    assert.deepEqual(
+      await useAll({ Edit: createEditTool(reopened), Write: createWriteTool(reopened) }, names),
+      names.map((name) => `${name}: edited, written`),
+    );
   } finally {
     await reopened.close();
   }
@@ -241,7 +252,10 @@ test('planted lock files delay nothing after a restart either: a new workspace i
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   const [code] = (await once(child, 'exit')) as [number | null];
   assert.equal(code, 0, out);
-  assert.deepEqual(JSON.parse(out), names.map((name) => `${name}: edited, written`));
+  assert.deepEqual(
+    JSON.parse(out),
+    names.map((name) => `${name}: edited, written`),
+  );
   for (const name of names) assert.equal(await readFile(path.join(root, name), 'utf8'), 'three\n');
 });
 
@@ -266,7 +280,7 @@ async function holdFlock(file: string): Promise<{ release(): Promise<void>; kill
   };
 }
 
-test('a process holding the file\'s flock delays Edit and Write; once it is killed they go on at once', async () => {
+test("a process holding the file's flock delays Edit and Write; once it is killed they go on at once", async () => {
   await writeFile(path.join(root, 'held.txt'), 'one\n');
   const holder = await holdFlock(path.join(root, 'held.txt'));
   const controller = new AbortController();
@@ -313,7 +327,7 @@ test('a lock lost while held (its helper died) is reported to the writer, which 
         // Until the server has seen the helper go.
         for (;;) {
           lock.assertHeld();
-          assert.ok(Date.now() < deadline, 'the helper\'s death was not noticed');
+          assert.ok(Date.now() < deadline, "the helper's death was not noticed");
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }),
@@ -331,12 +345,14 @@ test('without perl, Edits and Writes still run, ordered within the process, and 
   t.after(() => flockTesting.usePerl('perl'));
   assert.match((await flockUnavailableReason(ws.rootDir)) ?? '', /^the lock helper \(.*no-such-perl\) cannot run: spawn .* ENOENT$/);
   await writeFile(path.join(root, 'no-perl.txt'), 'line 0\nline 1\nline 2\nline 3\n');
-  const results = await Promise.all([0, 1, 2, 3].map((i) => Edit.execute({ file_path: 'no-perl.txt', old_string: `line ${i}`, new_string: `edited ${i}` }, prompt())));
+  const results = await Promise.all(
+    [0, 1, 2, 3].map((i) => Edit.execute({ file_path: 'no-perl.txt', old_string: `line ${i}`, new_string: `edited ${i}` }, prompt())),
+  );
   assert.deepEqual(results.filter((r) => r.isError).map(textOf), []);
   assert.equal(await readFile(path.join(root, 'no-perl.txt'), 'utf8'), 'edited 0\nedited 1\nedited 2\nedited 3\n');
 });
 
-test('the start-up sweep keeps a live writer\'s temporary file (it holds its flock), and removes a dead one\'s and every old lock file', async () => {
+test("the start-up sweep keeps a live writer's temporary file (it holds its flock), and removes a dead one's and every old lock file", async () => {
   const dir = path.join(root, 'sweep');
   await mkdir(dir);
   const liveTemp = tempFileName('a'.repeat(64));

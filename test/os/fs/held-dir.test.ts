@@ -78,7 +78,14 @@ test('HeldTree does not follow a symlink, go up with "..", or open a file, and o
   }
   assert.equal(await held.with(['a', '.', '', 'a'], async () => 'opened', mayOpen), 'opened');
   assert.equal(await held.with([], async () => 'start', mayOpen), 'start');
-  assert.equal(await held.with(['outside'], async () => 'opened', () => false), undefined);
+  assert.equal(
+    await held.with(
+      ['outside'],
+      async () => 'opened',
+      () => false,
+    ),
+    undefined,
+  );
   await close();
   assert.equal(await held.with(['a'], async () => 'opened', mayOpen), undefined);
 });

@@ -65,7 +65,7 @@ test('a Write that would take the workspace past its quota is refused, saying us
   assert.equal((await f.Write.execute({ file_path: 'small.txt', content: 'x'.repeat(64 * KiB) }, toolContext())).isError, false);
 });
 
-test('the server\'s own writes count at once, without measuring again; a file made smaller is always written', async (t) => {
+test("the server's own writes count at once, without measuring again; a file made smaller is always written", async (t) => {
   const f = await fixture(t, 'running');
   const before = f.usage.used;
   assert.equal((await f.Write.execute({ file_path: 'a.txt', content: 'a'.repeat(160 * KiB) }, toolContext())).isError, false);
@@ -105,7 +105,9 @@ test('what others write (Bash, another replica) counts from the next measurement
 test('concurrent Writes cannot together pass the quota: each reserves its room first', async (t) => {
   const f = await fixture(t, 'concurrent');
   const size = 40 * KiB;
-  const results = await Promise.all(Array.from({ length: 12 }, (_, i) => f.Write.execute({ file_path: `c${i}.txt`, content: 'z'.repeat(size) }, toolContext())));
+  const results = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => f.Write.execute({ file_path: `c${i}.txt`, content: 'z'.repeat(size) }, toolContext())),
+  );
   const written = results.filter((r) => !r.isError).length;
   assert.ok(written >= 1 && written < 12, `${written} of 12 written`);
   for (const r of results.filter((result) => result.isError)) assert.match(textOf(r), /would pass its disk quota/);
@@ -113,7 +115,7 @@ test('concurrent Writes cannot together pass the quota: each reserves its room f
   assert.ok(f.usage.used <= QUOTA, `measured ${f.usage.used} of ${QUOTA}`);
 });
 
-test('each key\'s workspace has its own budget, from TOOLPORT_WORKSPACE_QUOTA through the toolset', async (t) => {
+test("each key's workspace has its own budget, from TOOLPORT_WORKSPACE_QUOTA through the toolset", async (t) => {
   const server = await Workspace.open(await mkdir(path.join(base, 'keys-server'), { recursive: true }).then(() => path.join(base, 'keys-server')));
   t.after(() => server.close());
   for (const name of ['keys-a', 'keys-b']) await mkdir(path.join(base, name));
@@ -130,7 +132,8 @@ test('each key\'s workspace has its own budget, from TOOLPORT_WORKSPACE_QUOTA th
     cwd: base,
   });
   t.after(() => opened.close());
-  const write = async (registry: typeof served, name: string): Promise<ToolResult> => registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, toolContext());
+  const write = async (registry: typeof served, name: string): Promise<ToolResult> =>
+    registry.get('Write')!.execute({ file_path: name, content: 'w'.repeat(160 * KiB) }, toolContext());
   const a = opened.toolsets.get(path.join(base, 'keys-a'))!;
   const b = opened.toolsets.get(path.join(base, 'keys-b'))!;
   assert.equal((await write(a, 'one.txt')).isError, false);

@@ -200,8 +200,33 @@ describe('Workspace.resolve', () => {
 
   test('either resolves inside the root or refuses (WorkspaceError, or ENOTDIR through a file), for any hostile path (property)', async () => {
     const segments = [
-      '..', '.', '', 'a', 'b.txt', 'new', 'link-in', 'link-out', 'file-out', 'link-evil', 'sub', 'dangling', 'loop-1',
-      'ws', 'ws-evil', 'outside', '/', '\0', ' ', '\\', '~', 'é', '日本語', '😀', '\u202e', 'x'.repeat(255), 'y'.repeat(300),
+      '..',
+      '.',
+      '',
+      'a',
+      'b.txt',
+      'new',
+      'link-in',
+      'link-out',
+      'file-out',
+      'link-evil',
+      'sub',
+      'dangling',
+      'loop-1',
+      'ws',
+      'ws-evil',
+      'outside',
+      '/',
+      '\0',
+      ' ',
+      '\\',
+      '~',
+      'é',
+      '日本語',
+      '😀',
+      '\u202e',
+      'x'.repeat(255),
+      'y'.repeat(300),
     ];
     const prefixes = ['', `${root}/`, `${root}`, `${base}/`, '/', `${root}-evil/`];
     const hostile = fc
@@ -231,7 +256,10 @@ describe('Workspace.resolve', () => {
 
 describe('file tools given a path that ends with "/"', () => {
   const context = toolContext();
-  const refusal = (given: string): ToolResult => ({ content: [{ type: 'text', text: `Path "${given}" ends with "/" but is not a directory.` }], isError: true });
+  const refusal = (given: string): ToolResult => ({
+    content: [{ type: 'text', text: `Path "${given}" ends with "/" but is not a directory.` }],
+    isError: true,
+  });
 
   test('Read refuses a file named with a trailing "/" instead of reading it', async () => {
     assert.deepEqual(await createReadTool(ws).execute({ file_path: 'a/b.txt/' }, context), refusal('a/b.txt/'));

@@ -41,7 +41,12 @@ function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () =>
 }
 
 /** Runs `bash -c command` under the reaper, with its grace period of `graceMs`. */
-function reaped(reaper: ResidentReaper, command: string, graceMs: number, overrides: Partial<RunOptions> = {}): Promise<Awaited<ReturnType<ResidentReaper['run']>>> & { opts: ReturnType<typeof options> } {
+function reaped(
+  reaper: ResidentReaper,
+  command: string,
+  graceMs: number,
+  overrides: Partial<RunOptions> = {},
+): Promise<Awaited<ReturnType<ResidentReaper['run']>>> & { opts: ReturnType<typeof options> } {
   const opts = options({ killGraceMs: graceMs, ...overrides });
   return Object.assign(reaper.run('bash', ['-c', command], opts), { opts });
 }

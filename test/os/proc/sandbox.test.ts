@@ -62,7 +62,11 @@ test('bwrapArgs mounts / read-only, then a private /tmp and /run, then covers hi
   assert.ok(at('--tmpfs', '/run') < at('--tmpfs', '/srv/toolport'));
   assert.ok(at('--tmpfs', '/srv/toolport') < workspaceBind, 'a workspace inside a hidden directory stays visible');
   assert.ok(at('--ro-bind', '/dev/null', '/etc/toolport-keys.json') > at('--ro-bind', '/', '/'));
-  assert.deepEqual(bwrapArgs('/tmp/ws').filter((a) => a === '/dev/null'), [], 'nothing else is covered by default');
+  assert.deepEqual(
+    bwrapArgs('/tmp/ws').filter((a) => a === '/dev/null'),
+    [],
+    'nothing else is covered by default',
+  );
   at('--proc', '/proc');
   at('--dev', '/dev');
   at('--chdir', '/srv/toolport/ws');
@@ -131,7 +135,8 @@ test('createBashTool refuses to start with the sandbox asked for when bwrap cann
   // The tools look programs up on the PATH they pass on; an empty directory hides bwrap.
   process.env.PATH = ws.root;
   await assert.rejects(createBashTool({ workspace: ws, sandbox: true }), {
-    message: 'TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap)',
+    message:
+      'TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap)',
   });
 });
 
@@ -153,7 +158,10 @@ test('sandboxed Bash gets a private, empty /tmp and /run', async (t) => {
   const hostFile = path.join(tmpdir(), `toolport-host-${process.pid}`);
   await writeFile(hostFile, 'host');
   t.after(() => rm(hostFile, { force: true }));
-  const result = await run(tool.bash, `test ! -e ${hostFile} && test -z "$(ls -A /run)" && echo "$TMPDIR" && touch /tmp/${path.basename(hostFile)}-inside && echo ok`);
+  const result = await run(
+    tool.bash,
+    `test ! -e ${hostFile} && test -z "$(ls -A /run)" && echo "$TMPDIR" && touch /tmp/${path.basename(hostFile)}-inside && echo ok`,
+  );
   assert.deepEqual(result, { text: '/tmp\nok', isError: false });
   assert.equal(existsSync(`/tmp/${path.basename(hostFile)}-inside`), false);
 });
