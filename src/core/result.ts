@@ -42,6 +42,21 @@ export function normaliseResult(value: unknown): { result: ToolResult & { isErro
   return { result };
 }
 
+/** Most levels of objects and arrays structuredContent may nest. */
+const MAX_STRUCTURED_DEPTH = 256;
+
+/** Whether `value`, parsed JSON (so without cycles), nests objects and arrays deeper than `limit` levels; walked without recursion. */
+function nestsDeeperThan(value: object, limit: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
 // The JSON text of each structuredContent the pipeline copied: made once, by the copy, and read
 // again for the text block and the size of the result.
 const structuredTexts = new WeakMap<object, string>();
@@ -60,6 +75,9 @@ function copyStructured(value: unknown): Record<string, unknown> | string {
   }
   // A toJSON method can turn the object into something else.
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) return `expected structuredContent to be an object, got ${describe(copy)} as JSON`;
+  // Whether JSON.stringify overflows the stack first depends on the engine (Node 26 takes 100,000
+  // levels); what reads the copy next (validation, a client's parser) may not, so the bound is ours.
+  if (nestsDeeperThan(copy, MAX_STRUCTURED_DEPTH)) return `structuredContent nests deeper than ${MAX_STRUCTURED_DEPTH} levels`;
   structuredTexts.set(copy, text);
   return copy as Record<string, unknown>;
 }

@@ -120,8 +120,12 @@ describe('normaliseResult and structuredContent', () => {
 
   const circular: Record<string, unknown> = { a: 1 };
   circular.self = circular;
-  let deep: Record<string, unknown> = {};
-  for (let i = 0; i < 100_000; i++) deep = { d: deep };
+  const nested = (levels: number): Record<string, unknown> => {
+    let value: Record<string, unknown> = {};
+    for (let i = 1; i < levels; i++) value = { d: value };
+    return value;
+  };
+  const deep = nested(100_000);
   const cases: [string, unknown, string | RegExp][] = [
     ['null', null, 'expected structuredContent to be an object, got null'],
     ['an array', [1], 'expected structuredContent to be an object, got an array'],
@@ -139,7 +143,9 @@ describe('normaliseResult and structuredContent', () => {
       },
       'structuredContent is not JSON: no value',
     ],
-    ['nesting deeper than the stack', deep, /^structuredContent is not JSON: Maximum call stack size exceeded$/],
+    ['nesting deeper than 256 levels', nested(257), 'structuredContent nests deeper than 256 levels'],
+    // Past the stack on Node 22 and 24 (JSON.stringify overflows first), not on 26: a defect either way.
+    ['nesting deeper than the stack', deep, /^structuredContent (is not JSON: Maximum call stack size exceeded|nests deeper than 256 levels)$/],
   ];
   for (const [label, structuredContent, defect] of cases) {
     test(`a defect: structuredContent that is ${label}`, () => {
@@ -188,4 +194,16 @@ test('resultSize counts structured content once, by its JSON text', () => {
   const plain = resultSize({ content: [{ type: 'text', text: 'x' }] });
   const withStructured = resultSize({ content: [{ type: 'text', text: 'x' }], structuredContent: { text: 'y'.repeat(1000) } });
   assert.equal(withStructured - plain, 32 + JSON.stringify({ text: 'y'.repeat(1000) }).length);
+});
+
+test('structuredContent nesting 256 levels (objects and arrays) is taken whole', () => {
+  let value: unknown = {};
+  for (let i = 1; i < 256; i++) value = i % 2 === 0 ? { d: value } : [value];
+  const structuredContent = { d: value } as Record<string, unknown>;
+  // 256 levels counting the root: the root, then 255 below it.
+  let root: unknown = {};
+  for (let i = 1; i < 256; i++) root = { d: root };
+  const normalised = normaliseResult({ content: [], structuredContent: root });
+  assert.ok('result' in normalised, JSON.stringify(normalised).slice(0, 200));
+  assert.ok('defect' in normaliseResult({ content: [], structuredContent }), 'one level more (257) is a defect');
 });
