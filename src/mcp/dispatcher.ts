@@ -1,6 +1,6 @@
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
 import type { AbortSource } from '../core/call-abort.js';
-import { MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
+import { inPool, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
 import type { McpBackend } from './backend.js';
 import { eraOf, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY } from './era.js';
 import { httpStatusOf, methodError } from './rpc-errors.js';
@@ -163,27 +163,28 @@ export class McpDispatcher<Caller> {
     }
     let calls = 0;
     let answerBytes = 0;
-    const outcomes = await inTurns(
-      this.#maxBatchConcurrency,
-      messages.map((message) => async (): Promise<DispatchOutcome> => {
-        const refusal = batchRefusal(message);
-        if (refusal) {
-          this.#refusedCall(message, context, refusal.error.message);
-          return { reply: refusal, status: 400 };
-        }
-        // Every call of a batch counts against the rate limit, as if it came alone.
-        const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
-        const outcome = await this.#one(message, extra ? { ...context, extra } : context);
-        // The answers of one batch are bounded as a /calls turn's are: 64 Reads of 10 MiB each
-        // would hold most of a gigabyte per request (and the client may not read it).
-        const size = outcome.reply === undefined ? 0 : JSON.stringify(outcome.reply).length;
-        if (answerBytes + size <= MAX_TURN_ANSWER_BYTES) {
-          answerBytes += size;
-          return outcome;
-        }
-        return { reply: leftOut(outcome.reply as JsonRpcResponse, size), status: 200 };
-      }),
-    );
+    const outcomes = new Array<DispatchOutcome>(messages.length);
+    const answer = async (message: unknown): Promise<DispatchOutcome> => {
+      const refusal = batchRefusal(message);
+      if (refusal) {
+        this.#refusedCall(message, context, refusal.error.message);
+        return { reply: refusal, status: 400 };
+      }
+      // Every call of a batch counts against the rate limit, as if it came alone.
+      const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
+      const outcome = await this.#one(message, extra ? { ...context, extra } : context);
+      // The answers of one batch are bounded as a /calls turn's are: 64 Reads of 10 MiB each
+      // would hold most of a gigabyte per request (and the client may not read it).
+      const size = outcome.reply === undefined ? 0 : JSON.stringify(outcome.reply).length;
+      if (answerBytes + size <= MAX_TURN_ANSWER_BYTES) {
+        answerBytes += size;
+        return outcome;
+      }
+      return { reply: leftOut(outcome.reply as JsonRpcResponse, size), status: 200 };
+    };
+    await inPool(this.#maxBatchConcurrency, 0, messages.length, async (i) => {
+      outcomes[i] = await answer(messages[i]);
+    });
     const replies: JsonRpcResponse[] = [];
     for (const outcome of outcomes) {
       if (outcome.reply !== undefined) replies.push(...(Array.isArray(outcome.reply) ? outcome.reply : [outcome.reply]));
@@ -315,20 +316,6 @@ function batchRefusal(message: unknown): JsonRpcErrorResponse | undefined {
     return errorResponse(id, RpcCodes.INVALID_REQUEST, `Invalid Request: a request of protocol version ${claimed} must not be part of a batch`);
   }
   return undefined;
-}
-
-/** Runs the tasks at most `size` at a time, in order; the answers keep the tasks' order. */
-async function inTurns<T>(size: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const results = new Array<T>(tasks.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]!();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(size, tasks.length) }, worker));
-  return results;
 }
 
 function invalidBatch(why: string): DispatchOutcome {

@@ -99,7 +99,7 @@ function runsAlongside(gateway: Gateway, call: TurnCall): boolean {
   return call.problem !== undefined || gateway.registry.get(call.name)?.annotations?.readOnlyHint === true;
 }
 
-/** Runs `task(i)` for i in [from, to), at most `size` at a time. */
+/** Runs `task(i)` for i in [from, to), at most `size` at a time, starting them in order (a /calls turn, an MCP batch). */
 export async function inPool(size: number, from: number, to: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = from;
   const worker = async (): Promise<void> => {
