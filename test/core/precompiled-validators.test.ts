@@ -1,31 +1,22 @@
 import assert from 'node:assert/strict';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { precompiledValidatorsSource } from '../../scripts/precompiled-validators.js';
 import { PRECOMPILED_VALIDATORS } from '../../src/core/precompiled-validators.js';
 import { createAjv } from '../../src/core/validator.js';
 import { builtinTools } from '../../src/tools/index.js';
+import { withTemporaryDirectory } from '../support/workspace.js';
 
 const COMMITTED = path.resolve(import.meta.dirname, '../../src/core/precompiled-validators.ts');
 
-async function withWorkspace<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-validators-'));
-  try {
-    return await fn(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 test("the committed precompiled validators are what the built-in tools' schemas give (npm run validators rewrites them)", async () => {
-  const generated = await withWorkspace(precompiledValidatorsSource);
+  const generated = await withTemporaryDirectory('toolport-validators-', precompiledValidatorsSource);
   assert.ok(generated === (await readFile(COMMITTED, 'utf8')), 'src/core/precompiled-validators.ts is out of date: run npm run validators');
 });
 
 test('every built-in tool has a precompiled validator that judges input as Ajv compiling its schema does', async () => {
-  const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
+  const tools = await withTemporaryDirectory('toolport-validators-', (workspace) => builtinTools({ workspace, bashSandbox: false }));
   const inputs: unknown[] = [
     {},
     { unknown: 1 },
@@ -52,7 +43,7 @@ test('every built-in tool has a precompiled validator that judges input as Ajv c
 });
 
 test('every built-in output schema has a precompiled validator that judges as Ajv compiling the schema does', async () => {
-  const tools = await withWorkspace((workspace) => builtinTools({ workspace, bashSandbox: false }));
+  const tools = await withTemporaryDirectory('toolport-validators-', (workspace) => builtinTools({ workspace, bashSandbox: false }));
   const withOutput = tools.filter((tool) => tool.outputSchema !== undefined);
   assert.deepEqual(
     withOutput.map((tool) => tool.name),

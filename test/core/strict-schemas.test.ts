@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ToolExecutor } from '../../src/core/executor.js';
@@ -9,6 +8,7 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import type { ObjectSchema } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
 import { builtinTools } from '../../src/tools/index.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // OpenAI's documented rules for `strict: true` (Structured Outputs, "Supported schemas"): the
 // root is an object; every object sets additionalProperties: false and lists every property in
@@ -69,8 +69,7 @@ function strictViolations(schema: unknown): string[] {
 }
 
 test("every built-in tool's strict schema follows OpenAI's strict-mode rules, and the checker catches each broken rule", async (t) => {
-  const workspace = await mkdtemp(join(tmpdir(), 'toolport-strict-'));
-  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const workspace = await temporaryDirectory(t, 'toolport-strict-');
   const tools = await builtinTools({ workspace, bashSandbox: false });
   const registry = new ToolRegistry();
   for (const tool of tools) registry.register(tool);
@@ -153,8 +152,7 @@ test('a null for an optional property is taken as absent, at any depth, where th
 });
 
 test('REST: Read with "offset": null and "limit": null, as a strict-mode model sends them, reads the file', async (t) => {
-  const workspace = await mkdtemp(join(tmpdir(), 'toolport-nulls-'));
-  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const workspace = await temporaryDirectory(t, 'toolport-nulls-');
   await writeFile(join(workspace, 'a.txt'), 'one\ntwo\n');
   const registry = new ToolRegistry();
   for (const tool of await builtinTools({ workspace, bashSandbox: false })) registry.register(tool);

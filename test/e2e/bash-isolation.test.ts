@@ -8,8 +8,8 @@ import { test, type TestContext } from 'node:test';
 import { reaperUnavailableReason } from '../../src/os/proc/reaper.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { escapees } from '../fixtures/escapees.js';
-import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 import { requireOrSkip } from '../support/require.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

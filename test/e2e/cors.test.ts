@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { test } from 'node:test';
-import { kill, startServer } from '../fixtures/server-process.js';
+import { kill, startServer } from '../support/server-process.js';
 
 const WEBUI = 'https://webui.example';
 

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { test, type TestContext } from 'node:test';
+import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const KEY = 'e2e-secret-0123456789abcdef';
@@ -21,7 +20,8 @@ interface Run {
 
 /** Starts the real entry point on an ephemeral port with the given environment (and the built-in tools). */
 async function start(t: TestContext, env: Record<string, string>): Promise<Run> {
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-exposure-'));
+  const cleanups = new Cleanups();
+  const workspace = await temporaryDirectory(cleanups, 'toolport-exposure-');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, PORT: '0', TOOLPORT_WORKSPACE: workspace, ...env },
@@ -31,7 +31,7 @@ async function start(t: TestContext, env: Record<string, string>): Promise<Run> 
   t.after(async () => {
     child.kill('SIGKILL');
     await exited;
-    await rm(workspace, { recursive: true, force: true });
+    await cleanups.run();
   });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));

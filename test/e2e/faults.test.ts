@@ -4,8 +4,8 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
-import { kill, startServer, type LogLine, type ServerProcess } from '../fixtures/server-process.js';
+import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { kill, startServer, type LogLine, type ServerProcess } from '../support/server-process.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
 const PLUGIN = path.join(FIXTURES, 'faults-plugin.ts');

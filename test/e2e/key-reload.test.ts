@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readlinkSync } from 'node:fs';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const HOLD = path.resolve(import.meta.dirname, '../fixtures/hold-plugin.ts');
 const key = (label: string, tools?: string[]) => ({ label, key: `${label}-secret-0123456789abcdef`, ...(tools && { tools }) });
@@ -19,8 +19,7 @@ const INVALID = {
 
 /** A directory outside the server's workspace for the keys file; written by rename, as an operator's tools should. */
 async function keysDirectory(t: TestContext) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-reload-e2e-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-reload-e2e-');
   const file = path.join(dir, 'keys.json');
   const write = async (contents: unknown): Promise<void> => {
     await writeFile(`${file}.new`, typeof contents === 'string' ? contents : JSON.stringify(contents));
@@ -156,8 +155,7 @@ test('SIGHUPs all through start-up never end the server, and one that came after
   const keys = await keysDirectory(t);
   await keys.write([ADMIN, BOT]);
   const { spawn } = await import('node:child_process');
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-hup-start-'));
-  t.after(() => rm(workspace, { recursive: true, force: true }));
+  const workspace = await temporaryDirectory(t, 'toolport-hup-start-');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
     env: {

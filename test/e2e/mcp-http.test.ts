@@ -1,21 +1,22 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CLIENT_KINDS, httpClient } from '../fixtures/mcp-clients.js';
-import { toolCases } from '../fixtures/mcp-tool-cases.js';
-import { processesWith, trackedMarker, waitFor } from '../fixtures/processes.js';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { CLIENT_KINDS, httpClient } from '../support/mcp-clients.js';
+import { toolCases } from '../support/mcp-tool-cases.js';
+import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
+import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 // One real server for the file: the SDKs' clients (v1, and v2 in both eras) over Streamable HTTP.
 const FULL_KEY = 'mcp-e2e-full-secret-0123456789';
 const SCOPED_KEY = 'mcp-e2e-scoped-secret-0123456789';
 let server: ServerProcess;
 let keysDir: string;
+const cleanups = new Cleanups();
 
 before(async () => {
-  keysDir = await mkdtemp(path.join(tmpdir(), 'toolport-mcp-keys-'));
+  keysDir = await temporaryDirectory(cleanups, 'toolport-mcp-keys-');
   const keysFile = path.join(keysDir, 'keys.json');
   await writeFile(
     keysFile,
@@ -29,7 +30,7 @@ before(async () => {
 after(async () => {
   kill(server);
   await server.exited;
-  await rm(keysDir, { recursive: true, force: true });
+  await cleanups.run();
 });
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });

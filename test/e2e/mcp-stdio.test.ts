@@ -1,21 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, test } from 'node:test';
-import { CLIENT_KINDS, stdioClient } from '../fixtures/mcp-clients.js';
-import { toolCases } from '../fixtures/mcp-tool-cases.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../fixtures/processes.js';
+import { after, describe, test } from 'node:test';
+import { CLIENT_KINDS, stdioClient } from '../support/mcp-clients.js';
+import { toolCases } from '../support/mcp-tool-cases.js';
+import { killAll, processesWith, uniqueMarker, waitFor } from '../support/processes.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-let workspace: string;
-
-before(async () => {
-  workspace = await mkdtemp(path.join(tmpdir(), 'toolport-mcp-stdio-'));
-});
-after(() => rm(workspace, { recursive: true, force: true }));
+const workspace = await temporaryDirectory({ after }, 'toolport-mcp-stdio-');
 
 const env = () => ({ TOOLPORT_WORKSPACE: workspace, TOOLPORT_BASH_SANDBOX: 'false' });
 

@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { test } from 'node:test';
-import { waitFor } from '../fixtures/processes.js';
-import { kill, startServer, type LogLine } from '../fixtures/server-process.js';
+import { waitFor } from '../support/processes.js';
+import { kill, startServer, type LogLine } from '../support/server-process.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // Clients that ask for progress and never read it, against the real server and `toolport mcp`:
 // what they cannot take must not pile up in the server, and must not keep it from stopping.
@@ -115,8 +114,7 @@ test(
   `toolport mcp with a stdout no one reads: 32 floods of progress raise RSS by less than ${RSS_GROWTH_BOUND_MIB} MiB, and SIGTERM ends it within the shutdown grace`,
   { timeout: 120_000 },
   async (t) => {
-    const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-mcp-streams-'));
-    t.after(() => rm(workspace, { recursive: true, force: true }));
+    const workspace = await temporaryDirectory(t, 'toolport-mcp-streams-');
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'mcp'], {
       cwd: ROOT,
       env: {

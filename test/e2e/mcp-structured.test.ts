@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -9,7 +8,8 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLsTool } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
-import { CLIENT_KINDS, httpClient } from '../fixtures/mcp-clients.js';
+import { CLIENT_KINDS, httpClient } from '../support/mcp-clients.js';
+import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 import { BadFiles, Files } from '../fixtures/plugins/structured-tools.js';
 
 // The SDKs' own clients as judges of structured output: each one, given a tool's outputSchema by
@@ -22,9 +22,10 @@ const structuredOf = (result: object): unknown => (result as { structuredContent
 
 let url: string;
 let workspace: string;
+const cleanups = new Cleanups();
 
 before(async () => {
-  workspace = await realpath(await mkdtemp(path.join(tmpdir(), 'toolport-mcp-structured-')));
+  workspace = await temporaryDirectory(cleanups, 'toolport-mcp-structured-');
   await mkdir(path.join(workspace, 'src'));
   await writeFile(path.join(workspace, 'a.txt'), '');
   const registry = new ToolRegistry()
@@ -37,7 +38,7 @@ before(async () => {
 });
 after(async () => {
   await app.close();
-  await rm(workspace, { recursive: true, force: true });
+  await cleanups.run();
 });
 
 for (const kind of CLIENT_KINDS) {

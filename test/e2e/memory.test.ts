@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 
 // No single call can exhaust the process: a run of hostile calls, each within the limits a client
 // has (1 MiB bodies, 10 MiB files, commands that print without end), against the real server.

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import path from 'node:path';
 import { test } from 'node:test';
-import { kill, startServer } from '../fixtures/server-process.js';
+import { kill, startServer } from '../support/server-process.js';
 
 /** A request with the Host and Origin headers a browser would send; resolves with status and parsed body. */
 function send(url: string, method: string, route: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: unknown }> {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
+import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const PLUGIN = path.join(ROOT, 'test/fixtures/e2e-plugin.ts');
@@ -19,14 +18,15 @@ interface Server {
 
 /** Starts the real entry point on an ephemeral port and learns the port from its log. */
 async function startServer(env: Record<string, string>): Promise<Server> {
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-e2e-'));
+  const cleanups = new Cleanups();
+  const workspace = await temporaryDirectory(cleanups, 'toolport-e2e-');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, PORT: '0', TOOLPORT_WORKSPACE: workspace, TOOLPORT_PLUGINS: PLUGIN, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  void exited.then(() => rm(workspace, { recursive: true, force: true }));
+  void exited.then(() => cleanups.run());
   const watchers: Array<{ match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }> = [];
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));

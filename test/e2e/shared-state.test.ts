@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
-import { freePort, REDIS_MISSING, startRedis } from '../fixtures/redis-server.js';
-import { kill, startServer } from '../fixtures/server-process.js';
+import { freePort, REDIS_MISSING, startRedis } from '../support/redis-server.js';
+import { kill, startServer } from '../support/server-process.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const SANDBOX_MISSING = await sandboxUnavailableReason('/var/tmp');
 const KEYS = { 'team-a': 'team-a-secret-0123456789abcdef', 'team-b': 'team-b-secret-0123456789abcdef' } as const;
 
 /** Two team workspaces (each with its own file) and a keys file naming them, outside /tmp, which the sandbox replaces. */
 async function teams(t: TestContext): Promise<{ keysFile: string; dir: (team: keyof typeof KEYS) => string }> {
-  const base = await mkdtemp('/var/tmp/toolport-e2e-teams-');
-  t.after(() => rm(base, { recursive: true, force: true }));
+  const base = await temporaryDirectory(t, 'toolport-e2e-teams-', '/var/tmp');
   const dir = (team: keyof typeof KEYS): string => path.join(base, team);
   for (const team of Object.keys(KEYS) as Array<keyof typeof KEYS>) {
     await mkdir(dir(team));

@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { watch } from 'node:fs';
-import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
-
-async function workspace(t: TestContext): Promise<string> {
-  const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'toolport-shared-')));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 async function server(t: TestContext, env: Record<string, string>): Promise<ServerProcess> {
   const started = await startServer({ TOOLPORT_BASH_SANDBOX: 'false', ...env });
@@ -36,7 +30,7 @@ const lines = (n: number, label: string): string => Array.from({ length: n }, (_
 const ownFiles = async (dir: string): Promise<string[]> => (await readdir(dir, { recursive: true })).filter((n) => /\.toolport-[0-9a-f]+\.(tmp|lock)$/.test(n));
 
 test('two server processes sharing one workspace lose no Edit', async (t) => {
-  const dir = await workspace(t);
+  const dir = await temporaryDirectory(t, 'toolport-shared-');
   await writeFile(path.join(dir, 'shared.txt'), lines(40, 'line'));
   const servers = await Promise.all([server(t, { TOOLPORT_WORKSPACE: dir }), server(t, { TOOLPORT_WORKSPACE: dir })]);
   const results = await Promise.all(
@@ -51,7 +45,7 @@ test('two server processes sharing one workspace lose no Edit', async (t) => {
 });
 
 test('a server killed mid-Write leaves the old or the new file whole, and a restart removes its temporary file', async (t) => {
-  const dir = await workspace(t);
+  const dir = await temporaryDirectory(t, 'toolport-shared-');
   const old = lines(1000, 'old');
   const fresh = 'n'.repeat(48 * 1024 * 1024);
   await writeFile(path.join(dir, 'big.txt'), old);

@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { kill, startServer, type ServerProcess } from '../fixtures/server-process.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 import { until } from '../support/wait.js';
 import { requireOrSkip } from '../support/require.js';
 

@@ -5,7 +5,7 @@ import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { controllableTool, Fails, Garbage, Nested, NoArgs, Throws } from '../fixtures/tools.js';
-import { capturedLog } from '../fixtures/log-capture.js';
+import { capturedLog } from '../support/log-capture.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
   const registry = new ToolRegistry();

@@ -9,7 +9,7 @@ import { ErrorCodes } from '../../src/core/errors.js';
 import { buildApp } from '../../src/http/app.js';
 import { createToolset } from '../../src/assembly/toolset.js';
 import { Nested, NoArgs } from '../fixtures/tools.js';
-import { deepBodies, hostileRequests, nearLimitBodies, pollutingBodies, toolUrl, type HostileRequest, type ToolShape } from '../fixtures/hostile-requests.js';
+import { deepBodies, hostileRequests, nearLimitBodies, pollutingBodies, toolUrl, type HostileRequest, type ToolShape } from '../support/hostile-requests.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 // Small, so bodies near and over the limit are cheap to build and parse.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, after, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +10,7 @@ import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';
+import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 // Outside /tmp, which the Bash sandbox replaces anyway: what Bash cannot see, it must not see because
 // of the workspaces' own confinement.
@@ -62,11 +63,12 @@ describe('keys with workspaces of their own', () => {
   let app: FastifyInstance;
   let server: Workspace;
   let close: () => Promise<void>;
+  const cleanups = new Cleanups();
   const dir = (name: Team | 'server'): string => path.join(base, name);
   const file = (name: Team | 'server'): string => path.join(base, name, `${name}.txt`);
 
   before(async () => {
-    base = await mkdtemp(path.join(BASE_PARENT, 'toolport-keyws-'));
+    base = await temporaryDirectory(cleanups, 'toolport-keyws-', BASE_PARENT);
     for (const name of [...TEAMS, 'server'] as const) {
       await mkdir(dir(name));
       await writeFile(file(name), `${SECRET[name]}\n`);
@@ -92,7 +94,7 @@ describe('keys with workspaces of their own', () => {
     await app?.close();
     await close?.();
     await server?.close();
-    await rm(base, { recursive: true, force: true });
+    await cleanups.run();
   });
 
   for (const transport of ['rest', 'mcp'] as const) {

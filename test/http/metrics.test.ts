@@ -7,7 +7,7 @@ import { ServiceMetrics } from '../../src/http/metrics.js';
 import { Echo } from '../../src/tools/echo.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
-import { parseMetrics } from '../fixtures/metrics-text.js';
+import { parseMetrics } from '../support/metrics-text.js';
 import { Fails, Throws } from '../fixtures/tools.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {

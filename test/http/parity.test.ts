@@ -7,7 +7,7 @@ import { buildApp } from '../../src/http/app.js';
 import type { ApiKey } from '../../src/http/guards/auth.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { Echo } from '../../src/tools/echo.js';
-import { scrapeMetrics } from '../fixtures/metrics-text.js';
+import { scrapeMetrics } from '../support/metrics-text.js';
 import { controllableTool, Throws } from '../fixtures/tools.js';
 
 const FULL_KEY = 'parity-full-secret-0123456789';

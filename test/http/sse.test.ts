@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { FastifyReply } from 'fastify';
 import { CallAbort } from '../../src/core/call-abort.js';
 import { EventStream, keepAliveInterval } from '../../src/http/sse.js';
-import { readStream, type StreamItem } from '../fixtures/sse-client.js';
+import { readStream, type StreamItem } from '../support/sse-client.js';
 
 /** A reply that keeps what it is sent: the stream's body, which the test reads (or does not). */
 function fakeReply() {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
 import { createLogger, logDestination, redactSecrets } from '../../src/infra/logger.js';
 import { until } from '../support/wait.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 function capture() {
   const lines: string[] = [];
@@ -45,8 +45,7 @@ test('redaction returns fields without a secret as they are, and never changes t
 });
 
 test('the log destination writes a buffered line within its flush interval, without waiting for more', async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-log-');
   const file = path.join(dir, 'log');
   const destination = logDestination(openSync(file, 'w'));
   t.after(() => destination.destroy());
@@ -55,8 +54,7 @@ test('the log destination writes a buffered line within its flush interval, with
 });
 
 test('the log destination hands lines over in batches, in order, and flush(callback) calls back once they are written', async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = await temporaryDirectory(t, 'toolport-log-');
   const file = path.join(dir, 'log');
   const destination = logDestination(openSync(file, 'w'));
   t.after(() => destination.destroy());
@@ -73,23 +71,19 @@ test('the log destination hands lines over in batches, in order, and flush(callb
   );
 });
 
-test('lines still buffered when the process exits are written before it ends', () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'toolport-log-'));
-  try {
-    const file = path.join(dir, 'log');
-    const logger = path.resolve(import.meta.dirname, '../../src/infra/logger.ts');
-    const program = [
-      `import { openSync } from 'node:fs';`,
-      `import { createLogger, logDestination } from ${JSON.stringify(logger)};`,
-      `const log = createLogger('info', { destination: logDestination(openSync(${JSON.stringify(file)}, 'w')) });`,
-      `for (let i = 0; i < 3; i++) log.info({ i }, 'tool call');`,
-      'process.exit(0);',
-    ].join('\n');
-    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', program], { stdio: 'pipe' });
-    assert.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('lines still buffered when the process exits are written before it ends', async (t) => {
+  const dir = await temporaryDirectory(t, 'toolport-log-');
+  const file = path.join(dir, 'log');
+  const logger = path.resolve(import.meta.dirname, '../../src/infra/logger.ts');
+  const program = [
+    `import { openSync } from 'node:fs';`,
+    `import { createLogger, logDestination } from ${JSON.stringify(logger)};`,
+    `const log = createLogger('info', { destination: logDestination(openSync(${JSON.stringify(file)}, 'w')) });`,
+    `for (let i = 0; i < 3; i++) log.info({ i }, 'tool call');`,
+    'process.exit(0);',
+  ].join('\n');
+  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', program], { stdio: 'pipe' });
+  assert.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3);
 });
 
 test('the service logger writes one JSON line per entry, at the configured level', () => {

@@ -1,21 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config/config.js';
 import { Echo } from '../../src/tools/index.js';
 import { createToolset } from '../../src/assembly/toolset.js';
-import { kill, startServer } from '../fixtures/server-process.js';
+import { kill, startServer } from '../support/server-process.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // Each test spawns the real CLI (about half a second each on an idle machine), so they run a
 // few at a time; the generous kill timeout is for a loaded CI machine, not a sleep.
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const WORKSPACE = mkdtempSync(path.join(tmpdir(), 'toolport-cli-'));
-after(() => rmSync(WORKSPACE, { recursive: true, force: true }));
+const WORKSPACE = await temporaryDirectory({ after }, 'toolport-cli-');
 const FAILING_TOOLS = './test/fixtures/plugins/failing-tools.ts';
 
 /** The parent's environment without anything toolport reads, plus a temporary workspace. */
@@ -189,8 +188,7 @@ describe('toolport CLI', { concurrency: 4 }, () => {
   });
 
   test('reload <pid> makes that server reload its keys file: a removed key is refused, and the server runs on', async (t) => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'toolport-cli-keys-'));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const dir = await temporaryDirectory(t, 'toolport-cli-keys-');
     const file = path.join(dir, 'keys.json');
     const admin = { label: 'admin', key: 'admin-secret-0123456789abcdef' };
     const bot = { label: 'bot', key: 'bot-secret-0123456789abcdef' };
@@ -226,32 +224,28 @@ describe('toolport CLI', { concurrency: 4 }, () => {
     assert.deepEqual(run, { code: 1, stdout: '', stderr: 'toolport: no process has the id 2147483647\n' });
   });
 
-  test('mcp and serve started from / or the home directory without TOOLPORT_WORKSPACE refuse to start, saying to set it', async () => {
-    const home = mkdtempSync(path.join(tmpdir(), 'toolport-home-'));
-    try {
-      for (const [command, cwd, what] of [
-        ['mcp', '/', 'the root of the file system'],
-        ['serve', '/', 'the root of the file system'],
-        ['mcp', home, 'the home directory'],
-      ] as const) {
-        const run = await cli([command], { TOOLPORT_WORKSPACE: '', HOME: home, PORT: '0' }, cwd);
-        assert.deepEqual(
-          { code: run.code, stdout: run.stdout, stderr: run.stderr },
-          {
-            code: 1,
-            stdout: '',
-            stderr: `toolport: TOOLPORT_WORKSPACE is not set, and the working directory ${cwd} is ${what}, which toolport does not take as its workspace by default: set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.\n`,
-          },
-          `${command} from ${cwd}`,
-        );
-      }
-      // --workspace (or the variable) is honoured from anywhere.
-      const listed = await cli(['list', '--workspace', WORKSPACE], { TOOLPORT_WORKSPACE: '', HOME: home }, '/');
-      assert.equal(listed.code, 0, listed.stderr);
-      assert.deepEqual(JSON.parse(listed.stdout), await expectedList('anthropic'));
-    } finally {
-      rmSync(home, { recursive: true, force: true });
+  test('mcp and serve started from / or the home directory without TOOLPORT_WORKSPACE refuse to start, saying to set it', async (t) => {
+    const home = await temporaryDirectory(t, 'toolport-home-');
+    for (const [command, cwd, what] of [
+      ['mcp', '/', 'the root of the file system'],
+      ['serve', '/', 'the root of the file system'],
+      ['mcp', home, 'the home directory'],
+    ] as const) {
+      const run = await cli([command], { TOOLPORT_WORKSPACE: '', HOME: home, PORT: '0' }, cwd);
+      assert.deepEqual(
+        { code: run.code, stdout: run.stdout, stderr: run.stderr },
+        {
+          code: 1,
+          stdout: '',
+          stderr: `toolport: TOOLPORT_WORKSPACE is not set, and the working directory ${cwd} is ${what}, which toolport does not take as its workspace by default: set TOOLPORT_WORKSPACE (or pass --workspace) to the directory the tools may work in.\n`,
+        },
+        `${command} from ${cwd}`,
+      );
     }
+    // --workspace (or the variable) is honoured from anywhere.
+    const listed = await cli(['list', '--workspace', WORKSPACE], { TOOLPORT_WORKSPACE: '', HOME: home }, '/');
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), await expectedList('anthropic'));
   });
 
   test('a configuration error (PORT=abc) exits 1 with a message naming PORT', async () => {

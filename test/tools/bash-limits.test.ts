@@ -8,7 +8,7 @@ import type { ToolDef } from '../../src/core/types.js';
 import { bashIsolationOf, createBashTool } from '../../src/tools/bash.js';
 import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
 import type { Workspace } from '../../src/os/fs/workspace.js';
-import { waitFor } from '../fixtures/processes.js';
+import { waitFor } from '../support/processes.js';
 import { skipWithout } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';
 import { temporaryWorkspace } from '../support/workspace.js';

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { watch } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ToolDef, ToolResult } from '../../src/core/types.js';
@@ -15,8 +14,9 @@ import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-concurrency-');
 let root: string;
 let Edit: ToolDef;
 let Write: ToolDef;
@@ -27,7 +27,6 @@ const textOf = (result: ToolResult): string => result.content.map((b) => (b.type
 const lines = (n: number, label = 'line'): string => Array.from({ length: n }, (_, i) => `${label} ${i}`).join('\n') + '\n';
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-concurrency-')));
   root = path.join(base, 'ws');
   await mkdir(path.join(root, 'dir'), { recursive: true });
   const ws = await Workspace.open(root);
@@ -35,8 +34,6 @@ before(async () => {
   Write = createWriteTool(ws);
   Read = createReadTool(ws);
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 test('40 concurrent Edits of different lines of one file all land, through different paths to it', async () => {
   await writeFile(path.join(root, 'dir', 'many.txt'), lines(40));

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, mkdir, readdir, readFile, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { compileInputSchema } from '../../src/core/validator.js';
@@ -9,8 +8,9 @@ import { createEditTool } from '../../src/tools/edit.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-edit-');
 let root: string;
 let outside: string;
 let Edit: ToolDef;
@@ -29,7 +29,6 @@ const numbered = (lines: string[], first = 1): string => lines.map((l, i) => `${
 const contentOf = (name: string): Promise<string> => readFile(path.join(root, name), 'utf8');
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-edit-')));
   root = path.join(base, 'ws');
   outside = path.join(base, 'outside');
   await mkdir(root);
@@ -39,8 +38,6 @@ before(async () => {
   await symlink(outside, path.join(root, 'dir-out'));
   Edit = createEditTool(await Workspace.open(root));
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 async function file(name: string, content: string | Uint8Array): Promise<void> {
   await mkdir(path.dirname(path.join(root, name)), { recursive: true });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, open, realpath, rm, symlink, utimes, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, open, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { compileInputSchema } from '../../src/core/validator.js';
@@ -10,8 +9,9 @@ import { createGlobTool, type SearchWork } from '../../src/tools/glob.js';
 import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-glob-');
 let root: string;
 let Glob: ToolDef;
 
@@ -27,7 +27,6 @@ async function file(name: string, mtime: number): Promise<void> {
 }
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-glob-')));
   root = path.join(base, 'ws');
   await mkdir(root);
   await mkdir(path.join(base, 'outside'));
@@ -47,8 +46,6 @@ before(async () => {
   await symlink('src', path.join(root, 'link-in'));
   Glob = createGlobTool(await Workspace.open(root));
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 test('Glob lists matching files relative to the root, newest first', async () => {
   assert.deepEqual(

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, after, test } from 'node:test';
 import { pino } from 'pino';
@@ -12,6 +11,7 @@ import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../src/to
 import { rgRunner, type GrepConfinement } from '../../src/os/proc/rg-confined.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const FILES: Record<string, string> = {
   'src/app.ts': ['export function hello() {', "  return 'Hello World';", '}', '// block start', '// middle', '// block end', "const flag = '-foo';"].join('\n'),
@@ -25,12 +25,12 @@ const FILES: Record<string, string> = {
   'wide/long.txt': Array.from({ length: 200 }, (_, i) => `wide ${i} ${'x'.repeat(400)}`).join('\n'),
 };
 
+const base = await temporaryDirectory({ after }, 'toolport-grep-');
 let root: string;
 let outside: string;
 let grep: ToolDef;
 
 before(async () => {
-  const base = await mkdtemp(path.join(tmpdir(), 'toolport-grep-'));
   root = path.join(base, 'ws');
   outside = path.join(base, 'outside');
   for (const [name, text] of Object.entries(FILES)) {
@@ -43,8 +43,6 @@ before(async () => {
   await symlink(path.join(outside, 'secret.txt'), path.join(root, 'file-link-out.txt'));
   grep = createGrepTool(await Workspace.open(root));
 });
-
-after(() => rm(path.dirname(root), { recursive: true, force: true }));
 
 async function search(input: Record<string, unknown>, tool = grep, signal?: AbortSignal): Promise<{ text: string; isError: boolean }> {
   const context = { signal: signal ?? new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'test' };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
@@ -10,8 +9,9 @@ import { PATTERN_LIMITS } from '../../src/tools/glob-limits.js';
 import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-ls-');
 let root: string;
 let LS: ToolDef;
 
@@ -39,7 +39,6 @@ async function structured(tool: ToolDef, input: Record<string, unknown>): Promis
 const ls = async (input: Record<string, unknown>): Promise<ToolResult> => checked(await LS.execute(input, toolContext()));
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-ls-')));
   root = path.join(base, 'ws');
   await mkdir(path.join(base, 'outside', 'inner'), { recursive: true });
   await writeFile(path.join(base, 'outside', 'secret.txt'), 'secret\n');
@@ -58,8 +57,6 @@ before(async () => {
   await writeFile(path.join(root, 'file.txt'), 'text\n');
   LS = createLsTool(await Workspace.open(root));
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 const SRC_LISTING = [
   '.hidden',

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { link, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { link, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
@@ -9,6 +8,7 @@ import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { MAX_MEASURED_DEPTH, workspaceUsage } from '../../src/os/fs/workspace-usage.js';
 import { builtinTools } from '../../src/tools/index.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // The workspace quota against what an attacker writes to get round it without Bash: new names
 // that cost no content (empty files, the directories made for them), hard links, and depth.
@@ -21,8 +21,7 @@ const run = async (tool: ToolDef, input: Record<string, unknown>): Promise<ToolR
   tool.execute(input, { signal: new AbortController().signal, log: pino({ level: 'silent' }), requestId: 'quota' });
 
 async function fullWorkspace(t: TestContext): Promise<{ root: string; Write: ToolDef; measure: () => Promise<void> }> {
-  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-quota-bypass-')));
-  t.after(() => rm(root, { recursive: true, force: true }));
+  const root = await temporaryDirectory(t, 'toolport-quota-bypass-');
   // Nearly the whole quota taken before the tools measure it.
   await writeFile(path.join(root, 'filler.bin'), Buffer.alloc(QUOTA - 8 * KiB));
   const ws = await Workspace.open(root);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ToolDef, ToolResult } from '../../src/core/types.js';
@@ -10,9 +9,10 @@ import { createReadTool } from '../../src/tools/read.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
-import { startSwapper } from '../fixtures/swapper.js';
+import { startSwapper } from '../support/swapper.js';
 import { toolContext } from '../support/tool-context.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside holding
 // files of the same names; another process exchanges the two entries in a tight loop while
@@ -24,7 +24,7 @@ const CLIENTS = 6;
 const SECRET = 'SECRET-OUTSIDE';
 const SWAPPER = path.resolve(import.meta.dirname, '../fixtures/swapper.py');
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-race-');
 let root: string;
 let outside: string;
 let tools: { Read: ToolDef; Write: ToolDef; Edit: ToolDef };
@@ -43,7 +43,6 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 }
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-race-')));
   root = path.join(base, 'ws');
   outside = path.join(base, 'OUTSIDE-zone');
   for (const dir of [path.join(root, 'd', 'sub'), path.join(outside, 'sub')]) await mkdir(dir, { recursive: true });
@@ -57,8 +56,6 @@ before(async () => {
   const ws = await Workspace.open(root);
   tools = { Read: createReadTool(ws), Write: createWriteTool(ws), Edit: createEditTool(ws) };
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** Clients calling Read, Write and Edit through `d` until `done()` or the call budget; what leaked. */
 async function clients(done: () => boolean): Promise<{ calls: number; leaks: string[] }> {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ToolDef, ToolResult } from '../../src/core/types.js';
@@ -10,9 +9,10 @@ import { createGrepTool } from '../../src/tools/grep.js';
 import { createLsTool } from '../../src/tools/ls.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
-import { startSwapper } from '../fixtures/swapper.js';
+import { startSwapper } from '../support/swapper.js';
 import { toolContext } from '../support/tool-context.js';
 import { requireOrSkip } from '../support/require.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // The attack: `ws/d` is a real directory and `ws/.swap` a symlink to a directory outside with
 // files of distinct names and secret content; another process exchanges the two entries in a
@@ -25,7 +25,7 @@ const SECRET = 'SECRET-CONTENT';
 const OUTSIDE_NAME = 'OUTSIDE-NAME';
 const SWAPPER = path.join(import.meta.dirname, '..', 'fixtures', 'swapper.py');
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-race-listing-');
 let root: string;
 let ws: Workspace;
 let calls: [ToolDef, Record<string, unknown>][];
@@ -33,7 +33,6 @@ let calls: [ToolDef, Record<string, unknown>][];
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('\n');
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-race-listing-')));
   root = path.join(base, 'ws');
   const outside = path.join(base, 'elsewhere');
   // Both sides have `sub`, so "d/sub" leads somewhere whichever side `d` is.
@@ -67,8 +66,6 @@ before(async () => {
     [GrepDirect, { pattern: 'needle', path: 'd/sub/b.txt', output_mode: 'count' }],
   ];
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** What the clients saw: how many calls, how many listed something real, and every leak. */
 interface Seen {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFile, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ToolDef, ToolResult } from '../../src/core/types.js';
@@ -9,8 +8,9 @@ import { createEditTool } from '../../src/tools/edit.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
-import { startTempSwapper } from '../fixtures/swapper.js';
+import { startTempSwapper } from '../support/swapper.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 // The attack: another process (a command in the workspace) replaces the temporary file of a
 // Write or Edit with a symlink to a file outside just before the rename, so that the rename puts
@@ -20,7 +20,7 @@ const ROUNDS = 100;
 const SWAPPER = path.resolve(import.meta.dirname, '../fixtures/swapper.py');
 const SECRET = 'SECRET-OUTSIDE\n';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-race-rename-');
 let root: string;
 let outside: string;
 let ws: Workspace;
@@ -30,7 +30,6 @@ let Edit: ToolDef;
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-race-rename-')));
   root = path.join(base, 'ws');
   outside = path.join(base, 'outside.txt');
   await mkdir(path.join(root, 'd'), { recursive: true });
@@ -39,8 +38,6 @@ before(async () => {
   Write = createWriteTool(ws);
   Edit = createEditTool(ws);
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 interface Tally {
   successes: number;

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { compileInputSchema } from '../../src/core/validator.js';
@@ -10,8 +9,9 @@ import { createReadTool } from '../../src/tools/read.js';
 import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-read-');
 let root: string;
 let Read: ToolDef;
 
@@ -27,7 +27,6 @@ const textOf = (result: ToolResult): string => result.content.map((b) => (b.type
 const numbered = (lines: string[], first = 1): string => lines.map((l, i) => `${String(first + i).padStart(6)}\t${l}`).join('\n');
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-read-')));
   root = path.join(base, 'ws');
   await mkdir(root);
   await mkdir(path.join(base, 'outside'));
@@ -36,8 +35,6 @@ before(async () => {
   await symlink(path.join(base, 'outside'), path.join(root, 'dir-out'));
   Read = createReadTool(await Workspace.open(root));
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 async function file(name: string, content: string | Uint8Array): Promise<string> {
   const absolute = path.join(root, name);

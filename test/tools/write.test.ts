@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, readlink, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, lstat, mkdir, open, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { compileInputSchema } from '../../src/core/validator.js';
@@ -10,8 +9,9 @@ import { contentVersion } from '../../src/os/fs/regular-file.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-write-');
 let root: string;
 let outside: string;
 let Write: ToolDef;
@@ -28,7 +28,6 @@ const outsideRefusal = (given: string): ToolResult =>
 const modeOf = async (file: string): Promise<number> => (await stat(file)).mode & 0o7777;
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-write-')));
   root = path.join(base, 'ws');
   outside = path.join(base, 'outside');
   await mkdir(root);
@@ -40,8 +39,6 @@ before(async () => {
   await symlink(outside, path.join(root, 'nested', 'dir-out'));
   Write = createWriteTool(await Workspace.open(root));
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** The outside directory holds only what the fixture put there. */
 async function assertOutsideUntouched(): Promise<void> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LoadMonitor, type LoadThresholds } from '../../../src/http/guards/load-monitor.js';
-import { capturedLog } from '../../fixtures/log-capture.js';
+import { capturedLog } from '../../support/log-capture.js';
 import { until } from '../../support/wait.js';
 
 const OFF: LoadThresholds = { maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssBytes: 0, healthCheckIntervalMs: 1000, sampleIntervalMs: 5 };

@@ -6,9 +6,9 @@ import { buildApp } from '../../../src/http/app.js';
 import { REDIS_KEY_PREFIX } from '../../../src/http/guards/rate-limit-store.js';
 import { connectRedis } from '../../../src/infra/redis.js';
 import { Echo } from '../../../src/tools/echo.js';
-import { capturedLog } from '../../fixtures/log-capture.js';
-import { scrapeMetrics } from '../../fixtures/metrics-text.js';
-import { REDIS_MISSING, startRedis, type RedisServer } from '../../fixtures/redis-server.js';
+import { capturedLog } from '../../support/log-capture.js';
+import { scrapeMetrics } from '../../support/metrics-text.js';
+import { REDIS_MISSING, startRedis, type RedisServer } from '../../support/redis-server.js';
 import { until } from '../../support/wait.js';
 import { requiredOptions } from '../../support/require.js';
 

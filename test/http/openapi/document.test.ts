@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -12,6 +11,7 @@ import { buildApp } from '../../../src/http/app.js';
 import { toolsDocument, type OpenAPIDocument } from '../../../src/http/openapi/tools-document.js';
 import { createToolset } from '../../../src/assembly/toolset.js';
 import { Echo } from '../../../src/tools/echo.js';
+import { withTemporaryDirectory } from '../../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const COMMITTED = path.join(ROOT, 'openapi/openapi.json');
@@ -19,17 +19,14 @@ const REDOCLY = path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');
 
 /** The document the code generates for the built-in tools, as `npm run openapi` writes it. */
 async function generatedDocument(): Promise<Record<string, unknown>> {
-  const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-openapi-'));
-  try {
+  return withTemporaryDirectory('toolport-openapi-', async (workspace) => {
     const registry = await createToolset({ workspace, bashSandbox: false, plugins: [], tools: undefined });
     const app = await buildApp({ registry });
     await app.ready();
     const doc = JSON.parse(JSON.stringify(app.swagger())) as Record<string, unknown>;
     await app.close();
     return doc;
-  } finally {
-    await rm(workspace, { recursive: true, force: true });
-  }
+  });
 }
 
 test('the committed openapi/openapi.json matches what the code generates (run `npm run openapi` to update it)', async () => {
@@ -52,8 +49,7 @@ interface LintProblem {
 
 /** The problems `redocly lint` finds in `doc` with the repository's redocly.yaml (the recommended rules), offline. */
 async function redoclyProblems(doc: unknown): Promise<LintProblem[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-redocly-'));
-  try {
+  return withTemporaryDirectory('toolport-redocly-', async (dir) => {
     const file = path.join(dir, 'openapi.json');
     await writeFile(file, JSON.stringify(doc));
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
@@ -62,9 +58,7 @@ async function redoclyProblems(doc: unknown): Promise<LintProblem[]> {
     const { stdout } = await promisify(execFile)(process.execPath, args, { env, cwd: dir }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
     const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: LintProblem[] };
     return report.problems;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 const describeProblems = (problems: LintProblem[]): string =>

@@ -7,8 +7,8 @@ import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/providers/turn-runner.js';
 import { Echo } from '../../../src/tools/echo.js';
-import { capturedLog } from '../../fixtures/log-capture.js';
-import { allItems, postForEvents } from '../../fixtures/sse-client.js';
+import { capturedLog } from '../../support/log-capture.js';
+import { allItems, postForEvents } from '../../support/sse-client.js';
 import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
 
 async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {

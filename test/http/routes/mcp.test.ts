@@ -11,7 +11,7 @@ import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import type { ApiKey } from '../../../src/http/guards/auth.js';
 import { createLogger } from '../../../src/infra/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
-import { scrapeMetrics } from '../../fixtures/metrics-text.js';
+import { scrapeMetrics } from '../../support/metrics-text.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { controllableTool, NoArgs } from '../../fixtures/tools.js';
 

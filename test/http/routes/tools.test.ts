@@ -9,7 +9,7 @@ import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
-import { allItems, postForEvents, readStream, type StreamItem } from '../../fixtures/sse-client.js';
+import { allItems, postForEvents, readStream, type StreamItem } from '../../support/sse-client.js';
 import { NoArgs } from '../../fixtures/tools.js';
 
 const FULL_KEY = 'tools-route-full-secret-0123456789';

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, readlinkSync, watch, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, truncate, utimes, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, open, readdir, readFile, stat, symlink, truncate, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
@@ -19,10 +18,11 @@ import { Workspace } from '../../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../../src/tools/write.js';
 import { toolContext } from '../../support/tool-context.js';
 import { skipWithout } from '../../support/require.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 // The lock files and temporary files of Edit and Write, attacked as a client that also runs
 // commands in the workspace would: it can plant anything under a lock's name.
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-lock-');
 let root: string;
 let ws: Workspace;
 let Edit: ToolDef;
@@ -36,15 +36,12 @@ const prompt = (): ToolContext => toolContext(AbortSignal.timeout(PROMPTLY_MS));
 const SRC = path.resolve(import.meta.dirname, '../../../src');
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-lock-')));
   root = path.join(base, 'ws');
   await mkdir(root);
   ws = await Workspace.open(root);
   Edit = createEditTool(ws);
   Write = createWriteTool(ws);
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** A holder record for a process of this machine and PID namespace, as earlier servers wrote it. */
 function holder(pid: number): Record<string, unknown> {

@@ -1,26 +1,23 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, open, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, open, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { CHECKPOINT_LEVELS, HeldTree, listHeld, MAX_HELD_DIRECTORIES } from '../../../src/os/fs/held-dir.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-held-dir-');
 const DEPTH = 400;
 const chain = (depth: number): string[] => Array.from({ length: depth }, () => 'a');
 const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-held-dir-')));
   await mkdir(path.join(base, ...chain(DEPTH)), { recursive: true });
   await mkdir(path.join(base, 'outside'));
   await writeFile(path.join(base, 'outside', 'secret'), '');
   await symlink(path.join(base, 'outside'), path.join(base, 'a', 'link'));
   await writeFile(path.join(base, 'a', 'file'), '');
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** A tree over `base` and a count of the directories it opens. */
 async function tree(): Promise<{ tree: HeldTree; opens: () => number; mayOpen: () => boolean; close: () => Promise<void> }> {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import type { ToolDef, ToolResult } from '../../../src/core/types.js';
@@ -11,19 +10,16 @@ import { builtinTools } from '../../../src/tools/index.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { workspaceUsage, type WorkspaceUsage } from '../../../src/os/fs/workspace-usage.js';
 import { toolContext } from '../../support/tool-context.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 // The disk quota of a workspace, tried through real Write and Edit calls.
 const KiB = 1024;
 const QUOTA = 256 * KiB;
 
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-quota-');
 const textOf = (result: ToolResult): string => result.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 
-before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-quota-')));
-});
-
-after(() => rm(base, { recursive: true, force: true }));
+before(async () => {});
 
 interface Fixture {
   root: string;

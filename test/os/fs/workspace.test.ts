@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { lstat, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { lstat, mkdir, realpath, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -9,6 +8,7 @@ import { createReadTool } from '../../../src/tools/read.js';
 import { Workspace, WorkspaceError } from '../../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../../src/tools/write.js';
 import { toolContext } from '../../support/tool-context.js';
+import { temporaryDirectory } from '../../support/workspace.js';
 
 // Layout, under a fresh temp directory `base`:
 //   base/ws/                 the workspace root
@@ -20,12 +20,11 @@ import { toolContext } from '../../support/tool-context.js';
 //   base/ws/loop-1 <-> base/ws/loop-2
 //   base/ws-evil/            a sibling whose name starts with the root's name
 //   base/outside/secret.txt
-let base: string;
+const base = await temporaryDirectory({ after }, 'toolport-ws-');
 let root: string;
 let ws: Workspace;
 
 before(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'toolport-ws-')));
   root = path.join(base, 'ws');
   await mkdir(path.join(root, 'a'), { recursive: true });
   await writeFile(path.join(root, 'a', 'b.txt'), 'inside\n');
@@ -44,8 +43,6 @@ before(async () => {
   await symlink(path.join(base, 'outside'), path.join(root, 'sub', 'link-out'));
   ws = await Workspace.open(root);
 });
-
-after(() => rm(base, { recursive: true, force: true }));
 
 /** Asserts that `given` is refused with a WorkspaceError whose message matches `message`. */
 async function refused(given: string, message: RegExp): Promise<void> {

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { chooseBashIsolation, logBashIsolation, type BashIsolation } from '../../../src/os/proc/isolation.js';
 import { reaperUnavailableReason } from '../../../src/os/proc/reaper.js';
 import { sandboxUnavailableReason } from '../../../src/os/proc/sandbox.js';
-import { pathWithOnly } from '../../fixtures/programs.js';
+import { pathWithOnly } from '../../support/programs.js';
 import { requireOrSkip } from '../../support/require.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { commandEnv, processGroupRunning, runProcess, type RunOptions } from '../../../src/os/proc/process.js';
-import { processesWith, trackedMarker, waitFor } from '../../fixtures/processes.js';
+import { processesWith, trackedMarker, waitFor } from '../../support/processes.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 function options(overrides: Partial<RunOptions> = {}): RunOptions & { out: () => string } {

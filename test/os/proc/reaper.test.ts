@@ -8,8 +8,8 @@ import { test, type TestContext } from 'node:test';
 import { commandEnv, type RunOptions } from '../../../src/os/proc/process.js';
 import { reaperUnavailableReason, ResidentReaper, type ResidentReaperOptions } from '../../../src/os/proc/reaper.js';
 import { escapees } from '../../fixtures/escapees.js';
-import { processesWith, trackedMarker, waitFor } from '../../fixtures/processes.js';
-import { pathWithOnly } from '../../fixtures/programs.js';
+import { processesWith, trackedMarker, waitFor } from '../../support/processes.js';
+import { pathWithOnly } from '../../support/programs.js';
 import { requireOrSkip } from '../../support/require.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -12,7 +12,7 @@ import { createBashTool } from '../../../src/tools/bash.js';
 import { bwrapArgs, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from '../../../src/os/proc/sandbox.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { escapees } from '../../fixtures/escapees.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../../fixtures/processes.js';
+import { killAll, processesWith, uniqueMarker, waitFor } from '../../support/processes.js';
 import { requireOrSkip, skipWithout } from '../../support/require.js';
 import { toolContext } from '../../support/tool-context.js';
 import { temporaryDirectory } from '../../support/workspace.js';
