@@ -1,8 +1,12 @@
 // The public API for embedding toolport in a service of your own.
 export type {
+  AudioBlock,
+  ContentAnnotations,
   ContentBlock,
   ErrorResult,
   ImageBlock,
+  ResourceBlock,
+  ResourceLinkBlock,
   ObjectSchema,
   Progress,
   ProgressUpdate,
@@ -40,7 +44,18 @@ export {
   type ErrorCode,
   type ToolportErrorOptions,
 } from './core/errors.js';
-export { ContentBlockSchema, ErrorBodySchema, ImageBlockSchema, StructuredContentSchema, TextBlockSchema, ToolResultSchema } from './core/schemas.js';
+export {
+  AudioBlockSchema,
+  ContentAnnotationsSchema,
+  ContentBlockSchema,
+  ErrorBodySchema,
+  ImageBlockSchema,
+  ResourceBlockSchema,
+  ResourceLinkBlockSchema,
+  StructuredContentSchema,
+  TextBlockSchema,
+  ToolResultSchema,
+} from './core/schemas.js';
 export {
   API_FORMATS,
   STRICT_FORMATS,
@@ -69,6 +84,7 @@ export {
   type OpenAIImageMessage,
   type OpenAIToolMessage,
 } from './providers/results.js';
+export { fromMCPCallResult } from './providers/mcp-content.js';
 export { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn, type TurnCall } from './providers/turns.js';
 export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from './providers/turn-runner.js';
 export { buildApp, type AppOptions, type Toolport } from './http/app.js';

@@ -1,6 +1,5 @@
-import type { ContentBlock, ErrorResult, TextBlock, ToolResult } from './types.js';
-
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+import { AUDIO_MEDIA_TYPE_PATTERN, IMAGE_MEDIA_TYPE_PATTERN } from './schemas.js';
+import type { ContentAnnotations, ContentBlock, ErrorResult, ResourceBlock, ResourceLinkBlock, TextBlock, ToolResult } from './types.js';
 
 /** A result holding one text block. */
 export function textResult(text: string, isError = false): ToolResult & { isError: boolean } {
@@ -29,13 +28,13 @@ export function normaliseResult(value: unknown): { result: ToolResult & { isErro
   }
   const blocks: ContentBlock[] = [];
   for (const [i, block] of content.entries()) {
-    const copy = copyBlock(block);
+    const copy = copyContentBlock(block);
     if (typeof copy === 'string') return { defect: `content[${i}] ${copy}` };
     blocks.push(copy);
   }
   const result: ToolResult & { isError: boolean } = { content: blocks, isError: isError === true };
   if (structuredContent !== undefined) {
-    const copy = copyStructured(structuredContent);
+    const copy = copyStructuredContent(structuredContent);
     if (typeof copy === 'string') return { defect: copy };
     result.structuredContent = copy;
   }
@@ -61,7 +60,11 @@ function nestsDeeperThan(value: object, limit: number): boolean {
 // again for the text block and the size of the result.
 const structuredTexts = new WeakMap<object, string>();
 
-function copyStructured(value: unknown): Record<string, unknown> | string {
+/**
+ * `structuredContent` copied through its JSON text, or why it cannot be: not an object, not JSON,
+ * or nested deeper than 256 levels.
+ */
+export function copyStructuredContent(value: unknown): Record<string, unknown> | string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return `expected structuredContent to be an object, got ${describe(value)}`;
   let text: string;
   let copy: unknown;
@@ -102,21 +105,101 @@ export function readableContent(result: ToolResult): ContentBlock[] {
   return [...result.content, json];
 }
 
-function copyBlock(block: unknown): ContentBlock | string {
+const IMAGE_MEDIA_TYPE = new RegExp(IMAGE_MEDIA_TYPE_PATTERN);
+const AUDIO_MEDIA_TYPE = new RegExp(AUDIO_MEDIA_TYPE_PATTERN);
+
+/**
+ * A content block copied key by key into its clean shape, or what is wrong with it, worded to
+ * follow `content[i] ` ("is a text block without a string text"). Base64 data is taken as it is:
+ * checking it would cost every image its length again, and a tool's own data is its own.
+ */
+export function copyContentBlock(block: unknown): ContentBlock | string {
   if (typeof block !== 'object' || block === null) return `must be an object, got ${describe(block)}`;
-  const b = block as { type?: unknown; text?: unknown; source?: unknown };
-  if (b.type === 'text') {
-    return typeof b.text === 'string' ? { type: 'text', text: b.text } : 'is a text block without a string text';
-  }
-  if (b.type === 'image') {
-    const s = b.source as { type?: unknown; media_type?: unknown; data?: unknown } | undefined;
-    if (s?.type !== 'base64' || typeof s.data !== 'string' || !IMAGE_TYPES.has(s.media_type as string)) {
-      return 'is an image block without a base64 source of type png, jpeg, gif or webp';
+  const b = block as Record<string, unknown>;
+  const copy = copyByType(b);
+  if (typeof copy === 'string' || b.annotations === undefined) return copy;
+  const annotations = copyAnnotations(b.annotations);
+  if (typeof annotations === 'string') return `has annotations ${annotations}`;
+  copy.annotations = annotations;
+  return copy;
+}
+
+function copyByType(b: Record<string, unknown>): ContentBlock | string {
+  switch (b.type) {
+    case 'text':
+      return typeof b.text === 'string' ? { type: 'text', text: b.text } : 'is a text block without a string text';
+    case 'image': {
+      const source = copyBase64Source(b.source, IMAGE_MEDIA_TYPE);
+      return source ? { type: 'image', source } : 'is an image block without a base64 source of an image/* media type';
     }
-    const media_type = s.media_type as 'image/png';
-    return { type: 'image', source: { type: 'base64', media_type, data: s.data } };
+    case 'audio': {
+      const source = copyBase64Source(b.source, AUDIO_MEDIA_TYPE);
+      return source ? { type: 'audio', source } : 'is an audio block without a base64 source of an audio/* media type';
+    }
+    case 'resource': {
+      const resource = copyResourceContents(b.resource);
+      return resource ? { type: 'resource', resource } : 'is a resource block without a resource {uri, mimeType?, text or blob} of strings';
+    }
+    case 'resource_link':
+      return copyResourceLink(b);
+    default:
+      return `has unknown type ${typeof b.type === 'string' ? JSON.stringify(b.type.length > 64 ? `${b.type.slice(0, 64)}...` : b.type) : describe(b.type)}`;
   }
-  return `has unknown type ${typeof b.type === 'string' ? JSON.stringify(b.type) : describe(b.type)}`;
+}
+
+function copyBase64Source(value: unknown, mediaType: RegExp): { type: 'base64'; media_type: string; data: string } | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { type, media_type, data } = value as Record<string, unknown>;
+  if (type !== 'base64' || typeof data !== 'string' || typeof media_type !== 'string' || !mediaType.test(media_type)) return undefined;
+  return { type, media_type, data };
+}
+
+function copyResourceContents(value: unknown): ResourceBlock['resource'] | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { uri, mimeType, text, blob } = value as Record<string, unknown>;
+  if (typeof uri !== 'string' || (mimeType !== undefined && typeof mimeType !== 'string')) return undefined;
+  const type = mimeType === undefined ? {} : { mimeType };
+  if (typeof text === 'string' && blob === undefined) return { uri, ...type, text };
+  if (typeof blob === 'string' && text === undefined) return { uri, ...type, blob };
+  return undefined;
+}
+
+function copyResourceLink(b: Record<string, unknown>): ContentBlock | string {
+  for (const key of ['uri', 'name'] as const) if (typeof b[key] !== 'string') return `is a resource_link block without a string ${key}`;
+  const copy: ResourceLinkBlock = { type: 'resource_link', uri: b.uri as string, name: b.name as string };
+  for (const key of ['title', 'description', 'mimeType'] as const) {
+    const value = b[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') return `is a resource_link block whose ${key} is not a string`;
+    copy[key] = value;
+  }
+  if (b.size !== undefined) {
+    if (!Number.isSafeInteger(b.size) || (b.size as number) < 0) return 'is a resource_link block whose size is not a whole number of bytes';
+    copy.size = b.size as number;
+  }
+  return copy;
+}
+
+/** MCP's annotations of a block copied key by key, or what is wrong with them ("whose priority is ..."). */
+export function copyAnnotations(value: unknown): ContentAnnotations | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `that are not an object but ${describe(value)}`;
+  const { audience, priority, lastModified } = value as { audience?: unknown; priority?: unknown; lastModified?: unknown };
+  const copy: ContentAnnotations = {};
+  if (audience !== undefined) {
+    if (!Array.isArray(audience) || !audience.every((role) => role === 'user' || role === 'assistant')) {
+      return 'whose audience is not a list of "user" and "assistant"';
+    }
+    copy.audience = [...(audience as Array<'user' | 'assistant'>)];
+  }
+  if (priority !== undefined) {
+    if (typeof priority !== 'number' || !(priority >= 0 && priority <= 1)) return 'whose priority is not a number from 0 to 1';
+    copy.priority = priority;
+  }
+  if (lastModified !== undefined) {
+    if (typeof lastModified !== 'string') return 'whose lastModified is not a string';
+    copy.lastModified = lastModified;
+  }
+  return copy;
 }
 
 function describe(value: unknown): string {
@@ -134,11 +217,27 @@ export function describeAbortReason(reason: unknown): string {
   return 'the call was cancelled';
 }
 
-/** Roughly how many bytes a result takes once serialised: its texts, image data and structured content, and a little per block. */
+/** Roughly how many bytes a result takes once serialised: its texts, base64 data and structured content, and a little per block. */
 export function resultSize(result: ToolResult): number {
   let bytes = 32;
-  for (const block of result.content) bytes += 32 + (block.type === 'text' ? block.text.length : block.source.data.length);
+  for (const block of result.content) bytes += 32 + blockSize(block);
   // Counted once: it goes out once, as its own field or as the text block readableContent adds.
   if (result.structuredContent !== undefined) bytes += 32 + structuredText(result.structuredContent).length;
   return bytes;
+}
+
+function blockSize(block: ContentBlock): number {
+  switch (block.type) {
+    case 'text':
+      return block.text.length;
+    case 'image':
+    case 'audio':
+      return block.source.data.length;
+    case 'resource': {
+      const r = block.resource;
+      return r.uri.length + ('text' in r ? r.text.length : r.blob.length);
+    }
+    case 'resource_link':
+      return block.uri.length + block.name.length + (block.title?.length ?? 0) + (block.description?.length ?? 0);
+  }
 }

@@ -10,32 +10,115 @@ import type { ObjectSchema } from './types.js';
 // `ToolResultContentItemAnyOf0`. Closed objects (`additionalProperties: false`) say what a
 // response holds exactly; the pipeline copies results into these shapes key by key.
 
+// A media type as RFC 6838 names it, without parameters: what a data: URL and the providers take.
+const SUBTYPE = '[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}';
+/** The pattern of an image block's media type: any `image/...` type. */
+export const IMAGE_MEDIA_TYPE_PATTERN = `^image/${SUBTYPE}$`;
+/** The pattern of an audio block's media type: any `audio/...` type. */
+export const AUDIO_MEDIA_TYPE_PATTERN = `^audio/${SUBTYPE}$`;
+
+/** MCP's hints about a content block: who it is for, how much it matters, when it last changed. */
+export const ContentAnnotationsSchema = Type.Object(
+  {
+    audience: Type.Optional(Type.Array(Type.Enum(['user', 'assistant'], { type: 'string' }), { description: 'Who the block is for.' })),
+    priority: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'How much the block matters: 1 most, 0 least.' })),
+    lastModified: Type.Optional(Type.String({ description: 'When the content last changed, as an ISO 8601 timestamp.' })),
+  },
+  { $id: 'ContentAnnotations', additionalProperties: false, description: "MCP's annotations of a content block, kept as the tool gave them." },
+);
+
+const annotations = Type.Optional(ContentAnnotationsSchema);
+
 /** Plain text for the model. */
 export const TextBlockSchema = Type.Object(
-  { type: Type.Literal('text'), text: Type.String() },
+  { type: Type.Literal('text'), text: Type.String(), annotations },
   { $id: 'TextBlock', additionalProperties: false, description: 'Plain text for the model.' },
 );
 
-/** An image for the model, in the Anthropic API's base64 source shape. */
+/**
+ * An image, in the Anthropic API's base64 source shape. Any `image/...` type is carried; the
+ * Anthropic and OpenAI shapes show the model png, jpeg, gif and webp, and name the others.
+ */
 export const ImageBlockSchema = Type.Object(
   {
     type: Type.Literal('image'),
     source: Type.Object(
       {
         type: Type.Literal('base64'),
-        media_type: Type.Enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp'], { type: 'string' }),
+        media_type: Type.String({ pattern: IMAGE_MEDIA_TYPE_PATTERN, description: 'image/png, image/jpeg, image/gif, image/webp, or another image type.' }),
         data: Type.String({ description: 'Base64-encoded image bytes.' }),
       },
       { additionalProperties: false },
     ),
+    annotations,
   },
-  { $id: 'ImageBlock', additionalProperties: false, description: "An image for the model, in the Anthropic API's base64 source shape." },
+  {
+    $id: 'ImageBlock',
+    additionalProperties: false,
+    description: "An image, in the Anthropic API's base64 source shape; the providers' shapes show png, jpeg, gif and webp and name other types.",
+  },
 );
 
-/** A content block, in the shape the Anthropic API takes for `tool_result` content. */
-export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema], {
+/** Audio, in the image block's shape. No provider's tool result takes it: their shapes name it instead. */
+export const AudioBlockSchema = Type.Object(
+  {
+    type: Type.Literal('audio'),
+    source: Type.Object(
+      {
+        type: Type.Literal('base64'),
+        media_type: Type.String({ pattern: AUDIO_MEDIA_TYPE_PATTERN }),
+        data: Type.String({ description: 'Base64-encoded audio bytes.' }),
+      },
+      { additionalProperties: false },
+    ),
+    annotations,
+  },
+  { $id: 'AudioBlock', additionalProperties: false, description: "Audio, in the image block's shape; MCP carries it, the model providers' shapes name it." },
+);
+
+const uri = Type.String({ description: "The resource's URI." });
+const mimeType = Type.Optional(Type.String({ description: "The resource's media type." }));
+
+/** An embedded resource's contents as text, as in MCP. */
+export const TextResourceContentsSchema = Type.Object(
+  { uri, mimeType, text: Type.String() },
+  { $id: 'TextResourceContents', additionalProperties: false, description: "A resource's contents as text." },
+);
+
+/** An embedded resource's contents as bytes, as in MCP. */
+export const BlobResourceContentsSchema = Type.Object(
+  { uri, mimeType, blob: Type.String({ description: 'Base64-encoded bytes.' }) },
+  { $id: 'BlobResourceContents', additionalProperties: false, description: "A resource's contents as bytes." },
+);
+
+/** A resource embedded in the result, in MCP's shape: its URI and its contents, text or bytes. */
+export const ResourceBlockSchema = Type.Object(
+  { type: Type.Literal('resource'), resource: Type.Union([TextResourceContentsSchema, BlobResourceContentsSchema]), annotations },
+  { $id: 'ResourceBlock', additionalProperties: false, description: "A resource embedded in the result, in MCP's shape: its URI and its text or bytes." },
+);
+
+/** A resource the result names without its contents, in MCP's shape. */
+export const ResourceLinkBlockSchema = Type.Object(
+  {
+    type: Type.Literal('resource_link'),
+    uri,
+    name: Type.String({ description: "The resource's name." }),
+    title: Type.Optional(Type.String({ description: 'A name for people.' })),
+    description: Type.Optional(Type.String()),
+    mimeType,
+    size: Type.Optional(Type.Integer({ minimum: 0, description: 'Its size in bytes.' })),
+    annotations,
+  },
+  { $id: 'ResourceLinkBlock', additionalProperties: false, description: "A resource the result names without its contents, in MCP's shape." },
+);
+
+/**
+ * A content block of a result: text and images in the shape the Anthropic API takes for
+ * `tool_result` content, audio in the image's shape, resources and resource links in MCP's.
+ */
+export const ContentBlockSchema = Type.Union([TextBlockSchema, ImageBlockSchema, AudioBlockSchema, ResourceBlockSchema, ResourceLinkBlockSchema], {
   $id: 'ContentBlock',
-  description: 'A content block, in the shape the Anthropic API takes for tool_result content.',
+  description: "A content block: text and images in the Anthropic API's tool_result shape, audio in the image's shape, resources and resource links in MCP's.",
 });
 
 /**
@@ -59,7 +142,7 @@ export const ToolResultSchema = Type.Object(
     isError: Type.Boolean({ description: 'True when the call failed; the content says why, for the model.' }),
     structuredContent: Type.Optional(StructuredContentSchema),
   },
-  { $id: 'ToolResult', additionalProperties: false, description: "What the tool returned, in the Anthropic API's tool_result content shape." },
+  { $id: 'ToolResult', additionalProperties: false, description: 'What the tool returned: content blocks, isError, and structuredContent when it has some.' },
 );
 
 /** The body of every refusal: a ToolResult with `isError: true`, plus a machine-readable error. */

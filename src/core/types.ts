@@ -1,6 +1,16 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import type { ContentBlockSchema, ImageBlockSchema, TextBlockSchema, ToolAnnotationsSchema, ToolResultSchema } from './schemas.js';
+import type {
+  AudioBlockSchema,
+  ContentAnnotationsSchema,
+  ContentBlockSchema,
+  ImageBlockSchema,
+  ResourceBlockSchema,
+  ResourceLinkBlockSchema,
+  TextBlockSchema,
+  ToolAnnotationsSchema,
+  ToolResultSchema,
+} from './schemas.js';
 
 /** A tool's input: always a JSON object (the root of every input schema is `type: "object"`). */
 export type ToolInput = Record<string, unknown>;
@@ -8,10 +18,25 @@ export type ToolInput = Record<string, unknown>;
 /** Plain text for the model. */
 export type TextBlock = Static<typeof TextBlockSchema>;
 
-/** An image for the model, in the Anthropic API's base64 source shape. */
+/** An image, in the Anthropic API's base64 source shape, of any `image/...` type. */
 export type ImageBlock = Static<typeof ImageBlockSchema>;
 
-/** A content block, in the shape the Anthropic API takes for `tool_result` content. */
+/** Audio, in the image block's shape. */
+export type AudioBlock = Static<typeof AudioBlockSchema>;
+
+/** A resource embedded in a result, in MCP's shape: its URI and its contents, text or bytes. */
+export type ResourceBlock = Static<typeof ResourceBlockSchema>;
+
+/** A resource a result names without its contents, in MCP's shape. */
+export type ResourceLinkBlock = Static<typeof ResourceLinkBlockSchema>;
+
+/** MCP's hints about a content block: who it is for, how much it matters, when it last changed. */
+export type ContentAnnotations = Static<typeof ContentAnnotationsSchema>;
+
+/**
+ * A content block of a result: text and images in the shape the Anthropic API takes for
+ * `tool_result` content, audio in the image's shape, resources and resource links in MCP's.
+ */
 export type ContentBlock = Static<typeof ContentBlockSchema>;
 
 /**
@@ -39,6 +64,12 @@ export interface ToolContext {
   log: Logger;
   /** The id of the request that caused the call. */
   requestId: string;
+  /**
+   * Who the call is for, as admission tells callers apart: the API key's label or, without keys,
+   * the client's network; undefined for in-process callers and stdio. For a tool that shares a
+   * resource of its own between calls (an upstream's connection) and must share it fairly.
+   */
+  caller?: string | undefined;
   /**
    * Reports progress to a caller that asked for it (an MCP client that sent a progress token);
    * undefined when no one listens, so call it as `context.progress?.(...)`. A string is a message

@@ -1,5 +1,5 @@
 import type { AbortSource } from '../core/call-abort.js';
-import { toMCPCallToolResult } from '../providers/results.js';
+import { toMCPCallToolResult, type MCPContentKinds } from '../providers/results.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
 import { methodError, refusalRpcCode } from './rpc-errors.js';
@@ -83,7 +83,7 @@ export async function toolsCall<Caller>(
   progress?.finish();
   if (outcome === undefined) return methodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
   if (isErrorBody(outcome)) return refusal(deps, request, outcome, version, modern);
-  const result: Record<string, unknown> = toMCPCallToolResult(outcome);
+  const result: Record<string, unknown> = toMCPCallToolResult(outcome, contentKindsOf(version));
   // structuredContent arrived with outputSchema (2025-06-18); earlier revisions get the content only.
   if (result['structuredContent'] !== undefined && !toolFieldsOf(version).titleAndOutput) delete result['structuredContent'];
   if (modern) {
@@ -91,6 +91,11 @@ export async function toolsCall<Caller>(
     result['_meta'] = deps.resultMeta;
   }
   return { reply: resultResponse(request.id, result), status: 200 };
+}
+
+/** Audio content arrived in revision 2025-03-26, resource links in 2025-06-18: a client of an earlier one may refuse a result that holds them. */
+function contentKindsOf(version: string): MCPContentKinds {
+  return { audio: version >= '2025-03-26', resourceLinks: version >= '2025-06-18' };
 }
 
 /**

@@ -1,13 +1,14 @@
 import type { Static } from 'typebox';
 import { readableContent } from '../core/result.js';
-import type { ContentBlock, ToolResult } from '../core/types.js';
-import type {
-  AnthropicToolResultBlockSchema,
-  AnthropicToolResultMessageSchema,
-  MCPCallToolResultSchema,
-  OpenAIFunctionCallOutputSchema,
-  OpenAIImageMessageSchema,
-  OpenAIToolMessageSchema,
+import type { AudioBlock, ContentBlock, ImageBlock, ResourceBlock, ResourceLinkBlock, ToolResult } from '../core/types.js';
+import {
+  PROVIDER_IMAGE_TYPES,
+  type AnthropicToolResultBlockSchema,
+  type AnthropicToolResultMessageSchema,
+  type MCPCallToolResultSchema,
+  type OpenAIFunctionCallOutputSchema,
+  type OpenAIImageMessageSchema,
+  type OpenAIToolMessageSchema,
 } from './shapes.js';
 
 // A ToolResult in each model provider's own shape, for what goes back to the model. The shapes
@@ -15,6 +16,8 @@ import type {
 // test/providers/sdk-shapes.test.ts checks them against the SDKs' own types at compile time.
 // Anthropic's and OpenAI's shapes have no place for structured content: a result that has some
 // and no text of its own carries it as a JSON text block (`readableContent`), as MCP's does.
+// Nor do they take audio, resources or images of other types than png, jpeg, gif and webp: the
+// model reads a text resource's text, and a line that names each of the others (`shownToModel`).
 
 /** An Anthropic Messages API `tool_result` block: exactly the keys the API takes. */
 export type AnthropicToolResultBlock = Static<typeof AnthropicToolResultBlockSchema>;
@@ -33,7 +36,7 @@ export type OpenAIChatMessage = OpenAIToolMessage | OpenAIImageMessage;
 /** A Responses API `function_call_output` input item: a string, or text and image parts when there are images. */
 export type OpenAIFunctionCallOutput = Static<typeof OpenAIFunctionCallOutputSchema>;
 
-/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`. A type, not an interface, so it fits the SDK's open object type. */
+/** An MCP `CallToolResult`: text as is, images and audio as `{type, data, mimeType}`, resources as in MCP. A type, not an interface, so it fits the SDK's open object type. */
 export type MCPCallToolResult = Static<typeof MCPCallToolResultSchema>;
 
 /** A result and the id the provider gave its call. */
@@ -48,11 +51,13 @@ export interface AnsweredCall {
  * block at all says what it held instead, `(no output)` or `(only white space)`.
  */
 export function toAnthropicToolResult(toolUseId: string, result: ToolResult): AnthropicToolResultBlock {
-  const content: ContentBlock[] = [];
+  const content: AnthropicToolResultBlock['content'] = [];
   let blank = false;
   for (const block of readableContent(result)) {
-    if (block.type === 'text' && block.text.trim() === '') blank ||= block.text !== '';
-    else content.push(copyBlock(block));
+    const shown = shownToModel(block);
+    if (typeof shown !== 'string') content.push({ type: 'image', source: { type: 'base64', ...shown } });
+    else if (shown.trim() === '') blank ||= shown !== '';
+    else content.push({ type: 'text', text: shown });
   }
   if (content.length === 0) content.push({ type: 'text', text: blank ? EMPTY_TEXT.blank : EMPTY_TEXT.none });
   return { type: 'tool_result', tool_use_id: toolUseId, content, is_error: result.isError === true };
@@ -78,10 +83,11 @@ export function toOpenAIToolMessages(calls: readonly AnsweredCall[]): OpenAIChat
     const texts: string[] = [];
     let count = 0;
     for (const block of readableContent(result)) {
-      if (block.type === 'text') texts.push(block.text);
+      const shown = shownToModel(block);
+      if (typeof shown === 'string') texts.push(shown);
       else {
         if (count++ === 0) images.push({ type: 'text', text: `Images returned by tool call ${id}:` });
-        images.push({ type: 'image_url', image_url: { url: dataUrl(block) } });
+        images.push({ type: 'image_url', image_url: { url: dataUrl(shown) } });
       }
     }
     if (count > 0) texts.push(`[${count === 1 ? 'an image' : `${count} images`}: in the next user message]`);
@@ -99,33 +105,61 @@ export function toOpenAIFunctionCallOutputs(calls: readonly AnsweredCall[]): Ope
 /** One `function_call_output` item: a string for text, a list of input parts when the result holds images. */
 export function toOpenAIFunctionCallOutput(callId: string, result: ToolResult): OpenAIFunctionCallOutput {
   const prefix = errorPrefix(result);
-  const content = readableContent(result);
-  if (content.every((b) => b.type === 'text')) {
-    return { type: 'function_call_output', call_id: callId, output: prefix + content.map((b) => (b as { text: string }).text).join('\n') };
+  const shown = readableContent(result).map(shownToModel);
+  if (shown.every((part) => typeof part === 'string')) {
+    return { type: 'function_call_output', call_id: callId, output: prefix + shown.join('\n') };
   }
   const parts: Exclude<OpenAIFunctionCallOutput['output'], string> = prefix ? [{ type: 'input_text', text: prefix.trimEnd() }] : [];
-  for (const block of content) {
-    parts.push(block.type === 'text' ? { type: 'input_text', text: block.text } : { type: 'input_image', image_url: dataUrl(block) });
-  }
+  for (const part of shown) parts.push(typeof part === 'string' ? { type: 'input_text', text: part } : { type: 'input_image', image_url: dataUrl(part) });
   return { type: 'function_call_output', call_id: callId, output: parts };
 }
 
 /**
- * `result` as an MCP `CallToolResult`, as the MCP layer answers `tools/call` and `?format=mcp`
- * renders: images as `{type: 'image', data, mimeType}`, `isError` always present (a tool's own
- * failure stays a result the model can read), and `structuredContent` when it has some (held in
- * the content as JSON text too when the tool wrote no text of its own, for clients that do not
- * read the field).
+ * The content kinds an MCP client can read: audio arrived in revision 2025-03-26, resource links in
+ * 2025-06-18. A kind a client cannot read reaches it as a text block that names it.
  */
-export function toMCPCallToolResult(result: ToolResult): MCPCallToolResult {
-  const out: MCPCallToolResult = {
-    content: readableContent(result).map((b) =>
-      b.type === 'text' ? { type: 'text', text: b.text } : { type: 'image', data: b.source.data, mimeType: b.source.media_type },
-    ),
-    isError: result.isError === true,
-  };
+export interface MCPContentKinds {
+  audio: boolean;
+  resourceLinks: boolean;
+}
+
+const EVERY_MCP_KIND: MCPContentKinds = { audio: true, resourceLinks: true };
+
+/**
+ * `result` as an MCP `CallToolResult`, as the MCP layer answers `tools/call` and `?format=mcp`
+ * renders: each block in MCP's own shape with its annotations (images and audio as
+ * `{type, data, mimeType}`), `isError` always present (a tool's own failure stays a result the
+ * model can read), and `structuredContent` when it has some (held in the content as JSON text too
+ * when the tool wrote no text of its own, for clients that do not read the field).
+ */
+export function toMCPCallToolResult(result: ToolResult, kinds: MCPContentKinds = EVERY_MCP_KIND): MCPCallToolResult {
+  const out: MCPCallToolResult = { content: readableContent(result).map((block) => toMCPContent(block, kinds)), isError: result.isError === true };
   if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
   return out;
+}
+
+type MCPContent = MCPCallToolResult['content'][number];
+
+function toMCPContent(block: ContentBlock, kinds: MCPContentKinds): MCPContent {
+  const annotations = block.annotations === undefined ? {} : { annotations: block.annotations };
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text, ...annotations };
+    case 'image':
+      return { type: 'image', data: block.source.data, mimeType: block.source.media_type, ...annotations };
+    case 'audio':
+      if (!kinds.audio) return { type: 'text', text: audioNote(block, "the client's MCP revision has no audio content"), ...annotations };
+      return { type: 'audio', data: block.source.data, mimeType: block.source.media_type, ...annotations };
+    case 'resource': {
+      const { uri, mimeType } = block.resource;
+      const type = mimeType === undefined ? {} : { mimeType };
+      const contents = 'text' in block.resource ? { uri, ...type, text: block.resource.text } : { uri, ...type, blob: block.resource.blob };
+      return { type: 'resource', resource: contents, ...annotations };
+    }
+    case 'resource_link':
+      if (!kinds.resourceLinks) return { type: 'text', text: resourceLinkText(block), ...annotations };
+      return { ...copyResourceLink(block), ...annotations };
+  }
 }
 
 // OpenAI's tool messages have no error flag: the text says it, as a model would read it.
@@ -133,12 +167,74 @@ function errorPrefix(result: ToolResult): string {
   return result.isError === true ? 'Error: ' : '';
 }
 
-function dataUrl(block: Extract<ContentBlock, { type: 'image' }>): string {
-  return `data:${block.source.media_type};base64,${block.source.data}`;
+type ProviderImageType = (typeof PROVIDER_IMAGE_TYPES)[number];
+
+/** An image a provider takes: one of its four types, in lower case as the APIs spell them. */
+interface ShownImage {
+  media_type: ProviderImageType;
+  data: string;
 }
 
-// A copy with only the keys the provider takes, whatever else a block object carries.
-function copyBlock(block: ContentBlock): ContentBlock {
-  if (block.type === 'text') return { type: 'text', text: block.text };
-  return { type: 'image', source: { type: 'base64', media_type: block.source.media_type, data: block.source.data } };
+const PROVIDER_IMAGE_TYPE_SET: ReadonlySet<string> = new Set(PROVIDER_IMAGE_TYPES);
+
+/** What a model is shown of a block in the Anthropic and OpenAI shapes: an image they take, or text. */
+function shownToModel(block: ContentBlock): string | ShownImage {
+  switch (block.type) {
+    case 'text':
+      return block.text;
+    case 'image': {
+      const media_type = block.source.media_type.toLowerCase();
+      if (PROVIDER_IMAGE_TYPE_SET.has(media_type)) return { media_type: media_type as ProviderImageType, data: block.source.data };
+      return imageNote(block);
+    }
+    case 'audio':
+      return audioNote(block, 'the API takes no audio in tool results');
+    case 'resource':
+      return resourceText(block);
+    case 'resource_link':
+      return resourceLinkText(block);
+  }
+}
+
+function imageNote(block: ImageBlock): string {
+  return `[${block.source.media_type} image, ${base64Bytes(block.source.data)} bytes, not shown: the API takes png, jpeg, gif and webp]`;
+}
+
+function audioNote(block: AudioBlock, why: string): string {
+  return `[${block.source.media_type} audio, ${base64Bytes(block.source.data)} bytes, not shown: ${why}]`;
+}
+
+/** A text resource as its text under a line that names it; a binary one as that line alone. */
+function resourceText(block: ResourceBlock): string {
+  const r = block.resource;
+  const name = `resource ${r.uri}${r.mimeType === undefined ? '' : `, ${r.mimeType}`}`;
+  return 'text' in r ? `[${name}]\n${r.text}` : `[${name}, ${base64Bytes(r.blob)} bytes, not shown: binary content]`;
+}
+
+function resourceLinkText(block: ResourceLinkBlock): string {
+  const title = block.title === undefined ? '' : ` (${block.title})`;
+  const type = block.mimeType === undefined ? '' : `, ${block.mimeType}`;
+  const size = block.size === undefined ? '' : `, ${block.size} bytes`;
+  const description = block.description === undefined ? '' : `\n${block.description}`;
+  return `[resource link: ${block.name}${title}, ${block.uri}${type}${size}]${description}`;
+}
+
+/** How many bytes base64 text decodes to. */
+function base64Bytes(data: string): number {
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
+}
+
+function dataUrl(image: ShownImage): string {
+  return `data:${image.media_type};base64,${image.data}`;
+}
+
+// A copy with only the keys MCP's resource link has, whatever else the block object carries.
+function copyResourceLink(block: ResourceLinkBlock): ResourceLinkBlock {
+  const copy: ResourceLinkBlock = { type: 'resource_link', uri: block.uri, name: block.name };
+  if (block.title !== undefined) copy.title = block.title;
+  if (block.description !== undefined) copy.description = block.description;
+  if (block.mimeType !== undefined) copy.mimeType = block.mimeType;
+  if (block.size !== undefined) copy.size = block.size;
+  return copy;
 }

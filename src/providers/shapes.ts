@@ -1,14 +1,41 @@
 import { Type } from 'typebox';
-import { ContentBlockSchema, StructuredContentSchema } from '../core/schemas.js';
+import { ContentAnnotationsSchema, ResourceBlockSchema, ResourceLinkBlockSchema, StructuredContentSchema } from '../core/schemas.js';
 
 // The providers' wire shapes of tool results, declared once: results.ts derives its types from
 // these with Static<>, and the OpenAPI document publishes them as named components. They are
 // structural, so the package needs none of the providers' SDKs; test/providers/sdk-shapes.test.ts
 // checks them against the SDKs' own types at compile time.
 
+const AnthropicTextBlockSchema = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { $id: 'AnthropicTextBlock', additionalProperties: false });
+
+/** The image types the Anthropic and OpenAI APIs take; the renderings name an image of another type in text. */
+export const PROVIDER_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+
+const AnthropicImageBlockSchema = Type.Object(
+  {
+    type: Type.Literal('image'),
+    source: Type.Object(
+      {
+        type: Type.Literal('base64'),
+        media_type: Type.Enum(PROVIDER_IMAGE_TYPES, { type: 'string' }),
+        data: Type.String({ description: 'Base64-encoded image bytes.' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { $id: 'AnthropicImageBlock', additionalProperties: false },
+);
+
 /** An Anthropic Messages API `tool_result` block: exactly the keys the API takes. */
 export const AnthropicToolResultBlockSchema = Type.Object(
-  { type: Type.Literal('tool_result'), tool_use_id: Type.String(), content: Type.Array(ContentBlockSchema), is_error: Type.Boolean() },
+  {
+    type: Type.Literal('tool_result'),
+    tool_use_id: Type.String(),
+    content: Type.Array(Type.Union([AnthropicTextBlockSchema, AnthropicImageBlockSchema], { $id: 'AnthropicToolResultContent' }), {
+      description: 'Text and images; every other block of the result as text that names it.',
+    }),
+    is_error: Type.Boolean(),
+  },
   { $id: 'AnthropicToolResultBlock', additionalProperties: false, description: 'An Anthropic tool_result block: exactly the keys the API takes.' },
 );
 
@@ -79,16 +106,27 @@ export const OpenAIFunctionCallOutputsSchema = Type.Array(OpenAIFunctionCallOutp
   description: 'One function_call_output item per call, in order.',
 });
 
-const MCPTextContentSchema = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { $id: 'MCPTextContent', additionalProperties: false });
+// MCP's content blocks. Its embedded resources and resource links are the core's own blocks.
+const annotations = Type.Optional(ContentAnnotationsSchema);
+const MCPTextContentSchema = Type.Object(
+  { type: Type.Literal('text'), text: Type.String(), annotations },
+  { $id: 'MCPTextContent', additionalProperties: false },
+);
 const MCPImageContentSchema = Type.Object(
-  { type: Type.Literal('image'), data: Type.String({ description: 'Base64-encoded image bytes.' }), mimeType: Type.String() },
+  { type: Type.Literal('image'), data: Type.String({ description: 'Base64-encoded image bytes.' }), mimeType: Type.String(), annotations },
   { $id: 'MCPImageContent', additionalProperties: false },
 );
+const MCPAudioContentSchema = Type.Object(
+  { type: Type.Literal('audio'), data: Type.String({ description: 'Base64-encoded audio bytes.' }), mimeType: Type.String(), annotations },
+  { $id: 'MCPAudioContent', additionalProperties: false },
+);
 
-/** An MCP `CallToolResult`: text as is, images as `{type: 'image', data, mimeType}`, and the structured content when there is some. */
+/** An MCP `CallToolResult`: text, images and audio as `{type, data, mimeType}`, resources and resource links, and the structured content when there is some. */
 export const MCPCallToolResultSchema = Type.Object(
   {
-    content: Type.Array(Type.Union([MCPTextContentSchema, MCPImageContentSchema], { $id: 'MCPContent' })),
+    content: Type.Array(
+      Type.Union([MCPTextContentSchema, MCPImageContentSchema, MCPAudioContentSchema, ResourceBlockSchema, ResourceLinkBlockSchema], { $id: 'MCPContent' }),
+    ),
     isError: Type.Boolean(),
     structuredContent: Type.Optional(StructuredContentSchema),
   },

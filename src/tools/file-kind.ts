@@ -1,6 +1,5 @@
-import type { ImageBlock } from '../core/types.js';
-
-export type ImageMediaType = ImageBlock['source']['media_type'];
+/** The image types every provider takes, and the only ones Read reports as images. */
+export type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
 
 /** How much of a file's start decides whether it is text. */
 export const SNIFF_BYTES = 8 * 1024;

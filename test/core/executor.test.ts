@@ -243,9 +243,9 @@ describe('ToolExecutor: what a tool does becomes a ToolResult', () => {
   }
 
   test('a tool that returns a block of unknown type gives an isError result naming the type', async () => {
-    const result = await executorWith(tool('T', () => ({ content: [{ type: 'audio', data: '' }] }) as never)).call('T', {});
+    const result = await executorWith(tool('T', () => ({ content: [{ type: 'video', data: '' }] }) as never)).call('T', {});
     assert.deepEqual(result, {
-      content: [{ type: 'text', text: 'Tool "T" returned a malformed result: content[0] has unknown type "audio".' }],
+      content: [{ type: 'text', text: 'Tool "T" returned a malformed result: content[0] has unknown type "video".' }],
       isError: true,
     });
   });

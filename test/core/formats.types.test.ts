@@ -1,6 +1,7 @@
 // A compile-time test: `tsc -p tsconfig.json` (part of `npm test`) checks that what toolport
 // publishes and returns can be handed to the official SDKs without a cast. The runtime tests
 // below check that the same values hold the shapes the SDK types describe.
+import { toAnthropicToolResult } from '../../src/providers/results.js';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
@@ -31,7 +32,7 @@ const anthropicTools: Tool[] = registry.toAPI('anthropic');
 const anthropicDefault: Tool[] = registry.toAPI();
 const openaiFunctionTools: ChatCompletionFunctionTool[] = registry.toAPI('openai');
 const openaiTools: ChatCompletionTool[] = registry.toAPI('openai');
-const toToolResultContent = (result: ToolResult): ToolResultBlockParam['content'] => result.content;
+const toToolResultContent = (result: ToolResult): ToolResultBlockParam['content'] => toAnthropicToolResult('toolu_1', result).content;
 
 // Proof that the check can fail: an Anthropic tool without input_schema is not a Tool.
 // @ts-expect-error input_schema is required by the Anthropic SDK's Tool

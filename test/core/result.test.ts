@@ -38,6 +38,51 @@ describe('normaliseResult accepts and copies', () => {
     });
   }
 
+  for (const media_type of ['image/svg+xml', 'image/bmp', 'image/vnd.microsoft.icon', 'image/PNG']) {
+    test(`an image block of type ${media_type}, which the model providers do not take: their renderings name it`, () => {
+      const block = { type: 'image', source: { type: 'base64', media_type, data: 'AAAA' } };
+      assert.deepEqual(normaliseResult({ content: [block] }), { result: { content: [block], isError: false } });
+    });
+  }
+
+  test('audio, embedded resources of text and of bytes, and resource links, each with annotations', () => {
+    const annotations = { audience: ['user', 'assistant'], priority: 0.5, lastModified: '2025-01-12T15:00:58Z' };
+    const content = [
+      { type: 'text', text: 'a', annotations: {} },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' }, annotations: { priority: 0 } },
+      { type: 'audio', source: { type: 'base64', media_type: 'audio/wav', data: 'UklGRg==' }, annotations },
+      { type: 'audio', source: { type: 'base64', media_type: 'audio/mpeg', data: '' } },
+      { type: 'resource', resource: { uri: 'file:///a.txt', mimeType: 'text/plain', text: 'hello' }, annotations: { audience: ['assistant'] } },
+      { type: 'resource', resource: { uri: 'file:///a.txt', text: '' } },
+      { type: 'resource', resource: { uri: 'file:///a.bin', mimeType: 'application/octet-stream', blob: 'AAEC' } },
+      { type: 'resource_link', uri: 'file:///r.pdf', name: 'r.pdf' },
+      { type: 'resource_link', uri: 'file:///r.pdf', name: 'r.pdf', title: 'Report', description: 'Q3', mimeType: 'application/pdf', size: 0, annotations },
+    ];
+    assert.deepEqual(normaliseResult({ content }), { result: { content, isError: false } });
+  });
+
+  test("a copy of MCP's blocks without _meta, icons or extra annotations", () => {
+    const normalised = normaliseResult({
+      content: [
+        { type: 'text', text: 'a', annotations: { priority: 1, color: 'red' }, _meta: { x: 1 } },
+        { type: 'resource', resource: { uri: 'u:a', text: 'a', _meta: { x: 1 } }, _meta: {} },
+        { type: 'resource_link', uri: 'u:b', name: 'b', icons: [{ src: 'https://x/i.png' }], _meta: {} },
+        { type: 'audio', source: { type: 'base64', media_type: 'audio/ogg', data: 'AAAA', url: 'x' }, extra: true },
+      ],
+    });
+    assert.deepEqual(normalised, {
+      result: {
+        content: [
+          { type: 'text', text: 'a', annotations: { priority: 1 } },
+          { type: 'resource', resource: { uri: 'u:a', text: 'a' } },
+          { type: 'resource_link', uri: 'u:b', name: 'b' },
+          { type: 'audio', source: { type: 'base64', media_type: 'audio/ogg', data: 'AAAA' } },
+        ],
+        isError: false,
+      },
+    });
+  });
+
   test('a copy without extra fields on the result, its blocks, or an image source; structuredContent kept', () => {
     const value = {
       content: [
@@ -85,14 +130,81 @@ describe('normaliseResult describes the defect of', () => {
     ['a text block whose text is a number', { content: [{ type: 'text', text: 5 }] }, 'content[0] is a text block without a string text'],
     ['a block without a type', { content: [{ text: 'a' }] }, 'content[0] has unknown type undefined'],
   ];
-  const imageDefect = 'content[0] is an image block without a base64 source of type png, jpeg, gif or webp';
+  const imageDefect = 'content[0] is an image block without a base64 source of an image/* media type';
   for (const [label, source] of [
     ['an image block without a source', undefined],
     ['an image block with a url source', { type: 'url', url: 'https://x/a.png' }],
-    ['an image block of an unsupported media type', { type: 'base64', media_type: 'image/svg+xml', data: 'AAAA' }],
+    ['an image block whose media type is not an image type', { type: 'base64', media_type: 'text/plain', data: 'AAAA' }],
+    ['an image block whose media type has parameters', { type: 'base64', media_type: 'image/svg+xml; charset=utf-8', data: 'AAAA' }],
+    ['an image block whose media type has no subtype', { type: 'base64', media_type: 'image/', data: 'AAAA' }],
     ['an image block whose data is not a string', { type: 'base64', media_type: 'image/png', data: [1, 2] }],
   ] as const) {
     cases.push([label, { content: [{ type: 'image', source }] }, imageDefect]);
+  }
+  const audioDefect = 'content[0] is an audio block without a base64 source of an audio/* media type';
+  for (const [label, source] of [
+    ['an audio block without a source', undefined],
+    ['an audio block of a video type', { type: 'base64', media_type: 'video/mp4', data: 'AAAA' }],
+    ['an audio block whose data is not a string', { type: 'base64', media_type: 'audio/wav', data: null }],
+  ] as const) {
+    cases.push([label, { content: [{ type: 'audio', source }] }, audioDefect]);
+  }
+  const resourceDefect = 'content[0] is a resource block without a resource {uri, mimeType?, text or blob} of strings';
+  for (const [label, resource] of [
+    ['a resource block without a resource', undefined],
+    ['a resource block whose resource is a string', 'file:///a.txt'],
+    ['a resource without a uri', { text: 'a' }],
+    ['a resource with neither text nor blob', { uri: 'file:///a.txt' }],
+    ['a resource with both text and blob', { uri: 'file:///a.txt', text: 'a', blob: 'AAAA' }],
+    ['a resource whose blob is a number', { uri: 'file:///a.bin', blob: 5 }],
+    ['a text resource with a blob that is not a string', { uri: 'file:///a.txt', text: 'a', blob: null }],
+    ['a resource whose mimeType is a number', { uri: 'file:///a.txt', mimeType: 1, text: 'a' }],
+  ] as const) {
+    cases.push([label, { content: [{ type: 'resource', resource }] }, resourceDefect]);
+  }
+  const link = { type: 'resource_link', uri: 'file:///r.pdf', name: 'r.pdf' };
+  cases.push(
+    ['a resource link without a uri', { content: [{ ...link, uri: undefined }] }, 'content[0] is a resource_link block without a string uri'],
+    ['a resource link without a name', { content: [{ ...link, name: 3 }] }, 'content[0] is a resource_link block without a string name'],
+    ['a resource link whose title is not a string', { content: [{ ...link, title: 1 }] }, 'content[0] is a resource_link block whose title is not a string'],
+    [
+      'a resource link whose description is null',
+      { content: [{ ...link, description: null }] },
+      'content[0] is a resource_link block whose description is not a string',
+    ],
+    [
+      'a resource link whose mimeType is not a string',
+      { content: [{ ...link, mimeType: {} }] },
+      'content[0] is a resource_link block whose mimeType is not a string',
+    ],
+  );
+  for (const size of [-1, 1.5, '3', 2 ** 53]) {
+    cases.push([
+      `a resource link of size ${JSON.stringify(size)}`,
+      { content: [{ ...link, size }] },
+      'content[0] is a resource_link block whose size is not a whole number of bytes',
+    ]);
+  }
+  for (const [label, annotations, defect] of [
+    ['null', null, 'that are not an object but null'],
+    ['an array', ['user'], 'that are not an object but an array'],
+    ['an audience that is a string', { audience: 'user' }, 'whose audience is not a list of "user" and "assistant"'],
+    ['an audience naming someone else', { audience: ['user', 'model'] }, 'whose audience is not a list of "user" and "assistant"'],
+    ['a priority above 1', { priority: 2 }, 'whose priority is not a number from 0 to 1'],
+    ['a priority that is NaN', { priority: Number.NaN }, 'whose priority is not a number from 0 to 1'],
+    ['a priority that is a string', { priority: '1' }, 'whose priority is not a number from 0 to 1'],
+    ['a lastModified that is a number', { lastModified: 1_700_000_000 }, 'whose lastModified is not a string'],
+  ] as const) {
+    cases.push([
+      `annotations that are ${label}`,
+      {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b', annotations },
+        ],
+      },
+      `content[1] has annotations ${defect}`,
+    ]);
   }
   for (const [label, value, defect] of cases) {
     test(label, () => {
@@ -101,7 +213,17 @@ describe('normaliseResult describes the defect of', () => {
   }
 
   test('a block of unknown type, naming the type', () => {
-    assert.deepEqual(normaliseResult({ content: [{ type: 'audio', data: '' }] }), { defect: 'content[0] has unknown type "audio"' });
+    assert.deepEqual(normaliseResult({ content: [{ type: 'video', data: '' }] }), { defect: 'content[0] has unknown type "video"' });
+  });
+
+  test('a block of unknown type, naming at most 64 characters of it', () => {
+    assert.deepEqual(normaliseResult({ content: [{ type: 'v'.repeat(1000) }] }), { defect: `content[0] has unknown type "${'v'.repeat(64)}..."` });
+  });
+
+  test('a block in the MCP image shape, which is not a ToolResult image', () => {
+    assert.deepEqual(normaliseResult({ content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }), {
+      defect: 'content[0] is an image block without a base64 source of an image/* media type',
+    });
   });
 });
 
@@ -188,6 +310,19 @@ describe('readableContent', () => {
     assert.deepEqual(readableContent(normalised.result), [{ type: 'text', text: '{"b":2,"a":[1]}' }]);
     assert.deepEqual(normalised.result.content, []);
   });
+});
+
+test('resultSize counts the text, base64 data and names of every kind of block', () => {
+  const empty = resultSize({ content: [] });
+  const sizes: [ToolResult['content'][number], number][] = [
+    [{ type: 'text', text: 'abc' }, 3],
+    [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }, 4],
+    [{ type: 'audio', source: { type: 'base64', media_type: 'audio/wav', data: 'AAAAAAAA' } }, 8],
+    [{ type: 'resource', resource: { uri: 'u:a', text: 'hello' } }, 3 + 5],
+    [{ type: 'resource', resource: { uri: 'u:a', mimeType: 'x/y', blob: 'AAAA' } }, 3 + 4],
+    [{ type: 'resource_link', uri: 'u:a', name: 'nm', title: 'T', description: 'desc' }, 3 + 2 + 1 + 4],
+  ];
+  for (const [block, size] of sizes) assert.equal(resultSize({ content: [block] }) - empty, 32 + size, block.type);
 });
 
 test('resultSize counts structured content once, by its JSON text', () => {

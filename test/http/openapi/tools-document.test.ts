@@ -53,7 +53,20 @@ test('GET /openapi.tools.json holds only the tool operations, each answering a p
   assert.deepEqual(doc.servers, full.servers);
   assert.deepEqual(doc.components.securitySchemes, full.components.securitySchemes);
   // Only what the tool operations use: no tool lists, no provider shapes.
-  assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['ContentBlock', 'ErrorBody', 'ErrorCode', 'ImageBlock', 'TextBlock', 'ToolResult']);
+  assert.deepEqual(Object.keys(doc.components.schemas).sort(), [
+    'AudioBlock',
+    'BlobResourceContents',
+    'ContentAnnotations',
+    'ContentBlock',
+    'ErrorBody',
+    'ErrorCode',
+    'ImageBlock',
+    'ResourceBlock',
+    'ResourceLinkBlock',
+    'TextBlock',
+    'TextResourceContents',
+    'ToolResult',
+  ]);
   await SwaggerParser.validate(structuredClone(doc) as never);
 });
 
