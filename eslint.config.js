@@ -66,4 +66,23 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Upstream MCP servers are a source of tools, like the built-in ones: they feed the registry and
+    // know no adapter; the HTTP app sees their states through its own interface.
+    files: ['src/upstreams/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../http/*', '../mcp/*', '../main/*', '../assembly/*', '../tools/*'],
+              message: 'src/upstreams/ is a tool source: it never imports an adapter, an entry point, the assembly or the tools.',
+            },
+            { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/upstreams/ never imports Fastify.' },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -3,8 +3,10 @@
 #
 #   npm run conformance                 # or: bash scripts/conformance.sh
 #
-# Starts `node --import tsx src/server.ts` on a free loopback port with the built-in tools and the
-# suite's test tools (test/fixtures/conformance-plugin.ts), then runs every server scenario that
+# Starts `node --import tsx src/server.ts` on a free loopback port with the built-in tools, the
+# suite's test tools (test/fixtures/conformance-plugin.ts) and two upstream MCP servers over stdio
+# (the reference everything and memory servers, devDependencies), so that every run also shows
+# upstream tools changing nothing a client sees of the protocol; then runs every server scenario that
 # applies to a tools-only server, for each protocol revision it applies to, with two pinned
 # releases of the suite: the current 0.1.x release and the 2026-07-28 line (0.2.0 pre-releases).
 # Prints one row per run and `conformance: N passed, M failed`; exits 1 when a run fails.
@@ -17,14 +19,12 @@
 #
 # Scenarios not run, because a tools-only server has nothing for them to test (docs/mcp.md, "Conformance"):
 #   resources-*, prompts-*, completion-complete, sep-2164-resource-not-found: no resources or prompts.
-#   tools-call-audio, tools-call-embedded-resource, tools-call-mixed-content: a ToolResult holds text
-#     and image blocks only; no toolport tool can return audio or an embedded resource.
 #   logging-set-level, tools-call-with-logging: no `logging` capability; a tool's log goes to the
 #     server's log, never to the client.
 #   tools-call-sampling, tools-call-elicitation, elicitation-sep1034-defaults, elicitation-sep1330-enums,
 #     input-required-result-* (but unsupported-methods): a tool cannot ask the client for anything.
 #   server-sse-polling: needs a tool that drops its SSE stream and a resumable event store; the
-#     stateless server offers no stream to resume (GET /mcp is 405).
+#     stateless server keeps no event store, so no stream can be resumed.
 #   http-custom-header-server-validation: no tool declares `x-mcp-header` parameters.
 #   tasks-*, sep-2640-skills-*: extensions toolport does not offer.
 set -euo pipefail
@@ -43,12 +43,14 @@ SDK_VERSION=1.32.2
 # scenario at each revision it applies to; its stateful runs negotiate 2025-11-25 as well (the same
 # SDK client), the revision choosing the scenarios and the JSON schema every message is checked by.
 LEGACY_TOOLS="tools-list tools-call-simple-text tools-call-image tools-call-error tools-call-with-progress"
+# Audio, embedded resources and mixed content: in the suite since revision 2025-06-18.
+CONTENT_TOOLS="tools-call-audio tools-call-embedded-resource tools-call-mixed-content"
 MATRIX=(
-  "0.1.16|2025-11-25|server-initialize ping $LEGACY_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection"
+  "0.1.16|2025-11-25|server-initialize ping $LEGACY_TOOLS $CONTENT_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection"
   "0.2.0-alpha.12|2025-03-26|server-session-lifecycle"
-  "0.2.0-alpha.12|2025-06-18|server-initialize server-session-lifecycle ping $LEGACY_TOOLS"
-  "0.2.0-alpha.12|2025-11-25|server-initialize server-session-lifecycle ping $LEGACY_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection"
-  "0.2.0-alpha.12|2026-07-28|server-stateless $LEGACY_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection caching http-header-validation input-required-result-unsupported-methods"
+  "0.2.0-alpha.12|2025-06-18|server-initialize server-session-lifecycle ping $LEGACY_TOOLS $CONTENT_TOOLS"
+  "0.2.0-alpha.12|2025-11-25|server-initialize server-session-lifecycle ping $LEGACY_TOOLS $CONTENT_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection"
+  "0.2.0-alpha.12|2026-07-28|server-stateless $LEGACY_TOOLS $CONTENT_TOOLS json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection caching http-header-validation input-required-result-unsupported-methods"
 )
 
 # Checks excused, each for a reason named here: kind | scenario | check id | revisions (* for all) | why.
@@ -93,13 +95,24 @@ install_suite() {
 }
 for version in "${SUITE_VERSIONS[@]}"; do install_suite "$version"; done
 
-# The server: loopback only, no keys, a temp workspace, the built-in tools plus the test tools.
-# No rate limit: the suite sends a few hundred requests in a burst from one address.
+# The upstreams, in the `mcpServers` shape of a Claude Desktop config; their tools are served as
+# everything__* and memory__*. No lock file beside it: every upstream tool is served as listed.
+node - "$run_dir/upstreams.json" "$PWD/node_modules/@modelcontextprotocol" "$run_dir/memory.jsonl" <<'EOF'
+const [file, modules, memoryFile] = process.argv.slice(2);
+const mcpServers = {
+  everything: { command: 'node', args: [`${modules}/server-everything/dist/index.js`, 'stdio'] },
+  memory: { command: 'node', args: [`${modules}/server-memory/dist/index.js`], env: { MEMORY_FILE_PATH: memoryFile } },
+};
+require('node:fs').writeFileSync(file, JSON.stringify({ mcpServers }, null, 2));
+EOF
+
+# The server: loopback only, no keys, a temp workspace, the built-in tools, the test tools and the
+# upstreams' tools. No rate limit: the suite sends a few hundred requests in a burst from one address.
 : >"$run_dir/server.log"
 env -i PATH="$PATH" HOME="$HOME" \
   HOST=127.0.0.1 PORT=0 LOG_LEVEL=info \
   TOOLPORT_WORKSPACE="$workspace" TOOLPORT_BASH_SANDBOX=false TOOLPORT_RATE_LIMIT=0 \
-  TOOLPORT_PLUGINS=./test/fixtures/conformance-plugin.ts \
+  TOOLPORT_PLUGINS=./test/fixtures/conformance-plugin.ts TOOLPORT_UPSTREAMS="$run_dir/upstreams.json" \
   node --import tsx src/server.ts >"$run_dir/server.log" 2>&1 &
 server_pid=$!
 
@@ -119,7 +132,31 @@ done
 [[ -n $url ]] || server_failed "the server did not listen within 60 s"
 node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(10000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$url/healthz" ||
   server_failed "GET /healthz did not answer 200"
-echo "conformance: server at $url (node $(node --version))" >&2
+# The server waits for each upstream's first connection before it listens, so each has said by now
+# whether it connected; without them the runs below would prove nothing about upstreams.
+connected=$(node - "$run_dir/upstreams.json" "$run_dir/server.log" <<'EOF'
+const fs = require('node:fs');
+const [config, log] = process.argv.slice(2);
+const names = Object.keys(JSON.parse(fs.readFileSync(config, 'utf8')).mcpServers);
+const lines = fs.readFileSync(log, 'utf8').split('\n').flatMap((line) => {
+  try {
+    return [JSON.parse(line)];
+  } catch {
+    return [];
+  }
+});
+const tools = names.map((name) => lines.find((l) => l.upstream === name && l.msg === 'upstream connected')?.tools);
+// Why each one that did not connect failed, when the server said ("upstream could not be reached").
+const missing = names.flatMap((name, i) => {
+  if (tools[i] !== undefined) return [];
+  const reason = lines.findLast((l) => l.upstream === name && l.reason !== undefined)?.reason;
+  return [`upstream "${name}" did not connect (${reason ?? 'no "upstream connected" line in the server\'s log'})`];
+});
+console.log(missing.length === 0 ? names.map((name, i) => `${name} (${tools[i]} tools)`).join(', ') : missing.join('; '));
+process.exit(missing.length === 0 ? 0 : 1);
+EOF
+) || server_failed "$connected"
+echo "conformance: server at $url (node $(node --version)), upstreams connected: $connected" >&2
 
 # One scenario at one revision with one suite version; its checks.json lands in its own directory.
 run_one() {

@@ -1,3 +1,4 @@
+import { isToolPattern, scopeEntryMatches } from '../core/keyring.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -100,10 +101,9 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
   }
   const entries = data as KeyEntry[];
   if (entries.length === 0) fail('it holds no keys; list at least one {"label": ..., "key": ...} entry');
-  const served = new Set(servedTools);
   const problems = entries.flatMap((entry, i) => {
     const where = describeEntry(entries, i);
-    const unserved = (entry.tools ?? []).filter((t) => !served.has(t));
+    const unserved = (entry.tools ?? []).filter((t) => !isServed(t, servedTools));
     const twin = firstWithSameKey(entries, i);
     return [
       ...keyProblems(entry.key).map((p) => `${where}: the key ${p}`),
@@ -121,6 +121,20 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
   });
   if (problems.length > 0) fail(problems.join('; '));
   return entries;
+}
+
+/**
+ * Whether a key's `tools` entry names something served: a served tool, a tool of an upstream's
+ * namespace (`github__*` among `servedTools`: its tools may be listed only later), or, for a
+ * pattern (`github__*`, `git*`), a prefix some served tool or namespace has.
+ */
+function isServed(entry: string, servedTools: readonly string[]): boolean {
+  if (!isToolPattern(entry)) return servedTools.some((served) => scopeEntryMatches(served, entry));
+  if (!/^[a-zA-Z0-9_-]+\*$/.test(entry)) return false;
+  const prefix = entry.slice(0, -1);
+  return servedTools.some((served) =>
+    isToolPattern(served) ? served.startsWith(prefix) || prefix.startsWith(served.slice(0, -1)) : served.startsWith(prefix),
+  );
 }
 
 /** An absolute path without NUL bytes; whether it is a directory is checked when the workspaces open. */

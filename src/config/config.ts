@@ -49,6 +49,18 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'TOOLPORT_BODY_LIMIT', default: code(DEFAULT_BODY_LIMIT), meaning: 'largest request body, in bytes' },
   { name: 'TOOLPORT_PLUGINS', default: 'none', meaning: 'comma-separated modules that add tools', see: 'extending.md#plug-ins' },
   {
+    name: 'TOOLPORT_UPSTREAMS',
+    default: 'none',
+    meaning: 'a JSON file with an `mcpServers` object (the shape Claude Desktop, Claude Code and Cursor use): MCP servers whose tools toolport serves too',
+    see: 'upstreams.md',
+  },
+  {
+    name: 'TOOLPORT_UPSTREAMS_LOCK',
+    default: '`toolport.lock.json` beside the upstreams file',
+    meaning: 'the lock file of pinned upstream tool definitions (`toolport upstreams lock`); when it exists, a changed or new definition is not served',
+    see: 'upstreams.md#pinned-definitions',
+  },
+  {
     name: 'TOOLPORT_WORKSPACE',
     default: 'the current directory (`/workspace` in the image)',
     meaning: 'the only directory the file tools may touch; unset, the current directory is refused when it is `/` or the home directory',
@@ -57,7 +69,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'HOME',
     default: "the user's home directory",
-    meaning: 'read only to refuse the home directory as the workspace when `TOOLPORT_WORKSPACE` is not set',
+    meaning: 'read to refuse the home directory as the workspace when `TOOLPORT_WORKSPACE` is not set; given, with `PATH`, to stdio upstreams',
     see: 'mcp.md#connecting-clients',
   },
   {
@@ -234,6 +246,10 @@ export interface Config {
   bodyLimit: number;
   /** Modules that add tools: file paths or package names. */
   plugins: string[];
+  /** The upstream MCP servers' file (TOOLPORT_UPSTREAMS); undefined: none. */
+  upstreams: string | undefined;
+  /** The lock file of pinned upstream definitions; undefined: beside the upstreams file. */
+  upstreamsLock: string | undefined;
   /** How long calls in flight may run on after SIGTERM before they are aborted. */
   shutdownGraceMs: number;
   /** The only directory the file tools may touch. */
@@ -338,6 +354,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     toolTimeoutMs: integer(env, 'TOOLPORT_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS, 1, 2_147_483_647),
     bodyLimit: integer(env, 'TOOLPORT_BODY_LIMIT', DEFAULT_BODY_LIMIT, 1, 1024 ** 3),
     plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
+    upstreams: raw(env, 'TOOLPORT_UPSTREAMS'),
+    upstreamsLock: raw(env, 'TOOLPORT_UPSTREAMS_LOCK'),
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
     workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),

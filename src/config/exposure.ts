@@ -29,7 +29,7 @@ export function assertSafeExposure({ host, apiKeys, allowUnauthenticated }: Expo
     `Refusing to serve ${unsafe.join(', ')} without authentication on ${host}, which is not a loopback address: ` +
       `${unsafe.length === 1 ? 'this tool is' : 'these tools are'} not read-only, and anyone who can reach the port could run ${unsafe.length === 1 ? 'it' : 'them'}. ` +
       'Either set TOOLPORT_API_KEYS (or TOOLPORT_API_KEYS_FILE) to require an API key, ' +
-      `narrow TOOLPORT_TOOLS to read-only tools${readOnly.length > 0 ? ` (here: ${readOnly.join(', ')})` : ''}, ` +
+      `narrow TOOLPORT_TOOLS to read-only tools${readOnly.length > 0 ? ` (here: ${readOnly.join(', ')})` : ''}${unsafe.some((name) => name.endsWith('*')) ? " and serve no upstreams (an upstream's tools never count as read-only, whatever they claim)" : ''}, ` +
       'or set TOOLPORT_ALLOW_UNAUTHENTICATED=true if only trusted clients can reach this address.',
   );
 }

@@ -285,7 +285,7 @@ export class ToolExecutor {
     const progress = options.onProgress && progressReporter(options.onProgress, abort);
     let value: unknown;
     try {
-      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress));
+      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, options.caller));
     } catch (err) {
       return threw(tool, err);
     }
@@ -326,13 +326,22 @@ export class ToolExecutor {
 class CallContext implements ToolContext {
   readonly requestId: string;
   readonly progress: ((update: string | ProgressUpdate) => void) | undefined;
+  readonly caller: string | undefined;
   readonly #abort: CallAbort;
   readonly #parent: Logger;
   readonly #tool: string;
   #log: Logger | undefined;
 
-  constructor(abort: CallAbort, parent: Logger, requestId: string, tool: string, progress: ((update: string | ProgressUpdate) => void) | undefined) {
+  constructor(
+    abort: CallAbort,
+    parent: Logger,
+    requestId: string,
+    tool: string,
+    progress: ((update: string | ProgressUpdate) => void) | undefined,
+    caller: string | undefined,
+  ) {
     this.#abort = abort;
+    this.caller = caller;
     this.#parent = parent;
     this.requestId = requestId;
     this.#tool = tool;

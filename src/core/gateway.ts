@@ -136,9 +136,11 @@ export class Gateway {
   constructor({ scopes = [], observer, toolsets = new Map(), ...options }: GatewayOptions) {
     this.executor = new ToolExecutor({ ...options, observer });
     this.registry = options.registry;
+    // The tools registered one by one are bound to a workspace; a source's (an upstream's) are not, and stay in `registry` only.
     const names = (registry: ToolRegistry): string =>
       registry
         .list()
+        .filter((t) => registry.sourceOf(t.name) === '')
         .map((t) => t.name)
         .join(', ');
     for (const [workspace, toolset] of toolsets) {
@@ -181,7 +183,7 @@ export class Gateway {
       throw refusal;
     }
     // Synchronous up to the executor's call, so calls are admitted in the order they came.
-    const registry = this.#toolsetOf(request.caller);
+    const registry = this.#toolsetOf(request.caller, request.tool);
     // No AbortController unless the tool asks for a signal: cancel, shutdown and the caller's
     // signal all abort this.
     const abort = new CallAbort();
@@ -274,12 +276,13 @@ export class Gateway {
     return (Array.isArray(shaped) ? shaped[index] : shaped.tools[index])!;
   }
 
-  /** The tools of the caller's workspace; an Error (a wiring mistake, not the client's) for a workspace with none. */
-  #toolsetOf(caller: Caller): ToolRegistry {
+  /** The registry a call of `tool` runs from: the caller's workspace's, or the server's for a source's tool; an Error (a wiring mistake, not the client's) for a workspace with none. */
+  #toolsetOf(caller: Caller, tool: string): ToolRegistry {
     if (caller.workspace === undefined) return this.registry;
     const toolset = this.#toolsets.get(caller.workspace);
     if (toolset === undefined) throw new Error(`No tools are bound to workspace ${JSON.stringify(caller.workspace)}.`);
-    return toolset;
+    // A source's tool (an upstream's) works in no workspace: it runs from the server's registry.
+    return toolset.get(tool) === undefined && this.registry.get(tool) !== undefined ? this.registry : toolset;
   }
 
   /** Aborts a call in flight (its client went away); nothing when it already answered. */

@@ -1,7 +1,41 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** The tools a scoped key may use, in the key's order. Keys with the same tools share one set. */
+/**
+ * The tools a scoped key may use, in the key's order. Keys with the same tools share one set. An
+ * entry ending in `*` names every tool whose name starts with what comes before it (`github__*`,
+ * the tools of one upstream): `has` answers for the patterns too, iteration gives the entries.
+ */
 export type ToolScope = ReadonlySet<string>;
+
+/** Whether a scope entry is a prefix pattern (`github__*`) rather than one tool's name. */
+export function isToolPattern(entry: string): boolean {
+  return entry.length > 1 && entry.endsWith('*');
+}
+
+/** Whether a tool name is one a scope entry names: itself, or a name the pattern's prefix starts. */
+export function scopeEntryMatches(entry: string, tool: string): boolean {
+  return isToolPattern(entry) ? tool.startsWith(entry.slice(0, -1)) : entry === tool;
+}
+
+/** A ToolScope of these entries: a plain Set, unless a pattern asks `has` to look further. */
+export function toolScope(entries: readonly string[]): ToolScope {
+  const prefixes = entries.filter(isToolPattern).map((entry) => entry.slice(0, -1));
+  if (prefixes.length === 0) return new Set(entries);
+  return new PatternScope(entries, prefixes);
+}
+
+class PatternScope extends Set<string> {
+  readonly #prefixes: readonly string[];
+
+  constructor(entries: readonly string[], prefixes: readonly string[]) {
+    super(entries);
+    this.#prefixes = prefixes;
+  }
+
+  override has(tool: string): boolean {
+    return super.has(tool) || this.#prefixes.some((prefix) => tool.startsWith(prefix));
+  }
+}
 
 /** A key as configured: a label for logs, the secret, the tools it may use (all when left out), and its workspace. */
 export interface KeySpec {
@@ -65,7 +99,7 @@ export class Keyring {
     const scopeOf = (tools: readonly string[] | undefined): ToolScope | undefined => {
       if (tools === undefined) return undefined;
       const id = scopeId(tools);
-      if (!scopes.has(id)) scopes.set(id, previous.get(tools.join('\n')) ?? new Set(tools));
+      if (!scopes.has(id)) scopes.set(id, previous.get(tools.join('\n')) ?? toolScope(tools));
       return scopes.get(id);
     };
     this.#keys = keys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools), workspace: k.workspace }) }));

@@ -19,6 +19,8 @@ export function defaultShareOfQueue(queueSize: number): number {
 export interface LimiterOptions {
   /** The tool, for the QUEUE_FULL message. */
   tool: string;
+  /** What the QUEUE_FULL message calls it; default `Tool "<tool>"`. */
+  label?: string;
   /** Most calls that run at once; a positive integer. */
   limit: number;
   /** Most calls that wait for a slot; 0 refuses a call at once when every slot is taken. */
@@ -51,6 +53,7 @@ interface Share {
  */
 export class ConcurrencyLimiter {
   readonly tool: string;
+  readonly #label: string;
   readonly limit: number;
   readonly queueSize: number;
   readonly limitPerCaller: number;
@@ -73,6 +76,7 @@ export class ConcurrencyLimiter {
     if (!(Number.isInteger(queuePerCaller) && queuePerCaller >= 0))
       throw new RangeError(`queuePerCaller must be a non-negative integer, got ${queuePerCaller}`);
     this.tool = options.tool;
+    this.#label = options.label ?? `Tool "${options.tool}"`;
     this.limit = options.limit;
     this.queueSize = options.queueSize;
     this.limitPerCaller = Math.min(limitPerCaller, this.limit);
@@ -200,7 +204,7 @@ export class ConcurrencyLimiter {
     const waiting = this.#waiting;
     return new ToolportError(
       'QUEUE_FULL',
-      `Tool "${this.tool}" is busy: ${running} ${running === 1 ? 'call' : 'calls'} running and ${waiting} waiting; retry later.`,
+      `${this.#label} is busy: ${running} ${running === 1 ? 'call' : 'calls'} running and ${waiting} waiting; retry later.`,
       { tool: this.tool, running, waiting, maxConcurrency: this.limit, queueSize: this.queueSize },
       { retryAfterSeconds: 1 },
     );
@@ -211,7 +215,7 @@ export class ConcurrencyLimiter {
     const waiting = share.waiting.size;
     return new ToolportError(
       'QUEUE_FULL',
-      `Tool "${this.tool}" is busy with this caller's calls: ${running} running and ${waiting} waiting, ` +
+      `${this.#label} is busy with this caller's calls: ${running} running and ${waiting} waiting, ` +
         `the most one caller may have (${this.limitPerCaller} running, ${this.queuePerCaller} waiting); retry later.`,
       { tool: this.tool, running, waiting, maxConcurrencyPerCaller: this.limitPerCaller, queuePerCaller: this.queuePerCaller },
       { retryAfterSeconds: 1 },

@@ -13,6 +13,8 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 
 interface Entry {
   tool: ToolDef;
+  /** Where the tool came from: '' for tools registered one by one, else the name given to `replaceSource`. */
+  source: string;
   validate: InputValidator;
   /** Present when the tool declares an output schema. */
   checkOutput: OutputValidator | undefined;
@@ -31,12 +33,82 @@ export class ToolRegistry {
   #scoped = new WeakMap<ToolScope, Published>();
   // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
   readonly #ajv = createAjv();
+  // A source's schemas (an upstream's) are not the operator's code: their patterns run on a linear-time engine.
+  #sourceAjv: ReturnType<typeof createAjv> | undefined;
+  readonly #listeners = new Set<() => void>();
 
   /** Adds a tool; throws `ToolRegistrationError` naming the tool and the rule it breaks. */
   register(tool: ToolDef): this {
+    const entry = this.#check(tool);
+    if (this.#entries.has(entry.tool.name)) throw new ToolRegistrationError(entry.tool.name, 'a tool with this name is already registered');
+    this.#entries.set(entry.tool.name, entry);
+    this.#changed();
+    return this;
+  }
+
+  /**
+   * Puts `tools` in place of the tools `source` gave before, in one step: a tool source whose set
+   * changes at run time (an upstream MCP server). The source keeps its place in the order; a new
+   * source goes last. A tool that breaks a rule, or whose name another source holds (a built-in is
+   * never shadowed), is left out and returned with the reason; the others are served.
+   */
+  replaceSource(source: string, tools: readonly ToolDef[]): Array<{ name: string; reason: string }> {
+    if (source === '') throw new Error('replaceSource needs a source name');
+    const refused: Array<{ name: string; reason: string }> = [];
+    const fresh = new Map<string, Entry>();
+    for (const tool of tools) {
+      try {
+        const entry = this.#check(tool, source);
+        const holder = this.#entries.get(entry.tool.name);
+        if (fresh.has(entry.tool.name) || (holder !== undefined && holder.source !== source)) {
+          throw new ToolRegistrationError(entry.tool.name, 'a tool with this name is already registered');
+        }
+        fresh.set(entry.tool.name, entry);
+      } catch (err) {
+        if (!(err instanceof ToolRegistrationError)) throw err;
+        refused.push({ name: typeof tool?.name === 'string' ? tool.name : String(tool?.name), reason: err.message });
+      }
+    }
+    const next = new Map<string, Entry>();
+    let placed = false;
+    for (const [name, entry] of this.#entries) {
+      if (entry.source !== source) next.set(name, entry);
+      else if (!placed) {
+        for (const [freshName, freshEntry] of fresh) next.set(freshName, freshEntry);
+        placed = true;
+      }
+    }
+    if (!placed) for (const [freshName, freshEntry] of fresh) next.set(freshName, freshEntry);
+    const before = [...this.#entries.values()];
+    const after = [...next.values()];
+    this.#entries.clear();
+    for (const [name, entry] of next) this.#entries.set(name, entry);
+    // The same definitions again (a re-list that found no change): the lists, their bytes and ETags stay.
+    if (!(before.length === after.length && before.every((e, i) => sameTool(e.tool, after[i]!.tool)))) this.#changed();
+    return refused;
+  }
+
+  /** The source a tool came from (`replaceSource`); '' for a tool registered alone, undefined for no such tool. */
+  sourceOf(name: string): string | undefined {
+    return this.#entries.get(name)?.source;
+  }
+
+  /** Calls `listener` after every change of the set of tools; returns what stops it. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    this.#published = undefined;
+    this.#scoped = new WeakMap();
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Checks a tool against every rule and compiles its schemas; throws `ToolRegistrationError`. */
+  #check(tool: ToolDef, source = ''): Entry {
     const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
     if (typeof tool?.name !== 'string' || !TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
-    if (this.#entries.has(name)) throw new ToolRegistrationError(name, 'a tool with this name is already registered');
     if (typeof tool.description !== 'string') throw new ToolRegistrationError(name, 'the description must be a string');
     if (typeof tool.execute !== 'function') throw new ToolRegistrationError(name, 'execute must be a function');
     if (tool.timeoutMs !== undefined && !(Number.isInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= MAX_TIMEOUT_MS)) {
@@ -57,24 +129,25 @@ export class ToolRegistry {
     }
     let validate: InputValidator;
     try {
-      validate = compileInputSchema(tool.inputSchema, this.#ajv);
+      validate = compileInputSchema(tool.inputSchema, this.#ajvFor(source));
     } catch (err) {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }
-    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema);
-    this.#entries.set(name, { tool, validate, checkOutput });
-    this.#published = undefined;
-    this.#scoped = new WeakMap();
-    return this;
+    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, source);
+    return { tool, source, validate, checkOutput };
+  }
+
+  #ajvFor(source: string): ReturnType<typeof createAjv> {
+    return source === '' ? this.#ajv : (this.#sourceAjv ??= createAjv({ linearPatterns: true }));
   }
 
   /** The output schema checked as input schemas are, where MCP's rules allow: its root an object. */
-  #compileOutput(name: string, schema: unknown): OutputValidator {
+  #compileOutput(name: string, schema: unknown, source: string): OutputValidator {
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
       throw new ToolRegistrationError(name, 'the output schema\'s root must be { "type": "object" }');
     }
     try {
-      return compileOutputSchema(schema as ObjectSchema, this.#ajv);
+      return compileOutputSchema(schema as ObjectSchema, this.#ajvFor(source));
     } catch (err) {
       throw new ToolRegistrationError(name, `the output schema does not compile: ${(err as Error).message}`);
     }
@@ -166,6 +239,13 @@ interface Publication {
   shaped: unknown;
   text: string | undefined;
   bytes: Buffer | undefined;
+}
+
+/** Whether two tools publish the same definition (a source that lists again gives new objects for the same tools). */
+function sameTool(a: ToolDef, b: ToolDef): boolean {
+  if (a === b) return true;
+  const published = (t: ToolDef) => JSON.stringify([t.name, t.description, t.inputSchema, t.outputSchema, t.annotations, t.timeoutMs, t.maxConcurrency]);
+  return published(a) === published(b);
 }
 
 /** Walks a schema and returns the first property name (at any depth) that breaks the rule. */

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { linearRegExp } from './linear-regexp.js';
 import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import type { ObjectSchema, ToolInput } from './types.js';
 
@@ -26,14 +27,21 @@ const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: 
  * `$comment`, vendor keywords) without failing to compile. This instance collects every error;
  * `compileInputSchema` pairs it with one that stops at the first, for untrusted input.
  */
-export function createAjv(): Ajv {
-  const ajv = addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: true }));
-  standardInstances.add(ajv);
+export function createAjv(options: { linearPatterns?: boolean } = {}): Ajv {
+  const extra = options.linearPatterns === true ? LINEAR_PATTERNS : undefined;
+  const ajv = addFormats(new Ajv({ ...AJV_OPTIONS, ...extra, allErrors: true }));
+  if (extra !== undefined) extraOptions.set(ajv, extra);
+  else standardInstances.add(ajv);
   return ajv;
 }
 
-// Instances made by createAjv: a schema that stands alone compiles the same in any of them.
+/** With `linearPatterns`, `pattern` and `patternProperties` run on RE2 (see linear-regexp.ts): for schemas toolport did not write. */
+const LINEAR_PATTERNS = { code: { regExp: linearRegExp } } as const;
+
+// Instances made by createAjv without options: a schema that stands alone compiles the same in any of them.
 const standardInstances = new WeakSet<Ajv>();
+// The options an instance was made with beyond the usual, which its twins are made with too.
+const extraOptions = new WeakMap<Ajv, typeof LINEAR_PATTERNS>();
 
 /**
  * An Ajv that compiles as the first-error instances do and keeps the code, for Ajv's standalone
@@ -50,7 +58,7 @@ const firstErrorTwins = new WeakMap<Ajv, Ajv>();
 function firstErrorTwin(ajv: Ajv): Ajv {
   let twin = firstErrorTwins.get(ajv);
   if (twin === undefined) {
-    twin = addFormats(new Ajv({ ...AJV_OPTIONS, allErrors: false }));
+    twin = addFormats(new Ajv({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: false }));
     firstErrorTwins.set(ajv, twin);
   }
   return twin;
@@ -128,8 +136,8 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
   let twins = dialectTwins.get(ajv);
   if (twins === undefined) {
     twins = {
-      all: addFormats(new Ajv2020({ ...AJV_OPTIONS, allErrors: true }) as unknown as Ajv),
-      first: addFormats(new Ajv2020({ ...AJV_OPTIONS, allErrors: false }) as unknown as Ajv),
+      all: addFormats(new Ajv2020({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: true }) as unknown as Ajv),
+      first: addFormats(new Ajv2020({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: false }) as unknown as Ajv),
     };
     dialectTwins.set(ajv, twins);
   }

@@ -1,3 +1,4 @@
+import type { UpstreamStates } from './routes/health.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
@@ -24,8 +25,10 @@ import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
 export interface AppOptions {
-  /** The tools to serve. Register them before building the app: routes and lists are made once. */
+  /** The tools to serve. Tools registered before building the app get their own routes; a source's tools may change later (lists follow). */
   registry: ToolRegistry;
+  /** The upstream MCP servers, for `/readyz` and the metrics. */
+  upstreams?: UpstreamStates;
   /** A pino logger; silent when omitted. */
   logger?: Logger;
   /** Deadline for tools that declare no `timeoutMs`. */
@@ -188,6 +191,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     options.registry.list().map((t) => t.name),
     [REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT],
   );
+  if (options.upstreams !== undefined) metrics.watchUpstreams(options.upstreams, (tool) => options.registry.sourceOf(tool));
   const keyring = new Keyring(options.apiKeys ?? []);
   const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
   assertToolsetsBound(options.apiKeys ?? [], toolsets);
@@ -267,13 +271,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
 
-  await registerOpenAPI(app, { docs: options.docs ?? true });
-  healthRoutes(app, () => gateway.draining);
+  await registerOpenAPI(app, { docs: options.docs ?? true, registry: options.registry });
+  healthRoutes(app, () => gateway.draining, options.upstreams);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // An assistant's turn in, in its provider's shape; the next turn out.
   callsRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
-  mcpRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs, redis: options.redis });
+  mcpRoutes(app, {
+    gateway,
+    idleTimeoutMs: connections.idleTimeoutMs,
+    redis: options.redis,
+    toolsChange: options.upstreams ? (listener) => options.registry.onChange(listener) : undefined,
+  });
   return app;
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { CALL_OUTCOMES, type CallOutcome } from '../core/executor.js';
 import type { GatewayObserver } from '../core/gateway.js';
+import type { UpstreamStates } from './routes/health.js';
 
 /** Seconds; tools range from a file read (milliseconds) to a long command (minutes). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -113,6 +114,65 @@ export class ServiceMetrics {
         const { user, system } = process.cpuUsage();
         this.reset();
         this.inc((user + system) / 1e6);
+      },
+    });
+  }
+
+  /**
+   * The upstream MCP servers' metrics: each one's state, restarts and tools, and the calls of its
+   * tools by outcome (summed from the tools' own series at each scrape, so the call path pays nothing).
+   */
+  watchUpstreams(upstreams: UpstreamStates, sourceOf: (tool: string) => string | undefined): void {
+    const series = this.#tools;
+    // Remembered: a tool the upstream no longer lists keeps its calls in the count, which never goes down.
+    const upstreamOf = new Map<string, string>();
+    new Gauge({
+      name: 'toolport_upstream_up',
+      help: 'Whether an upstream MCP server is connected and serving (1) or not (0: starting, down and being restarted, not started yet, stopped).',
+      labelNames: ['upstream', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [upstream, { state }] of Object.entries(upstreams.status())) this.set({ upstream, state }, state === 'ready' ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'toolport_upstream_restarts_total',
+      help: 'Restarts of an upstream MCP server after it exited, its connection dropped or it could not be reached.',
+      labelNames: ['upstream'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [upstream, { restarts }] of Object.entries(upstreams.status())) this.inc({ upstream }, restarts);
+      },
+    });
+    new Gauge({
+      name: 'toolport_upstream_tools',
+      help: 'Tools of an upstream MCP server: served, or held (changed or new under the lock file, or refused by a rule).',
+      labelNames: ['upstream', 'status'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [upstream, { tools, held }] of Object.entries(upstreams.status())) {
+          this.set({ upstream, status: 'served' }, tools);
+          this.set({ upstream, status: 'held' }, held);
+        }
+      },
+    });
+    new Counter({
+      name: 'toolport_upstream_calls_total',
+      help: "Calls of an upstream MCP server's tools that were admitted, by upstream and outcome (ok, tool_error, threw, malformed, timeout, aborted).",
+      labelNames: ['upstream', 'outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const upstream of Object.keys(upstreams.status())) for (const outcome of CALL_OUTCOMES) this.inc({ upstream, outcome }, 0);
+        for (const [tool, { calls }] of series) {
+          const source = sourceOf(tool);
+          if (source !== undefined && source !== '') upstreamOf.set(tool, source);
+          const upstream = upstreamOf.get(tool);
+          if (upstream === undefined) continue;
+          for (const outcomes of calls.values()) for (const [outcome, { count }] of outcomes) this.inc({ upstream, outcome }, count);
+        }
       },
     });
   }

@@ -2,6 +2,8 @@ import { PassThrough } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { AbortSource } from '../core/call-abort.js';
 import type { Progress } from '../core/types.js';
+import { BoundedOutput } from '../mcp/bounded-output.js';
+import type { JsonRpcNotification, JsonRpcResponse } from '../mcp/jsonrpc.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, ProgressReporter } from '../mcp/progress.js';
 
 /** The media type of an event stream, as a request's Accept names it and a response's Content-Type says it. */
@@ -148,4 +150,71 @@ export class EventStream {
     this.#blocked = false;
     if (!this.#ended) this.#flushWaiting(false);
   };
+}
+
+/**
+ * An MCP answer as an SSE stream (Streamable HTTP): JSON-RPC messages as `message` events,
+ * started by the first notification (a call that reports no progress is answered with plain
+ * JSON), or at once by `start` (a stream that may stay silent for long). It goes through
+ * `reply.send`, so the app's onSend hooks still run. It is bounded: what the client has not taken
+ * stays within the stream's buffer, the socket's and one notification of each kind, since while
+ * they are full only the latest progress of a call, or change of a subscription, waits
+ * (`BoundedOutput`). A comment every `keepAliveMs` keeps the connection's idle timeout from
+ * closing a silent stream; a client that takes nothing at all is cut off by that timeout, which
+ * counts from the socket's last write once the response has started (nothing is written to a
+ * blocked socket), and what it asked for ends as for any client that went away.
+ */
+export class McpEventStream {
+  readonly #reply: FastifyReply;
+  readonly #keepAliveMs: number;
+  #body: PassThrough | undefined;
+  #out: BoundedOutput | undefined;
+  #keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(reply: FastifyReply, keepAliveMs: number) {
+    this.#reply = reply;
+    this.#keepAliveMs = keepAliveMs;
+  }
+
+  /** True once the response is an event stream (its status and headers are sent). */
+  get started(): boolean {
+    return this.#body !== undefined;
+  }
+
+  /** Sends a notification, starting the stream if it has not started. */
+  readonly notify = (notification: JsonRpcNotification): void => {
+    (this.#out ?? this.#begin()).progress(notification);
+  };
+
+  /** Starts the stream now, for a stream that may stay silent for long: its status and headers go out at once. */
+  start(): void {
+    if (this.#out !== undefined) return;
+    // Node sends the status and headers with the body's first bytes, and the client waits for them.
+    this.#begin().optional(':\n\n');
+  }
+
+  /** Sends the response (none for a cancelled request, or a stream that only carries notifications) and ends the stream. */
+  end(message?: JsonRpcResponse | JsonRpcResponse[]): FastifyReply {
+    this.stopKeepAlive();
+    if (message !== undefined && !Array.isArray(message)) this.#out?.send(message);
+    this.#out?.close();
+    this.#body?.end();
+    return this.#reply;
+  }
+
+  /** Stops the keep-alive comments: the answer is on its way, or the request ended without one. */
+  stopKeepAlive(): void {
+    if (this.#keepAlive) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+
+  #begin(): BoundedOutput {
+    const body = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
+    const out = new BoundedOutput(body, { frame: (text) => `event: message\ndata: ${text}\n\n` });
+    this.#body = body;
+    this.#out = out;
+    void this.#reply.code(200).header('content-type', EVENT_STREAM_TYPE).header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
+    this.#keepAlive = setInterval(() => out.optional(':\n\n'), this.#keepAliveMs);
+    return out;
+  }
 }

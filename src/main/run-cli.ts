@@ -1,6 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { API_FORMATS, isAPIFormat } from '../core/formats.js';
+import type { Config } from '../config/config.js';
+import type { ToolRegistry } from '../core/registry.js';
 
 // Each command loads only what it uses: `toolport mcp` never loads the HTTP stack, so a desktop
 // client's first message is answered in a fraction of the time.
@@ -14,13 +16,17 @@ Commands:
   call <name> [json]        Run a tool in-process and print its ToolResult; exit 1 when isError
   openapi [--out FILE]      Print (or write) the OpenAPI document
   reload <pid>              Make the server with this process id reload its API keys (sends it SIGHUP)
+  upstreams lock            Pin the upstream MCP servers' tool definitions in the lock file
+  upstreams diff            Show how the upstreams' tool definitions differ from the lock file; exit 1 when they do
 
 Options:
   --workspace DIR           The directory the file tools and Bash work in (TOOLPORT_WORKSPACE; default:
                             the working directory, unless that is / or the home directory)
+  --upstreams FILE          MCP servers whose tools to serve too: a JSON file with an "mcpServers" object,
+                            as Claude Desktop, Claude Code and Cursor write it (TOOLPORT_UPSTREAMS)
 
 Configuration comes from the environment: PORT, HOST, LOG_LEVEL, TOOLPORT_TOOLS,
-TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_WORKSPACE, ...
+TOOLPORT_TOOL_TIMEOUT_MS, TOOLPORT_BODY_LIMIT, TOOLPORT_PLUGINS, TOOLPORT_UPSTREAMS, TOOLPORT_WORKSPACE, ...
 `;
 
 const CLI_TRANSPORT = 'cli';
@@ -34,10 +40,17 @@ export async function main(argv: string[], env: Record<string, string | undefine
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { format: { type: 'string' }, out: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      format: { type: 'string' },
+      out: { type: 'string' },
+      workspace: { type: 'string' },
+      upstreams: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   // The option wins over the variable, as a flag given on the command line should.
   if (values.workspace !== undefined) env = { ...env, TOOLPORT_WORKSPACE: values.workspace };
+  if (values.upstreams !== undefined) env = { ...env, TOOLPORT_UPSTREAMS: values.upstreams };
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === 'help') {
     process.stdout.write(USAGE);
@@ -50,11 +63,48 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
   if (command === 'mcp') return (await import('./serve-stdio.js')).serveMcpStdio(env);
   if (command === 'reload') return reload(rest);
+  if (command === 'upstreams') {
+    const [action, ...extra] = rest;
+    if ((action !== 'lock' && action !== 'diff') || extra.length > 0) throw new UsageError('upstreams needs an action: toolport upstreams lock|diff');
+    return (await import('../upstreams/lock-command.js')).runLockCommand(action, env);
+  }
 
+  if (!['list', 'call', 'openapi'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   const { loadConfig } = await import('../config/config.js');
   const { createToolset } = await import('../assembly/toolset.js');
   const config = loadConfig(env);
   const registry = await createToolset(config);
+  // The upstreams' tools too, as a server serves them: started for this command, stopped after it.
+  const upstreams = config.upstreams === undefined ? undefined : await openCliUpstreams(config, env, registry);
+  try {
+    return await runCommand(command, rest, values, env, config, registry);
+  } finally {
+    await upstreams?.stop();
+  }
+}
+
+async function openCliUpstreams(
+  config: Config,
+  env: Record<string, string | undefined>,
+  registry: ToolRegistry,
+): Promise<{ stop(): Promise<void> } | undefined> {
+  const [{ pino }, { createLogger }, { openUpstreams, readUpstreamSpecs }] = await Promise.all([
+    import('pino'),
+    import('../infra/logger.js'),
+    import('../upstreams/open.js'),
+  ]);
+  const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
+  return openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
+}
+
+async function runCommand(
+  command: string,
+  rest: string[],
+  values: { format?: string | undefined; out?: string | undefined },
+  env: Record<string, string | undefined>,
+  config: Config,
+  registry: ToolRegistry,
+): Promise<number> {
   switch (command) {
     case 'list': {
       const format = values.format ?? 'anthropic';

@@ -7,6 +7,8 @@ import { gatewayBackend } from '../mcp/gateway-backend.js';
 import { serveStdio } from '../mcp/stdio.js';
 import { createToolset } from '../assembly/toolset.js';
 import { VERSION } from '../infra/version.js';
+import { openUpstreams, readUpstreamSpecs } from '../upstreams/open.js';
+import type { UpstreamSource } from '../upstreams/source.js';
 
 /** The transport label of calls that come through `toolport mcp`. */
 export const STDIO_TRANSPORT = 'stdio';
@@ -32,13 +34,16 @@ export async function serveMcpStdio(
   let dispatcher: McpDispatcher<typeof ANYONE>;
   let logger: ReturnType<typeof createLogger>;
   let graceMs: number;
+  let upstreams: UpstreamSource | undefined;
+  let registry: Awaited<ReturnType<typeof createToolset>>;
   try {
     const config = loadConfig(env);
     graceMs = config.shutdownGraceMs;
     logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false });
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
-    const registry = await createToolset(config, process.cwd(), logger);
+    registry = await createToolset(config, process.cwd(), logger);
+    upstreams = await openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
     const gateway = new Gateway({
       registry,
       logger,
@@ -46,9 +51,12 @@ export async function serveMcpStdio(
       maxConcurrency: config.maxConcurrency,
       queueSize: config.queueSize,
     });
-    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
+    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
+      listChanged: upstreams !== undefined,
+    });
     logger.info({ tools: registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
   } catch (err) {
+    await upstreams?.stop();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     return 1;
   }
@@ -69,8 +77,13 @@ export async function serveMcpStdio(
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   try {
-    await Promise.race([serveStdio(dispatcher, input, output, { caller: ANYONE, signal: shutdown.signal }), gaveUp]);
+    const onToolsChanged = upstreams !== undefined ? (listener: () => void) => registry.onChange(listener) : undefined;
+    await Promise.race([
+      serveStdio(dispatcher, input, output, { caller: ANYONE, signal: shutdown.signal, ...(onToolsChanged ? { onToolsChanged } : {}) }),
+      gaveUp,
+    ]);
   } finally {
+    await upstreams?.stop();
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
     // After a signal the input is still open, and an open stdin keeps the process alive.

@@ -12,6 +12,9 @@ import { connectRedis } from '../infra/redis.js';
 import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
 import { createToolset } from '../assembly/toolset.js';
+import { openUpstreams, readUpstreamSpecs } from '../upstreams/open.js';
+import type { UpstreamSource } from '../upstreams/source.js';
+import { upstreamExposure } from '../upstreams/exposure.js';
 
 // After the grace period calls are aborted and answer at once; this is only a last resort.
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
@@ -39,6 +42,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     reloadAsked = true;
   };
   process.on('SIGHUP', askedEarly);
+  let upstreams: UpstreamSource | undefined;
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
@@ -47,14 +51,15 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const workspace = await Workspace.open(config.workspace);
     const served = await createToolset(config, process.cwd(), logger, workspace);
     const tools = served.list();
-    const loadedKeys = await loadApiKeys(
-      config,
-      tools.map((t) => t.name),
-    );
+    const specs = await readUpstreamSpecs(config, env);
+    const namespaces = upstreamExposure(specs);
+    const loadedKeys = await loadApiKeys(config, [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)]);
     await assertKeysFileOutsideWorkspace(config, workspace);
     const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
     const apiKeys = workspaces.keys;
-    unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, tools);
+    unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, [...tools, ...namespaces]);
+    // After the checks that need no upstream: a bad keys file never starts a process.
+    upstreams = await openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env });
     // The replicas share the rate-limit counts and MCP cancellations through it.
     const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;
     keyLabels = apiKeys.map((k) => k.label);
@@ -69,6 +74,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     };
     app = await buildApp({
       registry: workspaces.registry,
+      upstreams,
       toolsets: workspaces.toolsets,
       redis,
       logger,
@@ -91,11 +97,11 @@ export async function serve(env: Record<string, string | undefined> = process.en
     });
     // After the last call: closes every workspace and the Redis connection.
     app.addHook('onClose', async () => {
-      await Promise.all([workspaces.close(), workspace.close(), redis?.quit()]);
+      await Promise.all([workspaces.close(), workspace.close(), redis?.quit(), upstreams?.stop()]);
     });
     const reload = keysReloader({
       config,
-      servedTools: tools.map((t) => t.name),
+      servedTools: [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)],
       keys: apiKeys,
       workspaces,
       replaceKeys: (keys) => app.toolport.replaceKeys(keys),
@@ -107,6 +113,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     process.off('SIGHUP', askedEarly);
+    await upstreams?.stop();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     process.exitCode = 1;
     return undefined;

@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import { SUBSCRIPTION_ID_KEY } from './era.js';
 import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 
 export interface BoundedOutputOptions {
@@ -13,7 +14,8 @@ export interface BoundedOutputOptions {
  * While the stream takes writes (`write` returns true), everything is written at once. Once it
  * refuses one, it is blocked until 'drain': a progress notification then waits in place of the
  * one before it for the same token (progress is a state, and the latest report holds all of it),
- * so what waits is one notification per call, never a queue. Responses are always written: they
+ * and a list change in place of the one before it on its subscription, so what waits is one
+ * notification per call and per subscription, never a queue. Responses are always written: they
  * are the answers, one per request, and the progress that waits goes out before them. Waiting
  * notifications go out at 'drain'. A reader that takes nothing at all is the transport's to drop
  * (HTTP: the connection's idle timeout, which no write re-arms while the stream is blocked).
@@ -37,16 +39,19 @@ export class BoundedOutput {
     return this.#blocked;
   }
 
-  /** Progress notifications waiting for the stream to drain (at most one per progress token). */
+  /** Notifications waiting for the stream to drain (at most one per progress token, and per method and subscription). */
   get waiting(): number {
     return this.#waiting.size;
   }
 
-  /** A progress notification: written now, or, while the stream is blocked, kept as its token's latest. */
+  /**
+   * A notification a later one of its kind says all of (progress, by token; a list change, by
+   * subscription): written now, or, while the stream is blocked, kept in place of the one before it.
+   */
   readonly progress = (notification: JsonRpcNotification): void => {
     if (this.#closed) return;
     if (this.#blocked) {
-      const key = tokenKey(notification);
+      const key = keyOf(notification);
       this.#waiting.delete(key);
       this.#waiting.set(key, notification);
       return;
@@ -106,9 +111,18 @@ export class BoundedOutput {
   };
 }
 
-// The number 1 and the string "1" are different tokens.
-function tokenKey(notification: JsonRpcNotification): string {
+/**
+ * What a waiting notification is replaced by: the next progress of its token, or the next
+ * notification of its method on its subscription (a list change says all a later one would). The
+ * number 1 and the string "1" are different tokens, and different subscription ids.
+ */
+function keyOf(notification: JsonRpcNotification): string {
   const params = notification.params;
-  const token = isPlainObject(params) ? params['progressToken'] : undefined;
-  return typeof token === 'number' ? `n:${token}` : `s:${String(token)}`;
+  if (notification.method === 'notifications/progress') return `p:${idKey(isPlainObject(params) ? params['progressToken'] : undefined)}`;
+  const meta = isPlainObject(params) ? params['_meta'] : undefined;
+  return `m:${notification.method}\0${idKey(isPlainObject(meta) ? meta[SUBSCRIPTION_ID_KEY] : undefined)}`;
+}
+
+function idKey(id: unknown): string {
+  return typeof id === 'number' ? `n:${id}` : `s:${String(id)}`;
 }

@@ -21,6 +21,8 @@ import {
 import { DEFAULT_PROGRESS_INTERVAL_MS } from './progress.js';
 import { PerListCache, toMcpTool } from './tool-list.js';
 import { toolsCall, type ToolsCallDeps } from './tools-call.js';
+import { subscriptionsListen, type ListenDeps } from './listen.js';
+import type { SubscriptionOpener } from './subscriptions.js';
 import { allowsBatches, DEFAULT_LEGACY_VERSION, isModernVersion, MODERN_VERSIONS, negotiateLegacyVersion } from './protocol-versions.js';
 
 /** What a transport tells the dispatcher about one incoming message. */
@@ -42,6 +44,11 @@ export interface DispatchContext<Caller> {
   calls?: InFlightCalls;
   /** A `tools/call` after the first of a batch: the transport counted the request once, so the backend counts this call again. */
   extra?: boolean;
+  /**
+   * Where `subscriptions/listen` opens its subscription to tool-list changes: the transport's
+   * subscriptions, as this caller's (bounded per caller). Without it, no change is honored.
+   */
+  subscriptions?: SubscriptionOpener;
 }
 
 /** The answer to one message (or batch). */
@@ -72,9 +79,14 @@ export interface DispatcherOptions {
    * scoped keys make them; `public` only when every caller sees the same tools.
    */
   listCacheScope?: 'public' | 'private';
+  /**
+   * The tool list can change (upstreams): announced as the `tools.listChanged` capability. The
+   * transport then tells clients of each change: 2026-07-28 clients on their `subscriptions/listen`
+   * (given `subscriptions` in the context), earlier ones as the transport allows (stdio: on the
+   * output; HTTP: on the GET stream).
+   */
+  listChanged?: boolean;
 }
-
-const TOOLS_CAPABILITY = { tools: { listChanged: false } };
 
 /**
  * The MCP protocol layer: one JSON-RPC message (or a 2025-03-26 batch) in, the response out, over
@@ -90,9 +102,11 @@ export class McpDispatcher<Caller> {
   readonly #listCacheScope: 'public' | 'private';
   readonly #resultMeta: Record<string, unknown>;
   readonly #callDeps: ToolsCallDeps<Caller>;
+  readonly #listenDeps: ListenDeps;
   readonly #lists = new PerListCache<Record<string, unknown>>();
   readonly #initializeResults = new Map<string, Record<string, unknown>>();
   readonly #discoverResult: Record<string, unknown>;
+  readonly #capabilities: { tools: { listChanged: boolean } };
 
   constructor(backend: McpBackend<Caller>, options: DispatcherOptions = {}) {
     this.#backend = backend;
@@ -101,15 +115,17 @@ export class McpDispatcher<Caller> {
     this.#listTtlMs = options.listTtlMs ?? 60_000;
     this.#listCacheScope = options.listCacheScope ?? 'private';
     this.#resultMeta = { [SERVER_INFO_KEY]: { ...backend.serverInfo } };
+    this.#capabilities = { tools: { listChanged: options.listChanged === true } };
     this.#callDeps = {
       backend,
       resultMeta: this.#resultMeta,
       progressIntervalMs: options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
     };
+    this.#listenDeps = { listChanged: this.#capabilities.tools.listChanged, resultMeta: this.#resultMeta };
     const discover = {
       resultType: 'complete',
       supportedVersions: [...MODERN_VERSIONS],
-      capabilities: TOOLS_CAPABILITY,
+      capabilities: this.#capabilities,
       ...(backend.instructions !== undefined ? { instructions: backend.instructions } : {}),
       ttlMs: this.#listTtlMs,
       cacheScope: 'public',
@@ -125,7 +141,10 @@ export class McpDispatcher<Caller> {
     return this.handle(parsed.value, context);
   }
 
-  /** Handles one parsed message or batch. Never rejects. */
+  /**
+   * Handles one parsed message or batch. Never rejects. A `subscriptions/listen` resolves only
+   * when its subscription ends: what it sends until then goes through `context.notify`.
+   */
   async handle(message: unknown, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
     // An error that cannot name its request leaves `id` out: the SDK's message schema, which its
     // clients parse every line with, refuses a null id.
@@ -239,6 +258,9 @@ export class McpDispatcher<Caller> {
       case 'server/discover':
         if (modern) return { reply: resultResponse(request.id, this.#discoverResult), status: 200 };
         break;
+      case 'subscriptions/listen':
+        if (modern) return subscriptionsListen(this.#listenDeps, request, context);
+        break;
       case 'initialize':
         if (!modern) return this.#initialize(request);
         break;
@@ -261,7 +283,7 @@ export class McpDispatcher<Caller> {
       const { instructions, serverInfo } = this.#backend;
       const built = {
         protocolVersion: version,
-        capabilities: TOOLS_CAPABILITY,
+        capabilities: this.#capabilities,
         serverInfo: { ...serverInfo },
         ...(instructions !== undefined ? { instructions } : {}),
       } satisfies InitializeResult;

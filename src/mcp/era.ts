@@ -4,6 +4,8 @@ import { DEFAULT_LEGACY_VERSION, isModernVersion, isServedLegacy, isServedModern
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 export const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
+/** The `_meta` key of every message on a `subscriptions/listen` stream: the listen request's id. */
+export const SUBSCRIPTION_ID_KEY = 'io.modelcontextprotocol/subscriptionId';
 
 /** The revision one request is served under, or why it is refused before any method runs. */
 export type Era = { modern: boolean; version: string } | { refused: JsonRpcErrorResponse };

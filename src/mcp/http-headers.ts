@@ -1,6 +1,6 @@
 import { PROTOCOL_VERSION_KEY } from './era.js';
 import { errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js';
-import { isModernVersion } from './protocol-versions.js';
+import { isModernVersion, isServedLegacy, LEGACY_VERSIONS } from './protocol-versions.js';
 
 /** The standard MCP request headers of one Streamable HTTP POST, as received (any may be absent). */
 export interface McpRequestHeaders {
@@ -48,6 +48,41 @@ export function checkStandardHeaders(message: unknown, headers: McpRequestHeader
   const decoded = decodeHeaderValue(nameHeader);
   if (decoded === undefined) return mismatch(id, 'the Mcp-Name header holds an invalid =?base64?...?= value');
   if (decoded !== bodyName) return mismatch(id, `the Mcp-Name header names "${decoded}" but the body names "${bodyName}"`);
+  return undefined;
+}
+
+/** How a GET to the MCP endpoint is answered when it opens no stream: its status, and for 400 and 406 the error. */
+export type StreamRequestRefusal = { status: 405 } | { status: 400 | 406; error: JsonRpcErrorResponse };
+
+/**
+ * Whether a GET may open the standalone stream of the 2025 revisions (2025-03-26 to 2025-11-25),
+ * on which the server sends what concerns no request of the client (here: tool-list changes).
+ * 2026-07-28 removed that stream (a client subscribes with `subscriptions/listen`), so a GET of
+ * that revision is 405, as every GET is when the server has nothing to send (`live` false); an
+ * unknown revision is 400 (the 2025 revisions require it) and a client that does not take an
+ * event stream is 406. The errors name no request: there is none.
+ */
+export function checkStreamRequest(
+  headers: { protocolVersion?: string | undefined; accept?: string | undefined },
+  live: boolean,
+): StreamRequestRefusal | undefined {
+  const declared = trimOws(headers.protocolVersion);
+  if (!live || (declared !== undefined && isModernVersion(declared))) return { status: 405 };
+  if (declared !== undefined && !isServedLegacy(declared)) {
+    return {
+      status: 400,
+      error: errorResponse(null, RpcCodes.UNSUPPORTED_PROTOCOL_VERSION, 'Unsupported protocol version', {
+        supported: [...LEGACY_VERSIONS],
+        requested: declared,
+      }),
+    };
+  }
+  if (headers.accept === undefined || !headers.accept.includes('text/event-stream')) {
+    return {
+      status: 406,
+      error: errorResponse(null, RpcCodes.INVALID_REQUEST, 'Not Acceptable: GET /mcp opens an event stream; the Accept header must list text/event-stream'),
+    };
+  }
   return undefined;
 }
 

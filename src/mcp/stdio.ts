@@ -3,6 +3,7 @@ import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './cancellable.js';
 import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
+import { SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
 
 export interface StdioOptions<Caller> {
   /** Who is calling: the whole stream is one caller (the user who launched the process). */
@@ -15,7 +16,18 @@ export interface StdioOptions<Caller> {
   endGraceMs?: number;
   /** Shutdown: aborts every call and stops reading; the returned promise resolves once they answered. */
   signal?: AbortSignal;
+  /**
+   * Subscribes to changes of the tool list (upstream tools come and go); returns what unsubscribes.
+   * Each change sends `notifications/tools/list_changed`: unasked once a legacy `initialize` was
+   * answered, and on each open `subscriptions/listen` of 2026-07-28, whose era sends nothing
+   * unasked. Pair it with the dispatcher's `listChanged` option, which announces the capability.
+   */
+  onToolsChanged?: (listener: () => void) => () => void;
+  /** Most `subscriptions/listen` open at once. Default 16 (the whole stream is one caller). */
+  maxSubscriptions?: number;
 }
+
+const LIST_CHANGED = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' } as const;
 
 const NEWLINE = 0x0a;
 
@@ -39,6 +51,9 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   let partBytes = 0;
   let oversized = false;
   let active = 0;
+  // Open subscriptions/listen requests: they last as long as the client wants, so they do not
+  // take the places of calls (maxInFlight); the subscriptions' own bound applies to them.
+  let listening = 0;
   let initializing = false;
   let ended = false;
   let protocolVersion: string | undefined;
@@ -49,18 +64,32 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   // A reader that does not keep up gets each call's latest progress, not a queue of it: only the
   // responses (one per request, and reading pauses while the output is blocked) are always written.
   const out = new BoundedOutput(output, { frame: (text) => `${text}\n`, onDrain: () => pump() });
+  const limits: SubscriptionLimits = { perCaller: options.maxSubscriptions ?? 16, total: options.maxSubscriptions ?? 16 };
+  const hub = options.onToolsChanged ? new SubscriptionHub(options.onToolsChanged, limits) : undefined;
+  const subscriptions = hub?.of('');
 
   const start = (line: string): void => {
     const parsed = parseMessage(line);
     if ('reply' in parsed) return out.send(parsed.reply);
-    const isInitialize = isPlainObject(parsed.value) && parsed.value['method'] === 'initialize';
-    active++;
+    const method = isPlainObject(parsed.value) ? parsed.value['method'] : undefined;
+    const isInitialize = method === 'initialize';
+    const isListen = method === 'subscriptions/listen';
+    if (isListen) listening++;
+    else active++;
     if (isInitialize) initializing = true;
-    const context = { caller: options.caller, calls, notify: out.progress, signal: shutdown.signal, ...(protocolVersion ? { protocolVersion } : {}) };
+    const context = {
+      caller: options.caller,
+      calls,
+      notify: out.progress,
+      signal: shutdown.signal,
+      ...(protocolVersion ? { protocolVersion } : {}),
+      ...(subscriptions ? { subscriptions } : {}),
+    };
     void dispatcher.handle(parsed.value, context).then((outcome) => {
       if (outcome.negotiatedVersion !== undefined) protocolVersion = outcome.negotiatedVersion;
       if (outcome.reply !== undefined) out.send(outcome.reply);
-      active--;
+      if (isListen) listening--;
+      else active--;
       if (isInitialize) initializing = false;
       pump();
     });
@@ -70,7 +99,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   const pump = (): void => {
     while (!initializing && lines.length > 0 && active < maxInFlight) start(lines.shift()!);
     if (ended) {
-      if (active === 0 && lines.length === 0) finish();
+      if (active === 0 && listening === 0 && lines.length === 0) finish();
       return;
     }
     if (lines.length > 0 || out.blocked) input.pause();
@@ -117,6 +146,8 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
     if (partBytes > 0 || oversized) endLine();
     ended = true;
     input.off('data', onData);
+    // Subscriptions end with the input (their empty results, the graceful close): nothing more will be asked.
+    hub?.closeAll();
     if (endGraceMs <= 0) stopAll(new Error('the input ended'));
     else graceTimer = setTimeout(() => stopAll(new Error('the input ended')), endGraceMs);
     pump();
@@ -139,12 +170,20 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
 
   const onAbort = (): void => {
     lines.length = 0;
+    hub?.closeAll();
     shutdown.abort(options.signal?.reason);
     onEnd();
     calls.abortAll(options.signal?.reason);
   };
 
+  // Unasked only to a client of the legacy handshake (protocolVersion is what its initialize
+  // agreed). Sent as progress is: a reader that does not keep up gets one, however many changes.
+  const stopListening = options.onToolsChanged?.(() => {
+    if (protocolVersion !== undefined) out.progress(LIST_CHANGED);
+  });
+
   const finish = (): void => {
+    stopListening?.();
     if (graceTimer) clearTimeout(graceTimer);
     input.off('end', onEnd);
     input.off('error', onEnd);

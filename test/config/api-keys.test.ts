@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ApiKeysError, loadApiKeys } from '../../src/config/api-keys.js';
+import { temporaryDirectory } from '../support/workspace.js';
 
 const KEYS = path.resolve(import.meta.dirname, '../fixtures/keys');
 const SERVED = ['Read', 'Glob', 'Grep', 'Echo'];
@@ -177,4 +178,25 @@ test('a workspace that is not a string, is empty or is relative stops start-up n
     await fileError('relative-workspace.json'),
     'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("relative"): "workspace" must be an absolute path (relative paths would depend on the directory the server starts in).',
   );
+});
+
+test("a key's tools may name an upstream's tools by prefix, or one of them before it is listed; a pattern that matches nothing is refused", async (t) => {
+  const dir = await temporaryDirectory(t);
+  const file = path.join(dir, 'keys.json');
+  const served = [...SERVED, 'github__*'];
+  const entry = (tools: string[]) => JSON.stringify([{ label: 'agent', key: 'agent-secret-0123456789abcdef', tools }]);
+  await writeFile(file, entry(['Read', 'github__*', 'github__create_issue', 'Gr*']));
+  const [key] = await loadApiKeys({ apiKeys: [], apiKeysFile: file }, served);
+  assert.deepEqual(key?.tools, ['Read', 'github__*', 'github__create_issue', 'Gr*']);
+  for (const [tools, named] of [
+    [['slack__*'], '"slack__*"'],
+    [['slack__post'], '"slack__post"'],
+    [['Re ad*'], '"Re ad*"'],
+  ] as const) {
+    await writeFile(file, entry([...tools]));
+    await assert.rejects(loadApiKeys({ apiKeys: [], apiKeysFile: file }, served), {
+      name: 'ApiKeysError',
+      message: `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: entry 1 ("agent"): "tools" names ${named}, which is not served (served tools: Read, Glob, Grep, Echo, github__*).`,
+    });
+  }
 });

@@ -401,6 +401,14 @@ describe('Gateway: a workspace per caller', () => {
     });
   });
 
+  test("a source's tool (an upstream's) works in no workspace: a caller with one runs it from the server's registry", async () => {
+    const { gateway } = withToolsets([where('server')], { '/srv/ws/a': [where('a')] });
+    gateway.registry.replaceSource('up', [{ ...Echo, name: 'up__echo', execute: () => textResult('upstream') }]);
+    const caller = { ...FULL, workspace: '/srv/ws/a' };
+    assert.deepEqual(await gateway.call(request('up__echo', { text: '?' }, { caller })), { ...textResult('upstream'), isError: false });
+    assert.deepEqual(await gateway.call(request('Where', { text: '?' }, { caller })), { ...textResult('a'), isError: false });
+  });
+
   test('a caller naming a workspace without tools gets INTERNAL_ERROR, counted as refused', async () => {
     const { gateway, heard } = withToolsets([where('server')], {});
     const body = await gateway.callSafe(request('Where', { text: '?' }, { caller: { ...FULL, workspace: '/srv/ws/unknown' } }));

@@ -106,3 +106,14 @@ test('replace keeps the scope object of tools that did not change, so what was m
   assert.notEqual(keyring.identify('a-secret-0123456789abcdef')?.tools, before);
   assert.deepEqual([...keyring.scopes[0]!], ['Read', 'Echo']);
 });
+
+test('a scope entry ending in * takes every tool whose name starts with what comes before it; iteration gives the entries', () => {
+  const keyring = new Keyring([{ label: 'agent', key: 'agent-secret-0123456789abcdef', tools: ['Read', 'github__*'] }]);
+  const scope = keyring.identify('agent-secret-0123456789abcdef')!.tools!;
+  assert.equal(scope.has('Read'), true);
+  assert.equal(scope.has('github__create_issue'), true);
+  assert.equal(scope.has('github__'), true);
+  assert.equal(scope.has('github_x'), false);
+  assert.equal(scope.has('Bash'), false);
+  assert.deepEqual([...scope], ['Read', 'github__*']);
+});

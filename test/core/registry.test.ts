@@ -478,3 +478,91 @@ describe('Tool definitions', () => {
     await assert.rejects(executor.call('Repeat', { word: 'ab', times: 0 }), { code: 'INVALID_INPUT' });
   });
 });
+
+describe('ToolRegistry.replaceSource', () => {
+  const tool = (name: string, description = name): ToolDef => ({ name, description, inputSchema: { type: 'object' }, execute: () => textResult(name) });
+
+  test("puts a source's tools in place of its earlier ones, keeping its place; changes the lists; tells the listeners", () => {
+    const registry = new ToolRegistry().register(tool('A'));
+    const changes: string[] = [];
+    registry.onChange(() =>
+      changes.push(
+        registry
+          .list()
+          .map((t) => t.name)
+          .join(','),
+      ),
+    );
+    assert.deepEqual(registry.replaceSource('up', [tool('up__x'), tool('up__y')]), []);
+    registry.register(tool('B'));
+    const before = registry.listBytes();
+    assert.deepEqual(registry.replaceSource('up', [tool('up__z')]), []);
+    assert.deepEqual(changes, ['A,up__x,up__y', 'A,up__x,up__y,B', 'A,up__z,B']);
+    assert.notEqual(registry.listBytes(), before);
+    assert.equal(registry.sourceOf('up__z'), 'up');
+    assert.equal(registry.sourceOf('A'), '');
+    assert.equal(registry.sourceOf('up__x'), undefined);
+  });
+
+  test('the same definitions again change nothing: the same bytes, no listener called', () => {
+    const registry = new ToolRegistry();
+    registry.replaceSource('up', [tool('up__x')]);
+    const bytes = registry.listBytes();
+    let called = 0;
+    registry.onChange(() => called++);
+    registry.replaceSource('up', [tool('up__x')]);
+    assert.equal(registry.listBytes(), bytes);
+    assert.equal(called, 0);
+    registry.replaceSource('up', [tool('up__x', 'changed')]);
+    assert.equal(called, 1);
+  });
+
+  test('never shadows a tool of another source or a built-in: the clash is refused with its reason, the rest served', () => {
+    const registry = new ToolRegistry().register(tool('Read'));
+    registry.replaceSource('one', [tool('shared')]);
+    const refused = registry.replaceSource('two', [tool('Read'), tool('shared'), tool('bad name'), tool('two__ok')]);
+    assert.deepEqual(refused, [
+      { name: 'Read', reason: 'Cannot register tool "Read": a tool with this name is already registered' },
+      { name: 'shared', reason: 'Cannot register tool "shared": a tool with this name is already registered' },
+      { name: 'bad name', reason: `Cannot register tool "bad name": ${NAME_RULE}` },
+    ]);
+    assert.deepEqual(
+      registry.list().map((t) => [t.name, registry.sourceOf(t.name)]),
+      [
+        ['Read', ''],
+        ['shared', 'one'],
+        ['two__ok', 'two'],
+      ],
+    );
+  });
+});
+
+describe("a source's schemas", () => {
+  test('run their patterns on a linear-time engine: a pattern that backtracks for seconds in V8 answers at once', () => {
+    const registry = new ToolRegistry();
+    const schema: ObjectSchema = {
+      type: 'object',
+      properties: { n: { type: 'string', pattern: '^-?\\d*\\.?\\d+$' }, e: { type: 'string', pattern: '^(a+)+$' } },
+    };
+    assert.deepEqual(registry.replaceSource('up', [{ name: 'up__t', description: '', inputSchema: schema, execute: () => textResult('') }]), []);
+    const validate = registry.validator('up__t')!;
+    // V8 takes seconds on each (measured: 9 s for the first on Node 22); RE2 takes milliseconds. No timing is asserted: a
+    // backtracking engine would hold the test for minutes, which the suite's own timeout reports.
+    assert.equal(validate({ n: `${'1'.repeat(100_000)}x` }), false);
+    assert.equal(validate({ e: `${'a'.repeat(40)}!` }), false);
+    assert.equal(validate({ n: '-12.5', e: 'aaa' }), true);
+  });
+
+  test('may not use what RE2 cannot run in linear time: such a tool is refused, the others served', () => {
+    const registry = new ToolRegistry();
+    const backReference: ObjectSchema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a)\\1$' } } };
+    const refused = registry.replaceSource('up', [
+      { name: 'up__bad', description: '', inputSchema: backReference, execute: () => textResult('') },
+      { name: 'up__good', description: '', inputSchema: { type: 'object' }, execute: () => textResult('') },
+    ]);
+    assert.equal(refused.length, 1);
+    assert.equal(refused[0]!.name, 'up__bad');
+    assert.match(refused[0]!.reason, /^Cannot register tool "up__bad": the input schema does not compile: /);
+    assert.ok(registry.get('up__good'));
+  });
+});

@@ -6,6 +6,8 @@ import { namedSchemas } from './components.js';
 import { docsRoutes } from './docs.js';
 import { PUBLISHED_SCHEMAS } from './response-schemas.js';
 import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
+import { liveDocument } from './live-tools.js';
+import type { ToolRegistry } from '../../core/registry.js';
 
 const CONTRACT = `
 Every error body is itself a ToolResult (\`isError: true\`, one text block) with a machine-readable
@@ -35,7 +37,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * that turn every operation into a tool (`/openapi.tools.json`, see `toolsDocument`) and,
  * optionally, the document's browser (`/docs`).
  */
-export async function registerOpenAPI(app: FastifyInstance, options: { docs: boolean }): Promise<void> {
+export async function registerOpenAPI(app: FastifyInstance, options: { docs: boolean; registry: ToolRegistry }): Promise<void> {
   for (const schema of namedSchemas(PUBLISHED_SCHEMAS)) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
@@ -72,13 +74,21 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
     },
   });
   if (options.docs) docsRoutes(app);
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // Made once per key scope, on first request (the document exists once the app is ready). Weakly
-  // held: a keys reload that drops a scope drops its document too.
-  const scopedDocuments = new WeakMap<ToolScope, string>();
+  const live = liveDocument(options.registry);
+  const current = (): OpenAPIDocument => live(() => app.swagger() as unknown as OpenAPIDocument);
+  app.get('/openapi.json', { schema: { hide: true } }, async () => current());
+  // Made once per key scope, on first request (the document exists once the app is ready), and
+  // again after the tools change. Weakly held: a keys reload that drops a scope drops its document too.
+  let scopedDocuments = new WeakMap<ToolScope, string>();
   let unscopedDocument: string | undefined;
-  const documentFor = (scope: ToolScope | undefined): string => JSON.stringify(toolsDocument(app.swagger() as unknown as OpenAPIDocument, scope));
+  let madeFrom: OpenAPIDocument | undefined;
+  const documentFor = (scope: ToolScope | undefined): string => JSON.stringify(toolsDocument(current(), scope));
   app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, async (request, reply) => {
+    if (madeFrom !== current()) {
+      madeFrom = current();
+      scopedDocuments = new WeakMap();
+      unscopedDocument = undefined;
+    }
     const scope = request.apiKey?.tools;
     let text: string | undefined;
     if (scope === undefined) text = unscopedDocument ??= documentFor(undefined);

@@ -18,7 +18,32 @@ import {
 
 /** What the probes answer when all is well. */
 export const HealthStatusSchema = Type.Object(
-  { status: Type.String({ description: '`ok` (the process is up) or `ready` (ready to take tool calls).' }) },
+  {
+    status: Type.String({ description: '`ok` (the process is up) or `ready` (ready to take tool calls).' }),
+    upstreams: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object(
+          {
+            state: Type.Enum(['idle', 'starting', 'ready', 'down', 'stopped'], {
+              type: 'string',
+              description: '`idle`: not started yet (started on first use); `down`: being restarted.',
+            }),
+            transport: Type.Enum(['stdio', 'http'], { type: 'string' }),
+            tools: Type.Integer({ description: 'Its tools served now.' }),
+            held: Type.Integer({ description: 'Tools it lists that are not served: changed or new under the lock file, or refused by a rule.' }),
+            restarts: Type.Integer(),
+            reason: Type.Optional(Type.String({ description: 'Why it is not ready.' })),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            '`/readyz` only, with upstream MCP servers configured: the state of each. The server stays ready while some are down; their calls answer errors that say so.',
+        },
+      ),
+    ),
+  },
   { $id: 'HealthStatus', additionalProperties: false },
 );
 

@@ -7,8 +7,16 @@ const Status = Type.Ref('HealthStatus');
 // Probes need no key and are never rate limited; the Host guard still applies (see local-only.ts).
 const PROBE_REFUSALS = { 403: REFUSALS[403], 500: REFUSALS[500] };
 
-/** Liveness and readiness, for orchestrators and load balancers. */
-export function healthRoutes(app: FastifyInstance, isDraining: () => boolean): void {
+/** What readiness reports of the upstream MCP servers: each one's state, by name. */
+export interface UpstreamStates {
+  status(): Record<string, { state: string; transport: string; tools: number; held: number; restarts: number; reason?: string }>;
+}
+
+/**
+ * Liveness and readiness, for orchestrators and load balancers. Readiness lists the upstreams'
+ * states but does not depend on them: the built-in tools serve while an upstream is down.
+ */
+export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, upstreams?: UpstreamStates): void {
   app.get(
     '/healthz',
     {
@@ -33,7 +41,7 @@ export function healthRoutes(app: FastifyInstance, isDraining: () => boolean): v
     },
     async () => {
       if (isDraining()) throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down.');
-      return { status: 'ready' };
+      return upstreams === undefined ? { status: 'ready' } : { status: 'ready', upstreams: upstreams.status() };
     },
   );
 }

@@ -1,14 +1,21 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { CallAbort } from '../../core/call-abort.js';
 import { admissionName, type Caller, type Gateway } from '../../core/gateway.js';
 import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
-import { checkStandardHeaders } from '../../mcp/http-headers.js';
-import { BoundedOutput } from '../../mcp/bounded-output.js';
+import { checkStandardHeaders, checkStreamRequest } from '../../mcp/http-headers.js';
 import { InFlightCalls } from '../../mcp/cancellable.js';
-import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import {
+  encode,
+  errorResponse,
+  isPlainObject,
+  RpcCodes,
+  type JsonRpcErrorResponse,
+  type JsonRpcNotification,
+  type JsonRpcResponse,
+} from '../../mcp/jsonrpc.js';
+import { SubscriptionHub, type SubscriptionLimits, type SubscriptionOpener, type ToolsChange } from '../../mcp/subscriptions.js';
 import { openCancellationChannel, type CancellationChannel } from '../../infra/redis.js';
 import { VERSION } from '../../infra/version.js';
 import { ToolportError } from '../../core/errors.js';
@@ -16,6 +23,7 @@ import { DEFAULT_LEGACY_VERSION, omitsUnknownErrorId } from '../../mcp/protocol-
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
+import { acceptsEventStream, keepAliveInterval, McpEventStream } from '../sse.js';
 
 /** The transport label of calls that come through `POST /mcp`. */
 export const MCP_TRANSPORT = 'mcp';
@@ -30,11 +38,21 @@ export interface McpRoutesOptions {
    * reaches the calls of this process only.
    */
   redis?: Redis | undefined;
+  /**
+   * Subscribes to changes of the tool list (`ToolRegistry.onChange`, when upstreams make it
+   * change); returns what unsubscribes. Given, `tools.listChanged` is announced and clients hear
+   * each change: 2026-07-28 clients on `subscriptions/listen`, earlier ones on the GET stream.
+   * Absent, the list never changes: no capability, and GET answers 405.
+   */
+  toolsChange?: ToolsChange | undefined;
+  /** Most subscriptions open at once (listen requests and GET streams together), per caller and in all. Defaults: 16 and 1024. */
+  maxSubscriptions?: SubscriptionLimits;
 }
 
 const JSON_TYPE = 'application/json';
 // Made once: an Error captures a stack trace, which is not free on every disconnect.
 const CLIENT_GONE = new Error('the client disconnected');
+const LIST_CHANGED: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
 
 /**
  * MCP's Streamable HTTP transport at `/mcp`, statelessly: every POST carries one JSON-RPC message
@@ -46,11 +64,25 @@ const CLIENT_GONE = new Error('the client disconnected');
  * `gateway.refused`. A response is JSON, except a `tools/call` that asked for progress from a
  * client that accepts `text/event-stream`: once the first progress report comes, the answer turns
  * into an SSE stream of the notifications and then the response. A closed connection aborts the
- * call. There is no stream to open and no session to end, so GET and DELETE answer 405.
+ * call. A `subscriptions/listen` (2026-07-28) is answered with an SSE stream at once: its
+ * acknowledgement, then each tool-list change, until the client closes it or the server closes
+ * (then its empty result). Clients of the 2025 revisions hear changes on the standalone stream a
+ * GET opens, which those revisions allow without a session, since a list change concerns no
+ * request; without `toolsChange` there is nothing to hear and GET answers 405. There is no
+ * session to end, so DELETE answers 405.
  */
-export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis }: McpRoutesOptions): void {
-  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }));
-  const keepAliveMs = Math.max(1000, Math.floor(idleTimeoutMs / 2));
+export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis, toolsChange, maxSubscriptions }: McpRoutesOptions): void {
+  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
+    listChanged: toolsChange !== undefined,
+  });
+  const keepAliveMs = keepAliveInterval(idleTimeoutMs);
+  // Subscriptions end before the server stops listening, each with the graceful close its revision has.
+  const subscriptions = new SubscriptionHub(toolsChange, maxSubscriptions);
+  app.addHook('preClose', (done) => {
+    subscriptions.closeAll();
+    done();
+  });
+  const subscriptionsOf = (caller: Caller): SubscriptionOpener | undefined => (subscriptions.live ? subscriptions.of(admissionName(caller) ?? '') : undefined);
   // The calls a client's notifications/cancelled can reach, by caller and JSON-RPC id (see InFlightCalls).
   let channel: CancellationChannel | undefined;
   const calls = new InFlightCalls({ log: app.log, forward: (cancellation) => channel?.publish(cancellation) });
@@ -103,7 +135,8 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis 
       }
 
       const caller: Caller = new RequestCaller(request);
-      if (!carriesToolsCall(message)) {
+      const listen = isListen(message);
+      if (!listen && !carriesToolsCall(message)) {
         const own = carriesCancellation(message) ? callsOf(caller) : undefined;
         const outcome = await dispatcher.handle(message, {
           caller,
@@ -114,13 +147,27 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis 
         return send(reply, outcome.status, outcome.reply);
       }
 
-      // Tool calls: aborted when the client goes away (and by shutdown, through the gateway); with
-      // no AbortController unless a tool asks for a signal.
+      if (listen && !acceptsEventStream(headers.accept)) {
+        const { id } = message as { id: string | number };
+        const refusal = errorResponse(
+          id,
+          RpcCodes.INVALID_REQUEST,
+          'Not Acceptable: subscriptions/listen answers with an event stream; the Accept header must list text/event-stream',
+        );
+        return reply.code(406).type(JSON_TYPE).send(encode(refusal));
+      }
+
+      // Tool calls and subscriptions: ended when the client goes away (calls also by shutdown,
+      // through the gateway); with no AbortController unless a tool asks for a signal.
       const abort = new CallAbort();
       const stopWatching = whenClientGoes(request, () => abort.abort(CLIENT_GONE));
-      const stream = wantsProgressStream(message, headers.accept) ? new ProgressStream(reply, keepAliveMs) : undefined;
+      const stream = listen || wantsProgressStream(message, headers.accept) ? new McpEventStream(reply, keepAliveMs) : undefined;
+      // A subscription's connection closes with it, so a shutdown that ends it is not kept waiting
+      // for the connection's keep-alive.
+      if (listen) reply.header('connection', 'close');
       try {
         const own = callsOf(caller);
+        const opener = listen ? subscriptionsOf(caller) : undefined;
         const outcome = await dispatcher.handle(message, {
           caller,
           requestId: request.id,
@@ -128,6 +175,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis 
           ...(own ? { calls: own } : {}),
           ...(protocolVersion ? { protocolVersion } : {}),
           ...(stream ? { notify: stream.notify } : {}),
+          ...(opener ? { subscriptions: opener } : {}),
         });
         if (stream?.started) return stream.end(outcome.reply);
         return send(reply, outcome.status, outcome.reply);
@@ -139,8 +187,49 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis 
   );
 
   const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => reply.code(405).header('allow', 'POST').send();
-  app.get('/mcp', { schema: { hide: true } }, notAllowed);
+  app.get('/mcp', { schema: { hide: true } }, async (request, reply) => {
+    const protocolVersion = headerOf(request.headers['mcp-protocol-version']);
+    const refusal = checkStreamRequest({ protocolVersion, accept: request.headers.accept }, subscriptions.live);
+    if (refusal?.status === 405) return notAllowed(request, reply);
+    if (refusal) return reply.code(refusal.status).type(JSON_TYPE).send(unknownIdBody(refusal.error, protocolVersion));
+    return standaloneStream(request, reply, subscriptions.of(admissionName(new RequestCaller(request)) ?? ''), protocolVersion, keepAliveMs);
+  });
   app.delete('/mcp', { schema: { hide: true } }, notAllowed);
+}
+
+/**
+ * The standalone stream of a GET (2025 revisions): a `notifications/tools/list_changed` at each
+ * change of the tool list, unstamped, as those revisions send it, until the client goes away or
+ * the server closes (the stream just ends; the SDKs' clients open it again, elsewhere if need be).
+ * It holds one of the caller's subscriptions: past the caller's share 429, past the server's 503.
+ */
+function standaloneStream(request: FastifyRequest, reply: FastifyReply, opener: SubscriptionOpener, protocolVersion: string | undefined, keepAliveMs: number) {
+  const stream = new McpEventStream(reply, keepAliveMs);
+  let stopWatching = (): void => {};
+  const end = (): void => {
+    stopWatching();
+    stream.end();
+  };
+  const subscription = opener.open({ changed: () => stream.notify(LIST_CHANGED), ended: end });
+  if ('refused' in subscription) {
+    const body = unknownIdBody(errorResponse(null, RpcCodes.INTERNAL_ERROR, subscription.refused), protocolVersion);
+    return reply
+      .code(subscription.limit === 'caller' ? 429 : 503)
+      .type(JSON_TYPE)
+      .send(body);
+  }
+  reply.header('connection', 'close');
+  stream.start();
+  stopWatching = whenClientGoes(request, () => {
+    subscription.close();
+    end();
+  });
+  return reply;
+}
+
+/** An error that names no request: `"id": null` before 2025-11-25, no id from then on (as `answerRefusal` has it). */
+function unknownIdBody(error: JsonRpcErrorResponse, protocolVersion: string | undefined): string {
+  return JSON.stringify(omitsUnknownErrorId(protocolVersion ?? DEFAULT_LEGACY_VERSION) ? error : { jsonrpc: '2.0', id: null, error: error.error });
 }
 
 /** The response as JSON, or 202 with no body when there is nothing to send (notifications). */
@@ -150,65 +239,9 @@ function send(reply: FastifyReply, status: number, message: JsonRpcResponse | Js
   return reply.code(status).type(JSON_TYPE).send(text);
 }
 
-/**
- * The buffer of an SSE stream, before the socket's own: the stream counts as blocked once it holds
- * this much (on each of its two sides) that the socket has not taken.
- */
-const STREAM_BUFFER_BYTES = 16 * 1024;
-
-/**
- * An SSE answer, started by the first notification: a call that reports no progress is answered
- * with plain JSON. The stream goes through `reply.send`, so the app's onSend hooks still run. It
- * is bounded: what the client has not taken stays within the stream's buffer, the socket's and
- * one notification, since while they are full only the latest progress waits (`BoundedOutput`).
- * A client that takes nothing at all is cut off by the connection's idle timeout, which counts
- * from the socket's last write once the response has started (nothing is written to a blocked
- * socket), and its call is aborted as any client that went away.
- */
-class ProgressStream {
-  readonly #reply: FastifyReply;
-  readonly #keepAliveMs: number;
-  #body: PassThrough | undefined;
-  #out: BoundedOutput | undefined;
-  #keepAlive: NodeJS.Timeout | undefined;
-
-  constructor(reply: FastifyReply, keepAliveMs: number) {
-    this.#reply = reply;
-    this.#keepAliveMs = keepAliveMs;
-  }
-
-  get started(): boolean {
-    return this.#body !== undefined;
-  }
-
-  readonly notify = (notification: JsonRpcNotification): void => {
-    (this.#out ?? this.#start()).progress(notification);
-  };
-
-  end(message: JsonRpcResponse | JsonRpcResponse[] | undefined): FastifyReply {
-    this.stopKeepAlive();
-    // A cancelled call has no response; the stream just ends.
-    if (message !== undefined && !Array.isArray(message)) this.#out?.send(message);
-    this.#out?.close();
-    this.#body?.end();
-    return this.#reply;
-  }
-
-  stopKeepAlive(): void {
-    if (this.#keepAlive) clearInterval(this.#keepAlive);
-    this.#keepAlive = undefined;
-  }
-
-  #start(): BoundedOutput {
-    const body = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
-    const out = new BoundedOutput(body, { frame: (text) => `event: message\ndata: ${text}\n\n` });
-    this.#body = body;
-    this.#out = out;
-    void this.#reply.code(200).header('content-type', 'text/event-stream').header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
-    // A comment line keeps the idle timeout from closing a call that is silent for a while.
-    this.#keepAlive = setInterval(() => out.optional(':\n\n'), this.#keepAliveMs);
-    return out;
-  }
+/** A `subscriptions/listen` request (alone: the stateless revision has no batches): it is answered with a stream. */
+function isListen(message: unknown): boolean {
+  return isPlainObject(message) && message['method'] === 'subscriptions/listen' && (typeof message['id'] === 'string' || typeof message['id'] === 'number');
 }
 
 /** A tools/call, alone or in a batch (2025-03-26): its calls must end when the client goes away. */
@@ -225,7 +258,7 @@ function carriesCancellation(message: unknown): boolean {
 
 /** A progress token, and a client that takes SSE: the spec lets the server answer either way. */
 function wantsProgressStream(message: unknown, accept: string | undefined): boolean {
-  if (accept === undefined || !accept.includes('text/event-stream') || !isPlainObject(message)) return false;
+  if (!acceptsEventStream(accept) || !isPlainObject(message)) return false;
   const params = message['params'];
   const meta = isPlainObject(params) ? params['_meta'] : undefined;
   return isPlainObject(meta) && meta['progressToken'] !== undefined;

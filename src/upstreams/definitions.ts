@@ -1,0 +1,202 @@
+import { canonicalJson, digestOf, nestedDeeperThan } from './canonical-json.js';
+import type { UpstreamCommon } from './config.js';
+
+/** A tool as an upstream lists it (MCP's Tool wire object), untrusted. */
+export type WireTool = Record<string, unknown>;
+
+/** A JSON Schema whose root is `type: "object"`, as MCP requires of tool schemas. */
+export type ObjectSchemaJson = Record<string, unknown> & { type: 'object' };
+
+/** An upstream tool that passed every check, ready for the registry. */
+export interface UpstreamToolDefinition {
+  /** The name toolport serves it under: prefix + separator + upstream name. */
+  name: string;
+  /** The upstream's own name for it (what tools/call sends upstream). */
+  upstreamName: string;
+  /** The description, or else the title, or else ''. */
+  description: string;
+  title: string | undefined;
+  inputSchema: ObjectSchemaJson;
+  outputSchema: ObjectSchemaJson | undefined;
+  /** MCP ToolAnnotations: only the known keys, and only with the right types. */
+  annotations: Record<string, unknown> | undefined;
+  /** SHA-256 (hex) of the canonical JSON of the whole wire object as received: what the lock file pins. */
+  digest: string;
+  /** The wire object as received, which the lock file keeps so a later change can be shown. */
+  wire: WireTool;
+}
+
+/** A tool an upstream listed that is not served, and why, in words a log line can carry. */
+export interface DefinitionRefusal {
+  /** The upstream's name for it, with invisible characters written out; `(entry N)` when it has none. */
+  upstreamName: string;
+  reason: string;
+}
+
+/** Bounds on what one upstream may list. */
+export const DEFINITION_LIMITS = {
+  /** Tools served from one upstream: the largest real servers list a few hundred; past this the rest are refused. */
+  tools: 512,
+  /** A description is text every model reads on every turn: the longest real ones are a few thousand characters. */
+  descriptionChars: 16_384,
+  /** A title is a display name. */
+  titleChars: 256,
+  /** One schema, as canonical JSON: real ones are a few KiB; this keeps tool lists and validators small. */
+  schemaBytes: 65_536,
+  /** JSON nesting of one schema: each level of properties takes two; real schemas use well under ten. */
+  schemaDepth: 32,
+  /** The whole wire object (schemas, `_meta`, icons as data URIs), as canonical JSON. */
+  definitionBytes: 262_144,
+  /** JSON nesting of the whole wire object, checked before anything walks it. */
+  definitionDepth: 64,
+} as const;
+
+/** What every provider accepts as a tool name. */
+export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+// Control characters, invisible format characters (zero-width, bidi), unassigned and private ones, and every kind of space.
+const INVISIBLE_IN_NAME = /[\p{C}\p{Z}\s]/u;
+// In text a person reviews and a model reads: controls other than \n and \t; bidi controls, which
+// make text read otherwise than it is; tag characters and the supplementary variation selectors,
+// which are invisible yet carry text a model can read ("ASCII smuggling").
+const HIDDEN_IN_TEXT = /(?![\n\t])\p{Cc}|[\u{e0100}-\u{e01ef}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]|\p{Cs}/u;
+const NOT_DISPLAYED = /(?! )[\p{C}\p{Z}\u{e0100}-\u{e01ef}]/gu;
+
+/**
+ * Checks the entries of an upstream's `tools/list` and turns the good ones into definitions
+ * served as `prefix + separator + name`. The upstream's `tools` filter applies first (a filtered
+ * tool is absent, not refused). A bad entry is refused with a reason, never renamed and never
+ * thrown for: a name that is not a non-empty string of visible characters or that breaks
+ * {@link TOOL_NAME} once prefixed, a name listed twice (both are refused: which one would a call
+ * reach?), a title or description too long or with hidden characters, schemas that are not
+ * `type: "object"`, too large or too deep, and tools past {@link DEFINITION_LIMITS}.tools. (A
+ * schema whose patterns RE2 cannot run is refused when the registry compiles it.)
+ */
+export function checkDefinitions(
+  upstream: Pick<UpstreamCommon, 'name' | 'prefix' | 'separator' | 'tools'>,
+  wire: unknown[],
+): { tools: UpstreamToolDefinition[]; refused: DefinitionRefusal[] } {
+  const refused: DefinitionRefusal[] = [];
+  const candidates: Array<{ entry: WireTool; name: string }> = [];
+  wire.forEach((entry, i) => {
+    if (!isObject(entry)) refused.push({ upstreamName: `(entry ${i + 1})`, reason: 'is not an object' });
+    else if (typeof entry['name'] !== 'string') refused.push({ upstreamName: `(entry ${i + 1})`, reason: 'has no "name" string' });
+    else if (isSelected(entry['name'], upstream.tools)) candidates.push({ entry, name: entry['name'] });
+  });
+  const listed = new Map<string, number>();
+  for (const { name } of candidates) listed.set(name, (listed.get(name) ?? 0) + 1);
+
+  const tools: UpstreamToolDefinition[] = [];
+  for (const { entry, name } of candidates) {
+    const times = listed.get(name)!;
+    const problem = times > 1 ? `is listed ${times} times, so which one a call reaches is unknown` : (nameProblem(name, upstream) ?? definitionProblem(entry));
+    if (problem !== undefined) refused.push({ upstreamName: printable(name), reason: problem });
+    else if (tools.length >= DEFINITION_LIMITS.tools)
+      refused.push({ upstreamName: printable(name), reason: `is past the ${DEFINITION_LIMITS.tools} tools one upstream may have` });
+    else tools.push(definitionOf(entry, name, upstream));
+  }
+  return { tools, refused };
+}
+
+/** The name `name` of `upstream` is served under. */
+export function servedName(upstream: Pick<UpstreamCommon, 'prefix' | 'separator'>, name: string): string {
+  return upstream.prefix === '' ? name : `${upstream.prefix}${upstream.separator}${name}`;
+}
+
+/**
+ * Untrusted text made fit for a log line or a terminal: control, format (zero-width, bidi),
+ * private-use and unassigned characters and every space but U+0020 written as `\u{…}`, and cut
+ * to `maxChars` characters with `…`.
+ */
+export function printable(text: string, maxChars = 120): string {
+  const chars = [...text];
+  const shown = chars
+    .slice(0, maxChars)
+    .join('')
+    .replace(NOT_DISPLAYED, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`);
+  return chars.length > maxChars ? `${shown}…` : shown;
+}
+
+function isSelected(name: string, filter: UpstreamCommon['tools']): boolean {
+  if (filter?.include !== undefined && !filter.include.includes(name)) return false;
+  return !(filter?.exclude ?? []).includes(name);
+}
+
+function nameProblem(name: string, upstream: Pick<UpstreamCommon, 'prefix' | 'separator'>): string | undefined {
+  if (name === '') return 'has an empty name';
+  const hidden = INVISIBLE_IN_NAME.exec(name);
+  if (hidden !== null) return `has a name with the invisible, control or space character ${codePoint(hidden[0])}`;
+  const served = servedName(upstream, name);
+  if (TOOL_NAME.test(served)) return undefined;
+  const why = served.length > 64 ? `${served.length} characters, more than 64` : 'characters other than letters, digits, _ and -';
+  return `would be served as "${printable(served)}", which breaks the tool-name rule ^[a-zA-Z0-9_-]{1,64}$ (${why}); it is not renamed`;
+}
+
+function definitionProblem(entry: WireTool): string | undefined {
+  if (nestedDeeperThan(entry, DEFINITION_LIMITS.definitionDepth)) return `is nested more than ${DEFINITION_LIMITS.definitionDepth} levels deep`;
+  if (Buffer.byteLength(canonicalJson(entry)) > DEFINITION_LIMITS.definitionBytes) return `is larger than ${DEFINITION_LIMITS.definitionBytes / 1024} KiB`;
+  const annotations = isObject(entry['annotations']) ? entry['annotations'] : {};
+  return (
+    textProblem('"title"', entry['title'], DEFINITION_LIMITS.titleChars) ??
+    textProblem('"annotations.title"', annotations['title'], DEFINITION_LIMITS.titleChars) ??
+    textProblem('"description"', entry['description'], DEFINITION_LIMITS.descriptionChars) ??
+    schemaProblem('inputSchema', entry['inputSchema']) ??
+    (entry['outputSchema'] === undefined ? undefined : schemaProblem('outputSchema', entry['outputSchema']))
+  );
+}
+
+function textProblem(field: string, text: unknown, maxChars: number): string | undefined {
+  if (text === undefined) return undefined;
+  if (typeof text !== 'string') return `its ${field} is not a string`;
+  if (text.length > maxChars) return `its ${field} is ${text.length} characters long, more than ${maxChars}`;
+  const hidden = HIDDEN_IN_TEXT.exec(text);
+  if (hidden !== null) return `its ${field} holds the hidden or control character ${codePoint(hidden[0])}`;
+  return undefined;
+}
+
+function schemaProblem(field: 'inputSchema' | 'outputSchema', schema: unknown): string | undefined {
+  if (!isObject(schema)) return `has no "${field}" object (MCP requires a JSON Schema with "type": "object")`;
+  if (schema['type'] !== 'object') {
+    const type = schema['type'] === undefined ? 'no "type"' : `"type" ${printable(canonicalJson(schema['type']), 40)}`;
+    return `has an "${field}" with ${type}; MCP requires "type": "object"`;
+  }
+  if (nestedDeeperThan(schema, DEFINITION_LIMITS.schemaDepth)) return `has an "${field}" nested more than ${DEFINITION_LIMITS.schemaDepth} levels deep`;
+  if (Buffer.byteLength(canonicalJson(schema)) > DEFINITION_LIMITS.schemaBytes) {
+    return `has an "${field}" larger than ${DEFINITION_LIMITS.schemaBytes / 1024} KiB`;
+  }
+  // Its patterns are no risk: a source's schemas compile with a linear-time engine (src/core/linear-regexp.ts).
+  return undefined;
+}
+
+function definitionOf(entry: WireTool, name: string, upstream: Pick<UpstreamCommon, 'prefix' | 'separator'>): UpstreamToolDefinition {
+  const title = typeof entry['title'] === 'string' ? entry['title'] : undefined;
+  const description = typeof entry['description'] === 'string' ? entry['description'] : (title ?? '');
+  return {
+    name: servedName(upstream, name),
+    upstreamName: name,
+    description,
+    title,
+    inputSchema: entry['inputSchema'] as ObjectSchemaJson,
+    outputSchema: entry['outputSchema'] as ObjectSchemaJson | undefined,
+    annotations: annotationsOf(entry['annotations']),
+    digest: digestOf(entry),
+    wire: entry,
+  };
+}
+
+function annotationsOf(value: unknown): Record<string, unknown> | undefined {
+  if (!isObject(value)) return undefined;
+  const kept: Record<string, unknown> = {};
+  if (typeof value['title'] === 'string') kept['title'] = value['title'];
+  for (const hint of ANNOTATION_HINTS) if (typeof value[hint] === 'boolean') kept[hint] = value[hint];
+  return Object.keys(kept).length > 0 ? kept : undefined;
+}
+
+function codePoint(char: string): string {
+  return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,144 @@
+import type { Logger } from 'pino';
+import { ToolportError } from '../core/errors.js';
+import { errorResult } from '../core/result.js';
+import type { ToolRegistry } from '../core/registry.js';
+import type { ToolDef, ToolResult } from '../core/types.js';
+import { fromMCPCallResult } from '../providers/mcp-content.js';
+import type { UpstreamSpec } from './config.js';
+import { checkDefinitions, type UpstreamToolDefinition } from './definitions.js';
+import { admitted, type LockFile } from './lock.js';
+import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
+
+export interface UpstreamSourceOptions {
+  log: Logger;
+  version: string;
+  /** The pinned definitions (`toolport upstreams lock`); undefined: every definition is served. */
+  lock: LockFile | undefined;
+  /** Hears each change of an upstream's state (metrics). */
+  onState?(upstream: string, state: UpstreamState): void;
+  /** Passed on to each upstream (backoff, re-list interval, timeouts, base environment). */
+  upstream?: Partial<Pick<UpstreamOptions, 'relistMs' | 'backoffMs' | 'maxBackoffMs' | 'connectTimeoutMs'>>;
+  /** The server's environment: a stdio upstream gets its PATH and HOME. */
+  baseEnv: Record<string, string | undefined>;
+}
+
+/**
+ * The upstream MCP servers as one source of tools: each upstream's tool list, checked
+ * (`checkDefinitions`) and held to the lock (`admitted`), goes into the registry under the
+ * upstream's name with `replaceSource`, at connection and at every change, so lists, their bytes
+ * and ETags follow. Calls go to the upstream by the tool's own name.
+ */
+export class UpstreamSource {
+  readonly upstreams: readonly Upstream[];
+  readonly #registry: ToolRegistry;
+  readonly #options: UpstreamSourceOptions;
+
+  constructor(specs: readonly UpstreamSpec[], registry: ToolRegistry, options: UpstreamSourceOptions) {
+    this.#registry = registry;
+    this.#options = options;
+    this.upstreams = specs.map(
+      (spec) =>
+        new Upstream(spec, {
+          ...options.upstream,
+          baseEnv: options.baseEnv,
+          log: options.log.child({ upstream: spec.name }),
+          version: options.version,
+          onTools: (tools) => this.#listed(this.#named(spec.name), tools),
+          onState: (state) => options.onState?.(spec.name, state),
+        }),
+    );
+  }
+
+  #named(name: string): Upstream {
+    return this.upstreams.find((u) => u.name === name)!;
+  }
+
+  /**
+   * Starts the eager upstreams and waits until each is ready or has failed once (a failed one goes
+   * on restarting in the background): an upstream never keeps the built-in tools from serving.
+   */
+  async start(): Promise<void> {
+    await Promise.all(
+      this.upstreams.map(async (upstream) => {
+        if (upstream.spec.startup === 'eager') return upstream.start().catch(() => undefined);
+        // Lazy: the tools the lock pins are served until the first call starts the process (its
+        // own list then replaces them, under the same lock); without pinned tools, listed once now.
+        const pinned = this.#options.lock?.upstreams[upstream.name];
+        if (pinned !== undefined && Object.hasOwn(this.#options.lock!.upstreams, upstream.name)) {
+          this.#listed(
+            upstream,
+            Object.values(pinned).map((locked) => locked.definition),
+          );
+          return undefined;
+        }
+        return upstream.probe().catch(() => undefined);
+      }),
+    );
+  }
+
+  /** Each upstream's state, by name: for `/readyz`. */
+  status(): Record<string, UpstreamStatus> {
+    return Object.fromEntries(this.upstreams.map((u) => [u.name, u.status()]));
+  }
+
+  /** The namespace patterns (`github__*`) of the upstreams: a key's `tools` may name them before their tools are listed. */
+  namespaces(): string[] {
+    return this.upstreams.map((u) => `${u.spec.prefix}${u.spec.prefix === '' ? '' : u.spec.separator}*`).filter((p) => p !== '*');
+  }
+
+  /** Stops every upstream (their process groups too). */
+  async stop(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => u.stop()));
+  }
+
+  #listed(upstream: Upstream, wire: readonly unknown[]): void {
+    const log = this.#options.log.child({ upstream: upstream.name });
+    const { tools, refused } = checkDefinitions(upstream.spec, [...wire]);
+    for (const { upstreamName, reason } of refused) log.warn({ tool: upstreamName, reason }, 'upstream tool not served: its definition breaks a rule');
+    const { served, held } = admitted(this.#options.lock, upstream.name, tools);
+    for (const { upstreamName, reason } of held) {
+      log.warn(
+        { tool: upstreamName, reason },
+        reason === 'new'
+          ? 'upstream tool not served: it is not in the lock file (run toolport upstreams lock to serve it)'
+          : 'upstream tool not served: its definition differs from the lock file (see toolport upstreams diff)',
+      );
+    }
+    const rejected = this.#registry.replaceSource(
+      upstream.name,
+      served.map((definition) => toolOf(upstream, definition)),
+    );
+    for (const { name, reason } of rejected) log.warn({ tool: name, reason }, 'upstream tool not served');
+    upstream.tools = served.length - rejected.length;
+    upstream.held = refused.length + held.length + rejected.length;
+  }
+}
+
+/** An upstream tool as a ToolDef: its checked definition, and a call that goes to the upstream. */
+function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef {
+  const annotations = { ...definition.annotations, ...(definition.title !== undefined ? { title: definition.title } : {}) };
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema,
+    ...(definition.outputSchema !== undefined ? { outputSchema: definition.outputSchema } : {}),
+    ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+    ...(upstream.spec.timeoutMs !== undefined ? { timeoutMs: upstream.spec.timeoutMs } : {}),
+    async execute(input, context): Promise<ToolResult> {
+      try {
+        const wire = await upstream.call(definition.upstreamName, input, {
+          signal: context.signal,
+          caller: context.caller,
+          onProgress: context.progress && ((update) => context.progress!(update)),
+        });
+        return fromMCPCallResult(wire);
+      } catch (err) {
+        if (err instanceof UpstreamUnavailableError || err instanceof ToolportError) return errorResult(err.message);
+        if (context.signal.aborted) throw err;
+        // A JSON-RPC error from the upstream (unknown tool, bad params): its message is for the model.
+        const message = upstream.redact(err instanceof Error ? err.message.split('\n')[0]!.slice(0, 2000) : String(err));
+        return errorResult(`Upstream "${upstream.name}" refused the call: ${message}`);
+      }
+    },
+  };
+}
