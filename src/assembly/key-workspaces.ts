@@ -1,7 +1,8 @@
 import { realpath, stat } from 'node:fs/promises';
+import type { KeySpec } from '../core/keyring.js';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ApiKeysError, type ApiKey } from '../config/api-keys.js';
+import { ApiKeysError } from '../config/api-keys.js';
 import { ToolRegistry } from '../core/registry.js';
 import { bashIsolationOf } from '../tools/bash.js';
 import { builtinTools } from '../tools/index.js';
@@ -15,7 +16,7 @@ export interface KeyWorkspaces {
   /** The same tools bound to each key's own workspace, by its canonical root (the keys' `workspace`). */
   toolsets: ReadonlyMap<string, ToolRegistry>;
   /** The keys, each `workspace` made canonical, and left out when it is the server's. */
-  keys: ApiKey[];
+  keys: KeySpec[];
   /** Closes every workspace opened here (not the server's, which the caller opened). */
   close(): Promise<void>;
   /**
@@ -26,7 +27,7 @@ export interface KeyWorkspaces {
    * hide it, nor its Bash them); for a keys file now inside a workspace in use; and for a key
    * given Bash without the sandbox while keys work in two workspaces or more.
    */
-  admit(keys: readonly ApiKey[]): Promise<ApiKey[]>;
+  admit(keys: readonly KeySpec[]): Promise<KeySpec[]>;
 }
 
 export interface KeyWorkspacesOptions {
@@ -35,7 +36,7 @@ export interface KeyWorkspacesOptions {
   server: Workspace;
   /** The tools served in it (`createToolset`): the template of every workspace's tools. */
   served: ToolRegistry;
-  keys: readonly ApiKey[];
+  keys: readonly KeySpec[];
   cwd?: string;
   /** A server's logger: each workspace is then swept of leftovers, and Bash says how it runs there. */
   log?: Logger;
@@ -116,7 +117,7 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
 /** The keys each workspace in use serves, and which are in use. */
 interface Resolved {
   /** The keys, each `workspace` canonical, and left out when it is the server's. */
-  keys: ApiKey[];
+  keys: KeySpec[];
   /** The labels of the keys of each workspace of their own, by canonical root. */
   roots: Map<string, string[]>;
   /** Some key works in the server's workspace. */
@@ -125,9 +126,9 @@ interface Resolved {
   inUse: string[];
 }
 
-async function resolveKeys(given: readonly ApiKey[], server: Workspace, fail: (problem: string) => never): Promise<Resolved> {
+async function resolveKeys(given: readonly KeySpec[], server: Workspace, fail: (problem: string) => never): Promise<Resolved> {
   const roots = new Map<string, string[]>();
-  const keys: ApiKey[] = [];
+  const keys: KeySpec[] = [];
   for (const key of given) {
     const { workspace, ...rest } = key;
     const root =
@@ -154,7 +155,7 @@ interface AdmitOptions extends KeyWorkspacesOptions {
   serverBound: boolean;
 }
 
-async function admit(given: readonly ApiKey[], options: AdmitOptions): Promise<ApiKey[]> {
+async function admit(given: readonly KeySpec[], options: AdmitOptions): Promise<KeySpec[]> {
   const { config, server, toolsets } = options;
   const fail = failure(config);
   const next = await resolveKeys(given, server, fail);
@@ -218,7 +219,7 @@ function owners(resolved: Resolved, root: string): string {
  * Without the sandbox, Bash reads whatever the server's user can: with keys in more than one
  * workspace, a key that may use it could read the others' files. Refuse rather than pretend.
  */
-function assertBashConfined(served: ToolRegistry, registries: readonly ToolRegistry[], keys: readonly ApiKey[], fail: (problem: string) => never): void {
+function assertBashConfined(served: ToolRegistry, registries: readonly ToolRegistry[], keys: readonly KeySpec[], fail: (problem: string) => never): void {
   if (served.get('Bash') === undefined || !keys.some((k) => k.tools === undefined || k.tools.includes('Bash'))) return;
   for (const registry of registries) {
     const isolation = bashIsolationOf(registry.get('Bash')!);

@@ -1,20 +1,10 @@
-import { isToolPattern, scopeEntryMatches } from '../core/keyring.js';
+import { isToolPattern, scopeEntryMatches, type KeySpec } from '../core/keyring.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { Config } from './config.js';
 import { createAjv } from '../core/validator.js';
-
-/** An API key and what it may use; `tools` undefined means every served tool. */
-export interface ApiKey {
-  /** Names the key in logs, metrics and error messages; the key itself never appears there. */
-  label: string;
-  key: string;
-  tools?: string[];
-  /** The directory this key's file tools and Bash work in, an absolute path; undefined: the server's workspace. */
-  workspace?: string;
-}
 
 /** Raised at start-up for a bad key or keys file. The message names the source and the entry, never a key. */
 export class ApiKeysError extends Error {
@@ -46,8 +36,8 @@ let validateKeysFile: ValidateFunction<Static<typeof KeysFile>> | undefined;
  * with access to every served tool) and the scoped keys of `TOOLPORT_API_KEYS_FILE`. Validates
  * strictly and throws `ApiKeysError`; no message ever holds a key's value.
  */
-export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'>, servedTools: readonly string[]): Promise<ApiKey[]> {
-  const keys: ApiKey[] = config.apiKeys.map((key, i) => ({ label: `key-${i + 1}`, key }));
+export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'>, servedTools: readonly string[]): Promise<KeySpec[]> {
+  const keys: KeySpec[] = config.apiKeys.map((key, i) => ({ label: `key-${i + 1}`, key }));
   const envProblems = keys.flatMap((k, i) => {
     const twin = firstWithSameKey(keys, i);
     return [

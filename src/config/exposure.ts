@@ -1,5 +1,5 @@
 import { isLoopback } from '../infra/net.js';
-import type { ApiKey } from './api-keys.js';
+import type { KeySpec } from '../core/keyring.js';
 import type { Config } from './config.js';
 import type { ToolDef } from '../core/types.js';
 
@@ -10,7 +10,7 @@ export class UnsafeExposureError extends Error {
 
 export interface ExposureOptions extends Pick<Config, 'host' | 'allowUnauthenticated'> {
   /** The keys loaded by `loadApiKeys`; any key means every request is authenticated. */
-  apiKeys: readonly ApiKey[];
+  apiKeys: readonly KeySpec[];
 }
 
 /**

@@ -37,12 +37,19 @@ class PatternScope extends Set<string> {
   }
 }
 
-/** A key as configured: a label for logs, the secret, the tools it may use (all when left out), and its workspace. */
+/**
+ * A key as configured (`TOOLPORT_API_KEYS`, the keys file): a label for logs, the secret, the tools
+ * it may use (all when left out), and its workspace.
+ */
 export interface KeySpec {
+  /** Names the key in logs, metrics and error messages; the key itself never appears there. */
   label: string;
   key: string;
   tools?: readonly string[];
-  /** Names the set of tools bound to the key's own workspace (see `Caller.workspace`); undefined: the server's. */
+  /**
+   * The directory this key's file tools and Bash work in, an absolute path, which also names the
+   * tools bound to it (see `Caller.workspace`); undefined: the server's workspace.
+   */
   workspace?: string | undefined;
 }
 

@@ -1,4 +1,5 @@
 import type { UpstreamStates } from './routes/health.js';
+import type { KeySpec } from '../core/keyring.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
@@ -9,7 +10,7 @@ import { shuttingDown } from '../core/in-flight.js';
 import { Keyring } from '../core/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { DEFAULT_BODY_LIMIT } from './defaults.js';
-import { installAccessControl, type ApiKey } from './guards/auth.js';
+import { installAccessControl } from './guards/auth.js';
 import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './guards/connections.js';
 import { installCors } from './guards/cors.js';
 import { answerClientError, installErrorHandling, sendError } from './error-handler.js';
@@ -38,7 +39,7 @@ export interface AppOptions {
   /** Serve the browsable API documentation at `/docs` (default true). */
   docs?: boolean;
   /** API keys and their scopes; none (the default) means no authentication. */
-  apiKeys?: readonly ApiKey[];
+  apiKeys?: readonly KeySpec[];
   /** With keys configured, leave `/docs` and `/openapi.json` open (default false). */
   publicDocs?: boolean;
   /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
@@ -104,7 +105,7 @@ export interface Toolport {
    * nothing, when the app was built without keys (a reload cannot switch authentication on), when
    * `keys` is empty, or when a key's workspace has no tools bound in `toolsets`.
    */
-  replaceKeys(keys: readonly ApiKey[]): void;
+  replaceKeys(keys: readonly KeySpec[]): void;
 }
 
 declare module 'fastify' {
@@ -143,7 +144,7 @@ function trustedProxies(trust: boolean | number | readonly string[]): boolean | 
 }
 
 /** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
-function assertToolsetsBound(keys: readonly ApiKey[], toolsets: ReadonlyMap<string, ToolRegistry>): void {
+function assertToolsetsBound(keys: readonly KeySpec[], toolsets: ReadonlyMap<string, ToolRegistry>): void {
   for (const key of keys) {
     if (key.workspace !== undefined && !toolsets.has(key.workspace))
       throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
@@ -224,7 +225,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       }
       await app.close();
     },
-    replaceKeys(keys: readonly ApiKey[]) {
+    replaceKeys(keys: readonly KeySpec[]) {
       if (keyring.size === 0) throw new Error('The server was started without API keys: a reload cannot switch authentication on.');
       if (keys.length === 0) throw new Error('A reload must leave at least one API key.');
       assertToolsetsBound(keys, toolsets);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { loadApiKeys, type ApiKey } from '../config/api-keys.js';
+import type { KeySpec } from '../core/keyring.js';
+import { loadApiKeys } from '../config/api-keys.js';
 import type { Config } from '../config/config.js';
 import type { KeyWorkspaces } from '../assembly/key-workspaces.js';
 
@@ -11,11 +12,11 @@ export interface KeyReloadOptions {
   /** The names of the served tools: a key's `tools` may name only these. */
   servedTools: readonly string[];
   /** The keys in use now, as `openKeyWorkspaces` gave them; the log of a reload says what changed since. */
-  keys: readonly ApiKey[];
+  keys: readonly KeySpec[];
   /** Checks the reloaded keys against the workspaces open (`KeyWorkspaces.admit`). */
   workspaces: Pick<KeyWorkspaces, 'admit'>;
   /** Puts the keys in place (`Toolport.replaceKeys`). */
-  replaceKeys(keys: readonly ApiKey[]): void;
+  replaceKeys(keys: readonly KeySpec[]): void;
   log: Logger;
 }
 
@@ -34,7 +35,7 @@ export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOut
       log.warn('nothing to reload: no keys file is configured (TOOLPORT_API_KEYS_FILE)');
       return 'no keys file';
     }
-    let keys: ApiKey[];
+    let keys: KeySpec[];
     try {
       keys = await options.workspaces.admit(await loadApiKeys(config, options.servedTools));
       options.replaceKeys(keys);
@@ -51,10 +52,10 @@ export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOut
 }
 
 /** The labels of the keys added, removed, and kept with another key, tools or workspace. */
-function changes(before: readonly ApiKey[], after: readonly ApiKey[]): { added: string[]; removed: string[]; changed: string[] } {
+function changes(before: readonly KeySpec[], after: readonly KeySpec[]): { added: string[]; removed: string[]; changed: string[] } {
   const old = new Map(before.map((k) => [k.label, k]));
   const now = new Set(after.map((k) => k.label));
-  const same = (a: ApiKey, b: ApiKey): boolean => a.key === b.key && a.workspace === b.workspace && String(a.tools) === String(b.tools);
+  const same = (a: KeySpec, b: KeySpec): boolean => a.key === b.key && a.workspace === b.workspace && String(a.tools) === String(b.tools);
   return {
     added: after.filter((k) => !old.has(k.label)).map((k) => k.label),
     removed: before.filter((k) => !now.has(k.label)).map((k) => k.label),

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../src/core/keyring.js';
 import { mkdir, readlink, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { ApiKey } from '../../src/config/api-keys.js';
 import type { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { openKeyWorkspaces, type KeyWorkspacesOptions } from '../../src/assembly/key-workspaces.js';
@@ -23,7 +23,7 @@ interface Setup {
   served: ToolRegistry;
   config: ToolsetConfig;
   dir(name: string): string;
-  open(keys: ApiKey[], overrides?: Partial<KeyWorkspacesOptions>): ReturnType<typeof openKeyWorkspaces>;
+  open(keys: KeySpec[], overrides?: Partial<KeyWorkspacesOptions>): ReturnType<typeof openKeyWorkspaces>;
 }
 
 /** A base directory with `server`, `a` and `b` (each holding `<name>.txt`) and a keys file beside them. */
@@ -59,7 +59,7 @@ async function setup(t: TestContext, config: Partial<ToolsetConfig> = {}): Promi
   };
 }
 
-const key = (label: string, extra: Partial<ApiKey> = {}): ApiKey => ({ label, key: `${label}-secret-0123456789abcdef`, ...extra });
+const key = (label: string, extra: Partial<KeySpec> = {}): KeySpec => ({ label, key: `${label}-secret-0123456789abcdef`, ...extra });
 const text = (result: { content: Array<{ type: string; text?: string }> }): string => result.content.map((c) => c.text ?? '').join('\n');
 
 async function rejection(promise: Promise<unknown>): Promise<string> {

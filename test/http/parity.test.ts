@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../src/core/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
-import type { ApiKey } from '../../src/http/guards/auth.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { Echo } from '../../src/tools/echo.js';
 import { scrapeMetrics } from '../support/metrics-text.js';
@@ -12,7 +12,7 @@ import { controllableTool, Throws } from '../fixtures/tools.js';
 
 const FULL_KEY = 'parity-full-secret-0123456789';
 const SCOPED_KEY = 'parity-scoped-secret-0123456789';
-const KEYS: ApiKey[] = [
+const KEYS: KeySpec[] = [
   { label: 'full', key: FULL_KEY },
   { label: 'narrow', key: SCOPED_KEY, tools: ['Throws'] },
 ];

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../src/core/keyring.js';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { formatTools } from '../../src/core/formats.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../src/http/app.js';
-import type { ApiKey } from '../../src/http/guards/auth.js';
 import { Echo } from '../../src/tools/echo.js';
 import { controllableTool, Nested, NoArgs } from '../fixtures/tools.js';
 
-const ADMIN: ApiKey = { label: 'admin', key: 'admin-secret-0123456789abcdef' };
-const BOT: ApiKey = { label: 'ci-bot', key: 'ci-bot-secret-0123456789abcdef', tools: ['Echo', 'NoArgs'] };
-const NEW: ApiKey = { label: 'new', key: 'new-secret-0123456789abcdef', tools: ['Nested'] };
+const ADMIN: KeySpec = { label: 'admin', key: 'admin-secret-0123456789abcdef' };
+const BOT: KeySpec = { label: 'ci-bot', key: 'ci-bot-secret-0123456789abcdef', tools: ['Echo', 'NoArgs'] };
+const NEW: KeySpec = { label: 'new', key: 'new-secret-0123456789abcdef', tools: ['Nested'] };
 
 async function appWith(options: Partial<AppOptions> = {}, tools = [Echo, NoArgs, Nested]) {
   const registry = new ToolRegistry();
@@ -18,8 +18,8 @@ async function appWith(options: Partial<AppOptions> = {}, tools = [Echo, NoArgs,
   return buildApp({ registry, apiKeys: [ADMIN, BOT], ...options });
 }
 
-const bearer = (key: ApiKey) => ({ authorization: `Bearer ${key.key}` });
-const echo = (key: ApiKey) => ({ method: 'POST' as const, url: '/tools/Echo', headers: bearer(key), payload: { text: 'hi' } });
+const bearer = (key: KeySpec) => ({ authorization: `Bearer ${key.key}` });
+const echo = (key: KeySpec) => ({ method: 'POST' as const, url: '/tools/Echo', headers: bearer(key), payload: { text: 'hi' } });
 const INVALID = {
   content: [{ type: 'text', text: 'The API key is not valid.' }],
   isError: true,

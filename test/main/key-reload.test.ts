@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../src/core/keyring.js';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
-import { loadApiKeys, type ApiKey } from '../../src/config/api-keys.js';
+import { loadApiKeys } from '../../src/config/api-keys.js';
 import { buildApp } from '../../src/http/app.js';
 import { keysReloader } from '../../src/main/key-reload.js';
 import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
@@ -14,8 +15,8 @@ import { temporaryDirectory } from '../support/workspace.js';
 
 // Tools that read no other workspace, so keys in two workspaces need no Bash sandbox here.
 const TOOLS = ['Echo', 'Read', 'LS'];
-const entry = (label: string, extra: Partial<ApiKey> = {}): ApiKey => ({ label, key: `${label}-secret-0123456789abcdef`, tools: TOOLS, ...extra });
-const bearer = (key: ApiKey) => ({ authorization: `Bearer ${key.key}` });
+const entry = (label: string, extra: Partial<KeySpec> = {}): KeySpec => ({ label, key: `${label}-secret-0123456789abcdef`, tools: TOOLS, ...extra });
+const bearer = (key: KeySpec) => ({ authorization: `Bearer ${key.key}` });
 const INVALID = {
   content: [{ type: 'text', text: 'The API key is not valid.' }],
   isError: true,
@@ -26,7 +27,7 @@ const INVALID = {
  * A server built as `serve` builds it, in-process: a workspace, `a` and `b` for keys of their own,
  * a keys file beside them (`keys`), and a reloader whose log lines are collected.
  */
-async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => string) => ApiKey[]), { keysFile = true } = {}) {
+async function server(t: TestContext, keys: KeySpec[] | ((dir: (name: string) => string) => KeySpec[]), { keysFile = true } = {}) {
   const base = await temporaryDirectory(t, 'toolport-reload-');
   for (const name of ['server', 'a', 'b']) {
     await mkdir(path.join(base, name));
@@ -80,7 +81,7 @@ async function server(t: TestContext, keys: ApiKey[] | ((dir: (name: string) => 
   return { app, reload, write, lines, dir, file, servedTools };
 }
 
-const readFirstLine = async (app: Awaited<ReturnType<typeof server>>['app'], key: ApiKey, file: string) => {
+const readFirstLine = async (app: Awaited<ReturnType<typeof server>>['app'], key: KeySpec, file: string) => {
   const res = await app.inject({ method: 'POST', url: '/tools/Read', headers: bearer(key), payload: { file_path: file } });
   return {
     status: res.statusCode,

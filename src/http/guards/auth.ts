@@ -4,7 +4,6 @@ import type { KeyIdentity, Keyring, ToolScope } from '../../core/keyring.js';
 import { hostAndOriginGuard } from './local-only.js';
 import { TOOLS_DOCUMENT_URL } from '../openapi/tools-document.js';
 
-export type { ApiKey } from '../../config/api-keys.js';
 export type { ToolScope } from '../../core/keyring.js';
 
 /** The key a request authenticated with: its label and scope, never the secret, so it is safe to log. */

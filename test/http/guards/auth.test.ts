@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../../src/core/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { formatTools } from '../../../src/core/formats.js';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import type { ApiKey } from '../../../src/http/guards/auth.js';
 import { createLogger } from '../../../src/infra/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
@@ -12,7 +12,7 @@ import { Nested, NoArgs } from '../../fixtures/tools.js';
 const FULL_KEY = 'full-access-secret-0123456789';
 const OTHER_KEY = 'second-full-secret-0123456789';
 const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
-const KEYS: ApiKey[] = [
+const KEYS: KeySpec[] = [
   { label: 'key-1', key: FULL_KEY },
   { label: 'key-2', key: OTHER_KEY },
   { label: 'ci-bot', key: SCOPED_KEY, tools: ['NoArgs', 'Echo'] },

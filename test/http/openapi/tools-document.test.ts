@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../../src/core/keyring.js';
 import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import type { ApiKey } from '../../../src/http/guards/auth.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
-const KEYS: ApiKey[] = [
+const KEYS: KeySpec[] = [
   { label: 'key-1', key: FULL_KEY },
   { label: 'ci-bot', key: SCOPED_KEY, tools: ['NoArgs', 'Echo'] },
 ];

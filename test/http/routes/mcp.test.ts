@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { KeySpec } from '../../../src/core/keyring.js';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -8,7 +9,6 @@ import { ToolRegistry } from '../../../src/core/registry.js';
 import { textResult } from '../../../src/core/result.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { buildApp, type AppOptions } from '../../../src/http/app.js';
-import type { ApiKey } from '../../../src/http/guards/auth.js';
 import { createLogger } from '../../../src/infra/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { scrapeMetrics } from '../../support/metrics-text.js';
@@ -17,7 +17,7 @@ import { controllableTool, NoArgs } from '../../fixtures/tools.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
-const KEYS: ApiKey[] = [
+const KEYS: KeySpec[] = [
   { label: 'key-1', key: FULL_KEY },
   { label: 'ci-bot', key: SCOPED_KEY, tools: ['NoArgs'] },
 ];
