@@ -151,6 +151,9 @@ function assertToolsetsBound(keys: readonly KeySpec[], toolsets: ReadonlyMap<str
   }
 }
 
+/** How long a closing server lets the last answers go out before it closes the connections left. */
+const CLOSE_FLUSH_MS = 500;
+
 /** Builds the REST service around a registry. Never listens: the caller owns the process. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -223,7 +226,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         // Aborted calls answer at once; the bound only guards against a stuck response.
         await gateway.drained(graceMs);
       }
-      await app.close();
+      // Node counts a connection a client opened but never sent a request on (undici opens one
+      // after an aborted stream) as busy, so close() would wait for its timeout: after a moment for
+      // the last answers and stream ends to go out, every connection still open is closed.
+      const closeRest = setTimeout(() => app.server.closeAllConnections(), CLOSE_FLUSH_MS);
+      closeRest.unref();
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(closeRest);
+      }
     },
     replaceKeys(keys: readonly KeySpec[]) {
       if (keyring.size === 0) throw new Error('The server was started without API keys: a reload cannot switch authentication on.');

@@ -205,7 +205,14 @@ export class Upstream {
     const agent = this.#agent;
     return new StreamableHTTPClientTransport(new URL(spec.url), {
       requestInit: { headers: spec.headers },
-      fetch: ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch,
+      // A signal per request: undici adds an abort listener to the one it is given, and the SDK
+      // gives every request the transport's one long-lived signal (6.5% of a call's CPU, profiled).
+      fetch: ((url: string | URL, init?: RequestInit) =>
+        undiciFetch(url, {
+          ...(init as object),
+          ...(init?.signal ? { signal: AbortSignal.any([init.signal]) } : {}),
+          dispatcher: agent,
+        })) as unknown as typeof fetch,
     });
   }
 

@@ -230,6 +230,21 @@ describe('bad upstream configuration', () => {
 });
 
 describe('shutdown', () => {
+  it('exits 0 after an SDK client that opened the GET stream for list changes has gone', async (t) => {
+    const dir = await temporaryDirectory(t);
+    const file = path.join(dir, 'upstreams.json');
+    await writeFile(file, JSON.stringify({ mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'] } } }));
+    const server = await startServer({ TOOLPORT_UPSTREAMS: file, TOOLPORT_BASH_SANDBOX: 'false' });
+    t.after(() => killAll([server.pid]));
+    // The v2 client on a 2025 revision opens the standalone GET stream after initialize; closing
+    // aborts it, and undici then opens a connection it never uses, which held close() until its timeout.
+    const client = await httpClient('v2-legacy', server.url);
+    assert.deepEqual((await client.callTool('every__echo', { message: 'x' })).content, [{ type: 'text', text: 'Echo: x' }]);
+    await client.close();
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
+  });
+
   it("ends each stdio upstream's whole process group after the drain", async (t) => {
     const dir = await temporaryDirectory(t);
     const marker = trackedMarker(t);
