@@ -1,52 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { Cleanups, temporaryDirectory } from '../support/workspace.js';
+import { startServer as startServerProcess, type ServerProcess } from '../support/server-process.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const PLUGIN = path.join(ROOT, 'test/fixtures/e2e-plugin.ts');
+const PLUGIN = path.resolve(import.meta.dirname, '../fixtures/e2e-plugin.ts');
 
-interface Server {
-  child: ChildProcess;
-  url: string;
-  /** Resolves with the first log line for which `match` is true. */
-  logLine(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-  exited: Promise<number | null>;
-}
-
-/** Starts the real entry point on an ephemeral port and learns the port from its log. */
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const cleanups = new Cleanups();
-  const workspace = await temporaryDirectory(cleanups, 'toolport-e2e-');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, PORT: '0', TOOLPORT_WORKSPACE: workspace, TOOLPORT_PLUGINS: PLUGIN, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  void exited.then(() => cleanups.run());
-  const watchers: Array<{ match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }> = [];
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += String(d)));
-  createInterface({ input: child.stdout! }).on('line', (text) => {
-    const line = JSON.parse(text) as Record<string, unknown>;
-    for (const w of watchers.filter((w) => w.match(line))) {
-      watchers.splice(watchers.indexOf(w), 1);
-      w.resolve(line);
-    }
-  });
-  const logLine = (match: (l: Record<string, unknown>) => boolean) => new Promise<Record<string, unknown>>((resolve) => watchers.push({ match, resolve }));
-  const listening = await Promise.race([
-    logLine((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at')),
-    exited.then((code) => {
-      throw new Error(`server exited with ${code}: ${stderr}`);
-    }),
-  ]);
-  const url = String(listening.msg).replace('Server listening at ', '');
-  return { child, url, logLine, exited };
-}
+/** The real server with the fixture plug-in (its Wait tool), unless `env` names other plug-ins. */
+const startServer = (env: Record<string, string>): Promise<ServerProcess> => startServerProcess({ TOOLPORT_PLUGINS: PLUGIN, ...env });
 
 test('the server process serves the tool list and runs a tool over real HTTP', async (t) => {
   const server = await startServer({});

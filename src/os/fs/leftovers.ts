@@ -1,12 +1,13 @@
-import { constants, type Dir } from 'node:fs';
-import { open, opendir, unlink, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { FlockUnavailable, tryFlock } from './flock.js';
 import { isOwnFileName } from './own-files.js';
-import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
+import { walkHeld } from './walk.js';
+import { heldPath, type Workspace } from './workspace.js';
 
 /** Most directory entries one sweep looks at; a workspace bigger than that is swept in part. */
 export const MAX_SWEPT_ENTRIES = 200_000;
-// Each level holds one descriptor open; deeper trees are swept down to here.
+// Each level holds its directory open while it is read; deeper trees are swept down to here.
 const MAX_DEPTH = 64;
 // Without the lock helper a temporary file's writer cannot be asked: one this old is taken for dead.
 const ORPHAN_AGE_MS = 60 * 60 * 1000;
@@ -27,52 +28,31 @@ export interface SweepReport {
  * more. A writer holds a flock on its temporary file while it exists, and the flock dies with it:
  * a file that can be locked has no writer; a live writer's (another replica's) stays. Where the
  * lock helper cannot run, a temporary file older than an hour is taken for dead. Only names of the
- * server's own pattern are touched. The walk holds each directory open and never follows a
- * symlink, like the file tools. Run at start-up.
+ * server's own pattern are touched. The walk (`walkHeld`) holds each directory open and never
+ * follows a symlink, like the file tools. Run at start-up.
  */
 export async function removeLeftovers(ws: Workspace): Promise<SweepReport> {
-  const report: SweepReport = { removed: 0, partial: false };
-  let seen = 0;
-  const visit = async (dir: FileHandle, depth: number): Promise<void> => {
-    let entries: Dir;
-    try {
-      // A stream: a directory of millions of entries costs what a few do.
-      entries = await opendir(heldPath(dir), { bufferSize: 64 });
-    } catch {
-      return;
-    }
-    for await (const entry of entries) {
-      if (++seen > MAX_SWEPT_ENTRIES) {
-        report.partial = true;
-        return;
-      }
-      if (entry.isFile() && isOwnFileName(entry.name)) {
-        const claim = entry.name.endsWith('.tmp') ? await claimTemporary(dir, entry.name) : undefined;
-        if (claim === 'live') continue;
-        try {
-          if (
-            await unlink(heldPath(dir, entry.name)).then(
-              () => true,
-              () => false,
-            )
-          )
-            report.removed += 1;
-        } finally {
-          claim?.release();
-        }
-      } else if (entry.isDirectory() && depth < MAX_DEPTH) {
-        const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
-        if (!sub) continue;
-        try {
-          await visit(sub, depth + 1);
-        } finally {
-          await sub.close();
-        }
-      }
-    }
-  };
-  await visit(ws.rootDir, 0);
-  return report;
+  let removed = 0;
+  const { partial } = await walkHeld(ws.rootDir, { maxDepth: MAX_DEPTH, maxEntries: MAX_SWEPT_ENTRIES }, async (dir, entry) => {
+    if (!entry.isFile() || !isOwnFileName(entry.name)) return entry.isDirectory();
+    if (await removeLeftover(dir, entry.name)) removed += 1;
+    return false;
+  });
+  return { removed, partial };
+}
+
+/** Removes the temporary or lock file `name` from `dir` unless a writer still uses it; true when removed. */
+async function removeLeftover(dir: FileHandle, name: string): Promise<boolean> {
+  const claim = name.endsWith('.tmp') ? await claimTemporary(dir, name) : undefined;
+  if (claim === 'live') return false;
+  try {
+    return await unlink(heldPath(dir, name)).then(
+      () => true,
+      () => false,
+    );
+  } finally {
+    claim?.release();
+  }
 }
 
 /**

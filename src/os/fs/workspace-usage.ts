@@ -1,14 +1,14 @@
-import type { Dir } from 'node:fs';
-import { lstat, open, opendir, type FileHandle } from 'node:fs/promises';
+import { lstat, type FileHandle } from 'node:fs/promises';
 import { abortable } from '../abortable.js';
 import { formatBytes } from './describe.js';
-import { heldPath, OPEN_DIRECTORY, type Workspace } from './workspace.js';
+import { walkHeld } from './walk.js';
+import { heldPath, type Workspace } from './workspace.js';
 
 /** Least time between two measurements of one workspace. */
 export const REMEASURE_MS = 60_000;
 // A measurement takes at most a tenth of the time: a walk of 30 s waits 300 s for the next.
 const MEASURE_SHARE = 10;
-// Each level holds one descriptor open; deeper directories are not counted.
+// Each level holds its directory open while it is read; deeper directories are not counted.
 export const MAX_MEASURED_DEPTH = 128;
 
 /** A write's room, reserved until it is done: `done` with the change it made, or `cancel`. */
@@ -141,33 +141,16 @@ export function workspaceUsage(ws: Workspace, quota: number | undefined): Worksp
 async function measureTree(root: FileHandle): Promise<number> {
   const linked = new Set<string>();
   let total = Number((await root.stat({ bigint: true })).blocks) * 512;
-  const visit = async (dir: FileHandle, depth: number): Promise<void> => {
-    let entries: Dir;
-    try {
-      entries = await opendir(heldPath(dir), { bufferSize: 64 });
-    } catch {
-      return;
+  await walkHeld(root, { maxDepth: MAX_MEASURED_DEPTH }, async (dir, entry) => {
+    const stats = await lstat(heldPath(dir, entry.name), { bigint: true }).catch(() => undefined);
+    if (stats === undefined) return false;
+    if (!stats.isDirectory() && stats.nlink > 1n) {
+      const id = `${stats.dev}:${stats.ino}`;
+      if (linked.has(id)) return false;
+      linked.add(id);
     }
-    for await (const entry of entries) {
-      const stats = await lstat(heldPath(dir, entry.name), { bigint: true }).catch(() => undefined);
-      if (stats === undefined) continue;
-      if (!stats.isDirectory() && stats.nlink > 1n) {
-        const id = `${stats.dev}:${stats.ino}`;
-        if (linked.has(id)) continue;
-        linked.add(id);
-      }
-      total += Number(stats.blocks) * 512;
-      if (stats.isDirectory() && depth < MAX_MEASURED_DEPTH) {
-        const sub = await open(heldPath(dir, entry.name), OPEN_DIRECTORY).catch(() => undefined);
-        if (sub === undefined) continue;
-        try {
-          await visit(sub, depth + 1);
-        } finally {
-          await sub.close();
-        }
-      }
-    }
-  };
-  await visit(root, 0);
+    total += Number(stats.blocks) * 512;
+    return stats.isDirectory();
+  });
   return total;
 }
