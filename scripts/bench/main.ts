@@ -9,6 +9,8 @@
  * medians with their ratios and issue 10's goals, and writes everything as JSON for comparison
  * between commits. Exits 1 when any path answered with an error (or toolport did not exit 0 on
  * SIGTERM); goals not met are reported, never a failure. `--quick` (CI) is one round of 1 s slots.
+ * Issue 19's rows (upstreams.ts) time sequential MCP `tools/call`s proxied by toolport to the
+ * reference everything server, over stdio and over HTTP, against the SDK client calling it directly.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -23,6 +25,7 @@ import { BASH_GOAL, COLD_START_GOAL, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
+import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 
 // The rows that are not wrk's, named for --only.
@@ -63,12 +66,20 @@ async function main(): Promise<number> {
   const failures: string[] = [];
 
   say("bench: recording toolport's answers for the raw baseline...");
-  const ids = [...THROUGHPUT_ROWS.map((row) => row.id), BASH_ROW.id, BASH_DEFAULT_ROW.id, COLD_START_ROW.id, STDIO_START_ROW.id];
+  const ids = [
+    ...THROUGHPUT_ROWS.map((row) => row.id),
+    BASH_ROW.id,
+    BASH_DEFAULT_ROW.id,
+    COLD_START_ROW.id,
+    STDIO_START_ROW.id,
+    ...UPSTREAM_ROWS.map((row) => row.id),
+  ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
-  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts)
+  const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
+  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0)
     throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
@@ -79,6 +90,7 @@ async function main(): Promise<number> {
   const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
   const starts: StartSlot[] = [];
   const stdioStarts: StdioStartSlot[] = [];
+  const upstreams = new Map(upstreamRows.map((row) => [row.id, { toolport: [] as LatencySlot[], direct: [] as LatencySlot[] }]));
   const collect = <T extends { failures: string[] }>(slot: T): T => {
     failures.push(...slot.failures);
     return slot;
@@ -119,6 +131,17 @@ async function main(): Promise<number> {
         say(`${tag}  mcp stdio start  ${target}: ${fixed(slot.answerMs)} ms, CPU ${fixed(slot.cpuMs)} ms`);
       }
     }
+    for (const row of upstreamRows) {
+      for (const target of ['toolport', 'direct'] as const) {
+        const slot = collect(await upstreamSlot(ctx, row, target, round));
+        upstreams.get(row.id)![target].push(slot);
+        const p90 = percentile(slot.latenciesMs, 90);
+        const front = slot.frontHopMs === undefined ? '' : `, own Echo median ${fixed(median(slot.frontHopMs))} ms`;
+        say(
+          `${tag}  ${row.id} x${slot.latenciesMs.length}  ${target}: median ${fixed(median(slot.latenciesMs))} ms, p90 ${fixed(p90)} ms${front}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`,
+        );
+      }
+    }
   }
 
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
@@ -133,6 +156,7 @@ async function main(): Promise<number> {
       : []),
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
     ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
+    ...upstreamRows.map((row) => summariseUpstream(row, upstreams.get(row.id)!.toolport, upstreams.get(row.id)!.direct)),
   ];
   const about = machine(nproc, wrk, pinning.note);
   const printed = [
@@ -140,14 +164,20 @@ async function main(): Promise<number> {
     `toolport benchmark${options.quick ? ' (--quick: one short round, a check that every path answers, not a measurement)' : ''}`,
     `${about.cpuModel}, ${about.cpus} CPUs; Node ${about.node}; ${about.wrk}; ${pinning.note}`,
     `wrk -t${options.threads} -c${options.connections} -d${options.durationS}s after ${options.warmUpS} s unmeasured, fresh server per slot, ${options.rounds} interleaved round(s), medians; ` +
-      `Bash: ${options.bashCalls} sequential calls per slot over one kept-alive connection; cold start: ${options.starts * options.rounds} starts each`,
+      `Bash: ${options.bashCalls} sequential calls per slot over one kept-alive connection; cold start: ${options.starts * options.rounds} starts each; ` +
+      `upstreams: ${options.upstreamCalls} sequential SDK-client calls per slot`,
     `load average (1, 5, 15 min) at the start ${loadAtStart.map((n) => n.toFixed(2)).join(' ')}, at the end ${about.loadAverage.map((n) => n.toFixed(2)).join(' ')}: ` +
       'the benchmark accounts for about 2 (server and wrk); more means other work shared the CPUs and skewed the figures',
     '',
     table(summaries),
     '',
-    'ratio: toolport req/s / baseline req/s, or toolport ms / baseline ms for the Bash and cold-start rows (medians over the rounds);',
+    'ratio: toolport req/s / baseline req/s, or toolport ms / baseline ms for the Bash, cold-start and upstream rows (medians over the rounds);',
     'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures)',
+    ...(upstreamRows.length > 0
+      ? [
+          "upstream rows: own Echo is the median of toolport's own Echo over the same client, the hop in front of the upstream that the direct call does not make",
+        ]
+      : []),
   ];
   console.log(printed.join('\n'));
 
@@ -165,6 +195,9 @@ async function main(): Promise<number> {
       bash: { toolport: bash.toolport.map(latencyFigures), sandbox: bash.sandbox.map(latencyFigures), raw: bash.raw.map(latencyFigures) },
       coldStart: starts,
       stdioStart: stdioStarts,
+      upstreams: Object.fromEntries(
+        [...upstreams].map(([id, { toolport, direct }]) => [id, { toolport: toolport.map(latencyFigures), direct: direct.map(latencyFigures) }]),
+      ),
     },
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
@@ -181,10 +214,11 @@ async function main(): Promise<number> {
 }
 
 /** A sequential slot for the JSON: its percentiles rather than every call's latency. */
-function latencyFigures({ latenciesMs, ...slot }: LatencySlot) {
+function latencyFigures({ latenciesMs, frontHopMs, ...slot }: LatencySlot) {
   const us = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
   const at = (p: number): number | undefined => us(percentile(latenciesMs, p));
-  return { ...slot, calls: latenciesMs.length, p50Ms: us(median(latenciesMs)), p90Ms: at(90), p99Ms: at(99), maxMs: at(100) };
+  const front = frontHopMs === undefined ? {} : { frontHopP50Ms: us(median(frontHopMs)), frontHopP90Ms: us(percentile(frontHopMs, 90)) };
+  return { ...slot, calls: latenciesMs.length, p50Ms: us(median(latenciesMs)), p90Ms: at(90), p99Ms: at(99), maxMs: at(100), ...front };
 }
 
 function fixed(n: number | undefined): string {

@@ -22,6 +22,8 @@ export interface BenchOptions {
   rounds: number;
   /** Sequential Bash calls measured per slot (after a tenth as many unmeasured). */
   bashCalls: number;
+  /** Sequential upstream tools/call calls measured per slot (after as many unmeasured). */
+  upstreamCalls: number;
   /** Cold starts of each kind per round. */
   starts: number;
   /** Skip the build (tsc and the server's bundle) and measure the `dist/` already there. */
@@ -39,11 +41,15 @@ const USAGE = `npm run bench [-- options]
   --threads N         wrk -t (default 1)
   --rounds N          interleaved rounds (default 3)
   --bash-calls N      sequential Bash calls per slot (default 200)
+  --upstream-calls N  sequential upstream tools/call calls per slot, after as many unmeasured
+                      (default 1000)
   --starts N          cold starts of each kind per round (default 2)
   --skip-build        measure the dist/ already built
   --only TEXT         only the row with this id, or else the rows whose id or label contains
-                      TEXT (repeatable; ids: get-tools, get-tools-keyed, echo, echo-keyed,
-                      mcp-tools-list, mcp-tools-call, calls, bash, cold-start)`;
+                      TEXT; repeatable, or ids separated by commas (ids: get-tools,
+                      get-tools-keyed, echo, echo-keyed, mcp-tools-list, mcp-tools-call, calls,
+                      bash, bash-default, cold-start, mcp-stdio-start, upstream-stdio,
+                      upstream-http)`;
 
 /** Reads the command line; throws with the usage on a bad flag or value. */
 export function parseOptions(args: string[]): BenchOptions {
@@ -60,6 +66,7 @@ export function parseOptions(args: string[]): BenchOptions {
         threads: { type: 'string', default: '1' },
         rounds: { type: 'string' },
         'bash-calls': { type: 'string' },
+        'upstream-calls': { type: 'string' },
         starts: { type: 'string' },
         'skip-build': { type: 'boolean', default: false },
         only: { type: 'string', multiple: true, default: [] },
@@ -81,6 +88,7 @@ export function parseOptions(args: string[]): BenchOptions {
     threads: count('--threads', values.threads, 1),
     rounds: count('--rounds', values.rounds ?? (quick ? '1' : '3'), 1),
     bashCalls: count('--bash-calls', values['bash-calls'] ?? (quick ? '20' : '200'), 1),
+    upstreamCalls: count('--upstream-calls', values['upstream-calls'] ?? (quick ? '20' : '1000'), 1),
     starts: count('--starts', values.starts ?? (quick ? '1' : '2'), 1),
     skipBuild: values['skip-build'],
     only: values.only.map((text) => text.toLowerCase()),
@@ -90,13 +98,17 @@ export function parseOptions(args: string[]): BenchOptions {
 }
 
 /**
- * Whether a row is to run. Each `--only` text selects the row whose id it is, or, when it is no
- * row's id, every row whose id or label contains it; no `--only`: every row.
+ * Whether a row is to run. Each `--only` text selects the row whose id it is, or the rows whose
+ * ids it lists separated by commas, or else every row whose id or label contains it (labels hold
+ * commas too, so a list counts as one only when every part is an id); no `--only`: every row.
  */
 export function selected(options: Pick<BenchOptions, 'only'>, row: { id: string; label: string }, ids: readonly string[]): boolean {
   if (options.only.length === 0) return true;
   const haystack = `${row.id}\n${row.label}`.toLowerCase();
-  return options.only.some((text) => (ids.includes(text) ? row.id === text : haystack.includes(text)));
+  return options.only.some((text) => {
+    const parts = text.split(',').map((part) => part.trim());
+    return parts.every((part) => ids.includes(part)) ? parts.includes(row.id) : haystack.includes(text);
+  });
 }
 
 function count(flag: string, value: string | undefined, min: number): number {

@@ -28,9 +28,11 @@ export interface ServerSpec {
   /** Standard output and error go here: a file, never a pipe this busy process might not drain. */
   logFile: string;
   cpu: number | undefined;
+  /** When the server is up: this path answers this status (default: `/healthz` answers 200). */
+  ready?: { path: string; status: number };
 }
 
-/** Starts a server on a free loopback port (its `PORT`) and waits for its `/healthz` to answer 200. */
+/** Starts a server on a free loopback port (its `PORT`) and waits until it is ready (`spec.ready`; default: `/healthz` answers 200). */
 export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   const port = await freePort();
   const log = await open(spec.logFile, 'w');
@@ -46,13 +48,14 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   child.once('exit', () => (exited = true));
   const url = `http://127.0.0.1:${port}`;
   const deadline = started + START_TIMEOUT_MS;
+  const ready = spec.ready ?? { path: '/healthz', status: 200 };
   while (performance.now() < deadline) {
     if (exited) throw new Error(`${spec.command} ${spec.args.join(' ')} exited during start-up: ${await tail(spec.logFile)}`);
-    if ((await healthStatus(url)) === 200) return { child, pid: child.pid!, url, logFile: spec.logFile, readyMs: performance.now() - started };
+    if ((await statusOf(url, ready.path)) === ready.status) return { child, pid: child.pid!, url, logFile: spec.logFile, readyMs: performance.now() - started };
     await delay(POLL_INTERVAL_MS);
   }
   child.kill('SIGKILL');
-  throw new Error(`${spec.command} ${spec.args.join(' ')} did not answer GET /healthz within ${START_TIMEOUT_MS} ms; see ${spec.logFile}`);
+  throw new Error(`${spec.command} ${spec.args.join(' ')} did not answer GET ${ready.path} within ${START_TIMEOUT_MS} ms; see ${spec.logFile}`);
 }
 
 /** SIGTERM, then how it ended; SIGKILL (and `timed out`) when it does not exit in time. */
@@ -85,10 +88,10 @@ export async function tail(file: string, lines = 5): Promise<string> {
   return text.trimEnd().split('\n').slice(-lines).join('\n') || '(no output)';
 }
 
-/** The status of one `GET /healthz` on a fresh connection, or undefined when nothing answers yet. */
-function healthStatus(url: string): Promise<number | undefined> {
+/** The status of one `GET` of `path` on a fresh connection, or undefined when nothing answers yet. */
+function statusOf(url: string, path: string): Promise<number | undefined> {
   return new Promise((resolve) => {
-    const request = http.get(`${url}/healthz`, { agent: false }, (response) => {
+    const request = http.get(`${url}${path}`, { agent: false }, (response) => {
       response.resume();
       resolve(response.statusCode);
     });

@@ -9,9 +9,12 @@ export interface RowSummary {
   kind: 'throughput' | 'latency';
   requestsPerS?: number;
   p50Ms?: number;
+  p90Ms?: number;
   p99Ms?: number;
   /** The baseline's req/s (throughput) or median ms (latency). */
   baseline?: number;
+  /** Sequential rows: the baseline's p90 ms. */
+  baselineP90Ms?: number;
   baselineName: string;
   /** toolport / baseline: of req/s for throughput, of the median ms for latency. */
   ratio?: number;
@@ -21,6 +24,8 @@ export interface RowSummary {
   goalMet?: boolean;
   rssStartBytes?: number;
   rssEndBytes?: number;
+  /** Upstream rows: the median of toolport's own Echo over the same client, the hop in front of the upstream. */
+  frontHopMs?: number;
   note?: string;
 }
 
@@ -74,6 +79,7 @@ export function summariseThroughput(id: string, label: string, goal: Goal | unde
     kind: 'throughput',
     requestsPerS,
     p50Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p50))),
+    p90Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p90))),
     p99Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p99))),
     baseline,
     baselineName: 'raw node:http',
@@ -89,8 +95,15 @@ export function summariseThroughput(id: string, label: string, goal: Goal | unde
   });
 }
 
-/** A sequential row: the median over the rounds of each slot's median (and p99) latency, against the baseline's. */
-export function summariseLatency(id: string, label: string, goal: Goal | undefined, toolport: readonly LatencySlot[], raw: readonly LatencySlot[]): RowSummary {
+/** A sequential row: the median over the rounds of each slot's median (p90, p99) latency, against the baseline's median. */
+export function summariseLatency(
+  id: string,
+  label: string,
+  goal: Goal | undefined,
+  toolport: readonly LatencySlot[],
+  raw: readonly LatencySlot[],
+  baselineName = "bare spawn('bash', ['-c', 'true']) behind node:http",
+): RowSummary {
   const p50Ms = median(defined(toolport.map((s) => median(s.latenciesMs))));
   const baseline = median(defined(raw.map((s) => median(s.latenciesMs))));
   return judged({
@@ -98,9 +111,11 @@ export function summariseLatency(id: string, label: string, goal: Goal | undefin
     label,
     kind: 'latency',
     p50Ms,
+    p90Ms: median(defined(toolport.map((s) => percentile(s.latenciesMs, 90)))),
     p99Ms: median(defined(toolport.map((s) => percentile(s.latenciesMs, 99)))),
     baseline,
-    baselineName: "bare spawn('bash', ['-c', 'true']) behind node:http",
+    baselineP90Ms: median(defined(raw.map((s) => percentile(s.latenciesMs, 90)))),
+    baselineName,
     ratio: p50Ms !== undefined && baseline ? p50Ms / baseline : undefined,
     ratioRange: rangeOfRounds(
       roundsOf(toolport),
@@ -140,11 +155,12 @@ export function summariseColdStart(id: string, label: string, goal: Goal | undef
 export function table(rows: readonly RowSummary[]): string {
   const fixed = (n: number | undefined, digits: number): string => (n === undefined ? '—' : n.toFixed(digits));
   const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(0));
-  const head = ['path', 'req/s', 'p50 ms', 'p99 ms', 'baseline', 'ratio', 'rounds', 'goal', 'RSS MiB before → after'];
+  const head = ['path', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'baseline', 'ratio', 'rounds', 'goal', 'RSS MiB before → after'];
   const lines = rows.map((r) => [
     r.label,
     r.note ?? (r.requestsPerS === undefined ? '—' : Math.round(r.requestsPerS).toLocaleString('en-US')),
     fixed(r.p50Ms, 2),
+    fixed(r.p90Ms, 2),
     fixed(r.p99Ms, 2),
     r.baseline === undefined ? '—' : r.kind === 'throughput' ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s` : `${r.baseline.toFixed(2)} ms`,
     r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,

@@ -93,6 +93,8 @@ export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
 export const BASH_REQUEST: RequestSpec = { method: 'POST', path: '/tools/Bash', headers: JSON_HEADERS, body: '{"command":"true"}' };
 export const BASH_GOAL = atMost(1.5);
 export const COLD_START_GOAL = atMost(1.5);
+/** Issue 19: a tools/call proxied to an upstream takes at most this much of the direct call's median. */
+export const UPSTREAM_GOAL = atMost(1.2);
 
 /** The key a raw baseline reply is recorded under: the method and path, and for MCP the JSON-RPC method. */
 export function replyKey(request: RequestSpec): string {

@@ -5,8 +5,8 @@ import { sequentialLatencies } from './sequential.js';
 import { bareFastifySpec, rawSpec, rowRequest, toolportDefaultsSpec, toolportSpec, type BenchContext } from './targets.js';
 import { errorTotal, runWrk, type WrkResult } from './wrk.js';
 
-/** Which server a slot measured. */
-export type Target = 'toolport' | 'raw' | 'fastify';
+/** Which server a slot measured; `direct`: an upstream MCP server called without toolport. */
+export type Target = 'toolport' | 'raw' | 'fastify' | 'direct';
 
 interface SlotBase {
   target: Target;
@@ -26,6 +26,11 @@ export interface LatencySlot extends SlotBase {
   latenciesMs: number[];
   /** For toolport: how its Bash ran (`on` or `off`, from its log). */
   sandbox?: string;
+  /**
+   * For toolport in an upstream row: its own Echo over the same client, timed after the upstream
+   * calls, as many: the hop in front of the upstream, which the direct call does not make.
+   */
+  frontHopMs?: number[];
 }
 
 export interface StartSlot {
@@ -40,7 +45,12 @@ export interface StartSlot {
  * toolport that does not exit 0 on SIGTERM) is recorded, never thrown, so one bad slot does not
  * lose the rest of the run.
  */
-async function withServer<T>(spec: ServerSpec, target: Target, failures: string[], measure: (server: RunningServer) => Promise<T>): Promise<T | undefined> {
+export async function withServer<T>(
+  spec: ServerSpec,
+  target: Target,
+  failures: string[],
+  measure: (server: RunningServer) => Promise<T>,
+): Promise<T | undefined> {
   let server: RunningServer;
   try {
     server = await startServer(spec);

@@ -31,7 +31,8 @@ const RAW_SERVER = path.join(ROOT, 'scripts/bench/raw-server.ts');
 const BARE_FASTIFY = path.join(ROOT, 'scripts/bench/bare-fastify.mjs');
 
 let slots = 0;
-const logFile = (ctx: BenchContext, name: string): string => path.join(ctx.dir, `${String(++slots).padStart(3, '0')}-${name}.log`);
+/** A new log file in the run's directory, numbered in the order of the slots. */
+export const logFile = (ctx: BenchContext, name: string): string => path.join(ctx.dir, `${String(++slots).padStart(3, '0')}-${name}.log`);
 
 /**
  * `node dist/server.js` as it runs in production, with an info log written to a file: Bash without
