@@ -1,4 +1,9 @@
-import { RE2JS } from 're2js';
+import { createRequire } from 'node:module';
+import type { RE2JS } from 're2js';
+
+// Loaded on the first pattern of a source's schema: a server without upstreams never pays for it.
+let engine: typeof RE2JS | undefined;
+const re2 = (): typeof RE2JS => (engine ??= (createRequire(import.meta.url)('re2js') as { RE2JS: typeof RE2JS }).RE2JS);
 
 /**
  * Ajv's regular-expression engine for schemas toolport did not write (a source's, such as an
@@ -9,7 +14,8 @@ import { RE2JS } from 're2js';
  */
 export const linearRegExp = Object.assign(
   (pattern: string): { test(input: string): boolean; toString(): string } => {
-    const compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    const RE2 = re2();
+    const compiled = RE2.compile(RE2.translateRegExp(pattern));
     // Ajv keys compiled patterns by toString: each pattern must give its own.
     return { test: (input: string) => compiled.matcher(input).find(), toString: () => `re2:${pattern}` };
   },

@@ -7,7 +7,6 @@ import { gatewayBackend } from '../mcp/gateway-backend.js';
 import { serveStdio } from '../mcp/stdio.js';
 import { createToolset } from '../assembly/toolset.js';
 import { VERSION } from '../infra/version.js';
-import { openUpstreams, readUpstreamSpecs } from '../upstreams/open.js';
 import type { UpstreamSource } from '../upstreams/source.js';
 
 /** The transport label of calls that come through `toolport mcp`. */
@@ -43,7 +42,11 @@ export async function serveMcpStdio(
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     registry = await createToolset(config, process.cwd(), logger);
-    upstreams = await openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
+    if (config.upstreams !== undefined) {
+      // Loaded only when configured: a desktop client's first answer would wait for the MCP client's modules.
+      const { openUpstreams, readUpstreamSpecs } = await import('../upstreams/open.js');
+      upstreams = await openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
+    }
     const gateway = new Gateway({
       registry,
       logger,

@@ -12,9 +12,7 @@ import { connectRedis } from '../infra/redis.js';
 import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
 import { createToolset } from '../assembly/toolset.js';
-import { openUpstreams, readUpstreamSpecs } from '../upstreams/open.js';
 import type { UpstreamSource } from '../upstreams/source.js';
-import { upstreamExposure } from '../upstreams/exposure.js';
 
 // After the grace period calls are aborted and answer at once; this is only a last resort.
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
@@ -51,15 +49,17 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const workspace = await Workspace.open(config.workspace);
     const served = await createToolset(config, process.cwd(), logger, workspace);
     const tools = served.list();
-    const specs = await readUpstreamSpecs(config, env);
-    const namespaces = upstreamExposure(specs);
+    // Loaded only when configured: the MCP client and its dependencies are most of a cold start's modules.
+    const upstreamModule = config.upstreams === undefined ? undefined : await import('../upstreams/open.js');
+    const specs = (await upstreamModule?.readUpstreamSpecs(config, env)) ?? [];
+    const namespaces = upstreamModule?.upstreamExposure(specs) ?? [];
     const loadedKeys = await loadApiKeys(config, [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)]);
     await assertKeysFileOutsideWorkspace(config, workspace);
     const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
     const apiKeys = workspaces.keys;
     unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, [...tools, ...namespaces]);
     // After the checks that need no upstream: a bad keys file never starts a process.
-    upstreams = await openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env });
+    upstreams = await upstreamModule?.openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env });
     // The replicas share the rate-limit counts and MCP cancellations through it.
     const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;
     keyLabels = apiKeys.map((k) => k.label);

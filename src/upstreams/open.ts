@@ -6,6 +6,8 @@ import { loadUpstreams, type UpstreamSpec } from './config.js';
 import { LOCK_FILE_NAME, readLock } from './lock.js';
 import { UpstreamSource, type UpstreamSourceOptions } from './source.js';
 
+export { upstreamExposure } from './exposure.js';
+
 export interface UpstreamsConfig {
   /** TOOLPORT_UPSTREAMS: the file; undefined, no upstreams. */
   upstreams: string | undefined;
