@@ -1,5 +1,5 @@
 import { realpath, stat } from 'node:fs/promises';
-import type { KeySpec } from '../core/keyring.js';
+import { toolScope, type KeySpec } from '../core/keyring.js';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ApiKeysError } from '../config/api-keys.js';
@@ -220,7 +220,7 @@ function owners(resolved: Resolved, root: string): string {
  * workspace, a key that may use it could read the others' files. Refuse rather than pretend.
  */
 function assertBashConfined(served: ToolRegistry, registries: readonly ToolRegistry[], keys: readonly KeySpec[], fail: (problem: string) => never): void {
-  if (served.get('Bash') === undefined || !keys.some((k) => k.tools === undefined || k.tools.includes('Bash'))) return;
+  if (served.get('Bash') === undefined || !keys.some((k) => k.tools === undefined || toolScope(k.tools).has('Bash'))) return;
   for (const registry of registries) {
     const isolation = bashIsolationOf(registry.get('Bash')!);
     if (isolation !== undefined && isolation.mode !== 'sandbox') {
