@@ -111,17 +111,41 @@ export function parseUpstreams(text: string, env: Record<string, string | undefi
     specs.push(parseServer(name, entry, env));
   }
   if (specs.length > MAX_UPSTREAMS) throw new UpstreamConfigError(`${Source} names ${specs.length} servers; at most ${MAX_UPSTREAMS} are supported.`);
-  const byPrefix = new Map<string, string>();
-  for (const spec of specs) {
-    const other = spec.prefix === '' ? undefined : byPrefix.get(spec.prefix);
-    if (other !== undefined) {
-      throw new UpstreamConfigError(
-        `Upstreams ${JSON.stringify(other)} and ${JSON.stringify(spec.name)} both use the prefix "${spec.prefix}"; give one of them another "prefix".`,
-      );
+  specs.forEach((spec, i) => {
+    for (const other of specs.slice(0, i)) {
+      const overlap = namespaceOverlap(other, spec);
+      if (overlap !== undefined) throw new UpstreamConfigError(overlap);
     }
-    byPrefix.set(spec.prefix, spec.name);
-  }
+  });
   return specs;
+}
+
+/**
+ * Why `a` and `b` (in the file's order) cannot both be served, or undefined when they can. With
+ * namespace = prefix + separator, one namespace that begins the other lets one upstream list names
+ * in the other's (`misc` without a prefix listing `github__delete_repo`, `gh` with separator `_`
+ * listing `gh_admin__wipe`): the name would go to whichever listed first, and a key scoped to
+ * `github__*` would reach the other upstream's tools.
+ */
+function namespaceOverlap(a: UpstreamCommon, b: UpstreamCommon): string | undefined {
+  const [first, second] = [JSON.stringify(a.name), JSON.stringify(b.name)];
+  const [spaceA, spaceB] = [a.prefix + a.separator, b.prefix + b.separator];
+  const [shorter, longer] = spaceA.length <= spaceB.length ? [a, b] : [b, a];
+  const [inner, outer] = [shorter.prefix + shorter.separator, longer.prefix + longer.separator];
+  if (!outer.startsWith(inner)) return undefined;
+  if (a.prefix === b.prefix && a.prefix !== '') return `Upstreams ${first} and ${second} both use the prefix "${a.prefix}"; give one of them another "prefix".`;
+  if (inner === '') {
+    const bare = a.prefix === '' ? first : second;
+    return (
+      `Upstreams ${first} and ${second} overlap: ${bare} has "prefix": "", so any of its tools may take a name that belongs to the other; ` +
+      `an upstream without a prefix must be the only one, so give ${bare} a "prefix".`
+    );
+  }
+  return (
+    `Upstreams ${first} and ${second} overlap: every tool name of ${JSON.stringify(longer.name)} ("${outer}…") begins with "${inner}", ` +
+    `the namespace of ${JSON.stringify(shorter.name)} (prefix "${shorter.prefix}" and separator "${shorter.separator}"), so either could list the other's names; ` +
+    `change the "prefix" or "separator" of one so that neither namespace begins the other.`
+  );
 }
 
 /**

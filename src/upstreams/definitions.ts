@@ -49,6 +49,11 @@ export const DEFINITION_LIMITS = {
   definitionBytes: 262_144,
   /** JSON nesting of the whole wire object, checked before anything walks it. */
   definitionDepth: 64,
+  /**
+   * All the definitions served from one upstream, as canonical JSON: every list and every turn
+   * carries them, and 512 tools of the largest each would be 128 MiB; past this the rest are refused.
+   */
+  upstreamBytes: 4 * 1024 * 1024,
 } as const;
 
 /** What every provider accepts as a tool name. */
@@ -70,8 +75,10 @@ const NOT_DISPLAYED = /(?! )[\p{C}\p{Z}\u{e0100}-\u{e01ef}]/gu;
  * thrown for: a name that is not a non-empty string of visible characters or that breaks
  * {@link TOOL_NAME} once prefixed, a name listed twice (both are refused: which one would a call
  * reach?), a title or description too long or with hidden characters, schemas that are not
- * `type: "object"`, too large or too deep, and tools past {@link DEFINITION_LIMITS}.tools. (A
- * schema whose patterns RE2 cannot run is refused when the registry compiles it.)
+ * `type: "object"`, too large or too deep, a string anywhere in a schema (a key too) with hidden
+ * characters, and tools past {@link DEFINITION_LIMITS}.tools or past
+ * {@link DEFINITION_LIMITS}.upstreamBytes in all. (A schema whose patterns RE2 cannot run is
+ * refused when the registry compiles it.)
  */
 export function checkDefinitions(
   upstream: Pick<UpstreamCommon, 'name' | 'prefix' | 'separator' | 'tools'>,
@@ -88,13 +95,22 @@ export function checkDefinitions(
   for (const { name } of candidates) listed.set(name, (listed.get(name) ?? 0) + 1);
 
   const tools: UpstreamToolDefinition[] = [];
+  let bytes = 0;
+  let full = false;
   for (const { entry, name } of candidates) {
     const times = listed.get(name)!;
-    const problem = times > 1 ? `is listed ${times} times, so which one a call reaches is unknown` : (nameProblem(name, upstream) ?? definitionProblem(entry));
-    if (problem !== undefined) refused.push({ upstreamName: printable(name), reason: problem });
-    else if (tools.length >= DEFINITION_LIMITS.tools)
-      refused.push({ upstreamName: printable(name), reason: `is past the ${DEFINITION_LIMITS.tools} tools one upstream may have` });
-    else tools.push(definitionOf(entry, name, upstream));
+    const checked = times > 1 ? `is listed ${times} times, so which one a call reaches is unknown` : (nameProblem(name, upstream) ?? definitionProblem(entry));
+    const refuse = (reason: string) => refused.push({ upstreamName: printable(name), reason });
+    if (typeof checked === 'string') refuse(checked);
+    else if (tools.length >= DEFINITION_LIMITS.tools) refuse(`is past the ${DEFINITION_LIMITS.tools} tools one upstream may have`);
+    // Once one does not fit, neither do the rest: which tools are served stays a matter of list order, not of size.
+    else if (full || bytes + checked.bytes > DEFINITION_LIMITS.upstreamBytes) {
+      full = true;
+      refuse(`is past the ${DEFINITION_LIMITS.upstreamBytes / 1024 / 1024} MiB of definitions one upstream may have`);
+    } else {
+      bytes += checked.bytes;
+      tools.push(definitionOf(entry, name, upstream));
+    }
   }
   return { tools, refused };
 }
@@ -133,17 +149,19 @@ function nameProblem(name: string, upstream: Pick<UpstreamCommon, 'prefix' | 'se
   return `would be served as "${printable(served)}", which breaks the tool-name rule ^[a-zA-Z0-9_-]{1,64}$ (${why}); it is not renamed`;
 }
 
-function definitionProblem(entry: WireTool): string | undefined {
+/** What is wrong with a definition, or else the size of its canonical JSON. */
+function definitionProblem(entry: WireTool): string | { bytes: number } {
   if (nestedDeeperThan(entry, DEFINITION_LIMITS.definitionDepth)) return `is nested more than ${DEFINITION_LIMITS.definitionDepth} levels deep`;
-  if (Buffer.byteLength(canonicalJson(entry)) > DEFINITION_LIMITS.definitionBytes) return `is larger than ${DEFINITION_LIMITS.definitionBytes / 1024} KiB`;
+  const bytes = Buffer.byteLength(canonicalJson(entry));
+  if (bytes > DEFINITION_LIMITS.definitionBytes) return `is larger than ${DEFINITION_LIMITS.definitionBytes / 1024} KiB`;
   const annotations = isObject(entry['annotations']) ? entry['annotations'] : {};
-  return (
+  const problem =
     textProblem('"title"', entry['title'], DEFINITION_LIMITS.titleChars) ??
     textProblem('"annotations.title"', annotations['title'], DEFINITION_LIMITS.titleChars) ??
     textProblem('"description"', entry['description'], DEFINITION_LIMITS.descriptionChars) ??
     schemaProblem('inputSchema', entry['inputSchema']) ??
-    (entry['outputSchema'] === undefined ? undefined : schemaProblem('outputSchema', entry['outputSchema']))
-  );
+    (entry['outputSchema'] === undefined ? undefined : schemaProblem('outputSchema', entry['outputSchema']));
+  return problem ?? { bytes };
 }
 
 function textProblem(field: string, text: unknown, maxChars: number): string | undefined {
@@ -166,7 +184,37 @@ function schemaProblem(field: 'inputSchema' | 'outputSchema', schema: unknown): 
     return `has an "${field}" larger than ${DEFINITION_LIMITS.schemaBytes / 1024} KiB`;
   }
   // Its patterns are no risk: a source's schemas compile with a linear-time engine (src/core/linear-regexp.ts).
+  return hiddenTextIn(field, schema);
+}
+
+/**
+ * The first string in `schema`, value or key, with a character {@link HIDDEN_IN_TEXT} refuses,
+ * named by its JSON path: a property's description, an enum value or a default reaches a model as
+ * surely as the tool's description does. The schema's depth is bounded before this walks it.
+ */
+function hiddenTextIn(field: string, schema: Record<string, unknown>): string | undefined {
+  const pending: Array<[unknown, string]> = [[schema, field]];
+  while (pending.length > 0) {
+    const [value, at] = pending.pop()!;
+    if (typeof value === 'string') {
+      const hidden = HIDDEN_IN_TEXT.exec(value);
+      if (hidden !== null) return `its ${printable(at, 200)} holds the hidden or control character ${codePoint(hidden[0])}`;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}[${i}]`]);
+    } else if (isObject(value)) {
+      const keys = Object.keys(value);
+      for (const key of keys) {
+        const hidden = HIDDEN_IN_TEXT.exec(key);
+        if (hidden !== null) return `its ${printable(pathOf(at, key), 200)} has a key that holds the hidden or control character ${codePoint(hidden[0])}`;
+      }
+      for (const key of keys.reverse()) pending.push([value[key], pathOf(at, key)]);
+    }
+  }
   return undefined;
+}
+
+function pathOf(parent: string, key: string): string {
+  return /^[A-Za-z_$][\w$-]*$/.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key)}]`;
 }
 
 function definitionOf(entry: WireTool, name: string, upstream: Pick<UpstreamCommon, 'prefix' | 'separator'>): UpstreamToolDefinition {

@@ -5,6 +5,11 @@ import { digestOf, nestedDeeperThan, withSortedKeys } from './canonical-json.js'
 import { DEFINITION_LIMITS, printable, type UpstreamToolDefinition, type WireTool } from './definitions.js';
 import { lockDiffText, type ShownChange } from './lock-diff.js';
 
+// What a reviewer of the file would not see: format characters (bidi, zero-width, tags), private-use
+// and unassigned ones, variation selectors past U+E0100, and every space but U+0020. JSON.stringify
+// has escaped the controls inside strings already, so a raw line break is the indentation's.
+const UNSEEN = /(?![ \n])[\p{C}\p{Z}\u{e0100}-\u{e01ef}]/gu;
+
 /** The lock file's name, beside the upstreams file unless told otherwise. */
 export const LOCK_FILE_NAME = 'toolport.lock.json';
 /** Largest lock file read: 64 upstreams of 512 tools at a few KiB each, with room to spare. */
@@ -51,9 +56,13 @@ export function lockOf(definitions: ReadonlyMap<string, readonly UpstreamToolDef
   return { version: 1, upstreams: Object.fromEntries(upstreams) };
 }
 
-/** The file's text: indented JSON, keys in sorted order (see `withSortedKeys`), a newline at the end; the same lock always reads the same. */
+/**
+ * The file's text: indented JSON, keys in sorted order (see `withSortedKeys`), a newline at the
+ * end; the same lock always reads the same. Characters a reviewer would not see are written as
+ * `\uXXXX` escapes, which read back as the same strings.
+ */
 export function formatLock(lock: LockFile): string {
-  return `${JSON.stringify(withSortedKeys(lock), null, 2)}\n`;
+  return `${JSON.stringify(withSortedKeys(lock), null, 2).replace(UNSEEN, jsonEscapes)}\n`;
 }
 
 /** Reads a lock file's text strictly; throws `LockFileError` naming `source` and the first problem. */
@@ -202,6 +211,13 @@ function lockedToolProblem(tool: string, locked: unknown): string | undefined {
 /** `record[key]` when it is the record's own: a lock may pin a tool called `constructor` or `__proto__`. */
 function own<T>(record: Record<string, T>, key: string): T | undefined {
   return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** `char` as JSON `\uXXXX` escapes, one per UTF-16 code unit (a surrogate pair for one past U+FFFF). */
+function jsonEscapes(char: string): string {
+  let escaped = '';
+  for (let i = 0; i < char.length; i++) escaped += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return escaped;
 }
 
 function compare(a: string, b: string): number {

@@ -6,7 +6,7 @@ import type { ToolDef, ToolResult } from '../core/types.js';
 import { fromMCPCallResult } from '../providers/mcp-content.js';
 import type { UpstreamSpec } from './config.js';
 import { checkDefinitions, type UpstreamToolDefinition } from './definitions.js';
-import { admitted, type LockFile } from './lock.js';
+import { admitted, type HeldTool, type LockFile } from './lock.js';
 import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
 
 export interface UpstreamSourceOptions {
@@ -92,27 +92,38 @@ export class UpstreamSource {
   }
 
   #listed(upstream: Upstream, wire: readonly unknown[]): void {
-    const log = this.#options.log.child({ upstream: upstream.name });
     const { tools, refused } = checkDefinitions(upstream.spec, [...wire]);
-    for (const { upstreamName, reason } of refused) log.warn({ tool: upstreamName, reason }, 'upstream tool not served: its definition breaks a rule');
     const { served, held } = admitted(this.#options.lock, upstream.name, tools);
-    for (const { upstreamName, reason } of held) {
-      log.warn(
-        { tool: upstreamName, reason },
-        reason === 'new'
-          ? 'upstream tool not served: it is not in the lock file (run toolport upstreams lock to serve it)'
-          : 'upstream tool not served: its definition differs from the lock file (see toolport upstreams diff)',
-      );
-    }
     const rejected = this.#registry.replaceSource(
       upstream.name,
       served.map((definition) => toolOf(upstream, definition)),
     );
-    for (const { name, reason } of rejected) log.warn({ tool: name, reason }, 'upstream tool not served');
     upstream.tools = served.length - rejected.length;
     upstream.held = refused.length + held.length + rejected.length;
+    if (upstream.held === 0) return;
+    // One line per listing, however many tools: an upstream that lists 200,000 bad names, or re-lists
+    // every few hundred milliseconds, must not fill the log (and crowd out the audit lines) with them.
+    // The first few of each kind, so thousands of bad names do not hide the one the lock holds back.
+    const first = [
+      ...refused.slice(0, SHOWN_OF_EACH).map(({ upstreamName, reason }) => ({ tool: upstreamName, reason })),
+      ...held.slice(0, SHOWN_OF_EACH).map(({ upstreamName, reason }) => ({ tool: upstreamName, reason: HELD_REASONS[reason] })),
+      ...rejected.slice(0, SHOWN_OF_EACH).map(({ name, reason }) => ({ tool: name, reason })),
+    ];
+    const count = (reason: HeldTool['reason']) => held.filter((h) => h.reason === reason).length;
+    this.#options.log.warn(
+      { upstream: upstream.name, notServed: upstream.held, refused: refused.length + rejected.length, changed: count('changed'), new: count('new'), first },
+      'upstream tools not served (the first few with their reasons)',
+    );
   }
 }
+
+// Tools named in the summary line of a listing, of each kind (refused by the checks, held by the
+// lock, refused by the registry); the counts cover the rest.
+const SHOWN_OF_EACH = 3;
+const HELD_REASONS = {
+  changed: 'its definition differs from the lock file (see toolport upstreams diff)',
+  new: 'it is not in the lock file (run toolport upstreams lock to serve it)',
+} as const;
 
 /** An upstream tool as a ToolDef: its checked definition, and a call that goes to the upstream. */
 function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef {
@@ -131,9 +142,9 @@ function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef
           caller: context.caller,
           onProgress: context.progress && ((update) => context.progress!(update)),
         });
-        return fromMCPCallResult(wire);
+        return redacted(fromMCPCallResult(wire), upstream.redact);
       } catch (err) {
-        if (err instanceof UpstreamUnavailableError || err instanceof ToolportError) return errorResult(err.message);
+        if (err instanceof UpstreamUnavailableError || err instanceof ToolportError) return errorResult(upstream.redact(err.message));
         if (context.signal.aborted) throw err;
         // A JSON-RPC error from the upstream (unknown tool, bad params): its message is for the model.
         const message = upstream.redact(err instanceof Error ? err.message.split('\n')[0]!.slice(0, 2000) : String(err));
@@ -141,4 +152,20 @@ function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef
       }
     },
   };
+}
+
+/**
+ * `result` with the upstream's secrets hidden in its text blocks: a careless upstream may echo the
+ * token its configuration gave it in an answer or an `isError` result, as it may in a JSON-RPC error.
+ */
+function redacted(result: ToolResult, redact: (text: string) => string): ToolResult {
+  let changed = false;
+  const content = result.content.map((block) => {
+    if (block.type !== 'text') return block;
+    const text = redact(block.text);
+    if (text === block.text) return block;
+    changed = true;
+    return { ...block, text };
+  });
+  return changed ? { ...result, content } : result;
 }

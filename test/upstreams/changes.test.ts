@@ -133,8 +133,9 @@ describe('pinned definitions (toolport upstreams lock)', () => {
     try {
       assert.equal(registry.get('changing__note'), undefined, 'the changed tool is not served');
       assert.ok(registry.get('changing__grow'), 'the unchanged one is');
-      const held = log.lines.find((l) => l.tool === 'note');
-      assert.equal(held?.reason, 'changed');
+      const held = log.lines.find((l) => l.msg === 'upstream tools not served (the first few with their reasons)');
+      assert.deepEqual(held?.first, [{ tool: 'note', reason: 'its definition differs from the lock file (see toolport upstreams diff)' }]);
+      assert.equal(held?.changed, 1);
       assert.deepEqual(source.status().changing, { state: 'ready', transport: 'stdio', tools: 1, held: 1, restarts: 0 });
     } finally {
       await source.stop();

@@ -78,13 +78,13 @@ describe('parseUpstreams', () => {
     const specs = parse({
       zeta: { command: 'z', prefix: 'z', separator: '-', startup: 'lazy', timeoutMs: 5000, maxConcurrency: 2, tools: { include: ['a', 'b'], exclude: ['b'] } },
       off: { command: 'x', disabled: true, env: { MISSING: '${NOT_SET}' } },
-      alpha: { type: 'streamable-http', url: 'http://127.0.0.1:9/mcp', prefix: '', disabled: false },
+      alpha: { type: 'streamable-http', url: 'http://127.0.0.1:9/mcp', prefix: 'al', disabled: false },
     });
     assert.deepEqual(
       specs.map((s) => [s.name, s.prefix, s.separator, s.startup, s.timeoutMs, s.maxConcurrency, s.tools]),
       [
         ['zeta', 'z', '-', 'lazy', 5000, 2, { include: ['a', 'b'], exclude: ['b'] }],
-        ['alpha', '', '', 'eager', undefined, 8, undefined],
+        ['alpha', 'al', '__', 'eager', undefined, 8, undefined],
       ],
     );
   });
@@ -247,7 +247,7 @@ describe('parseUpstreams', () => {
     );
   });
 
-  it('refuses two servers with the same prefix, but allows several without one', () => {
+  it('refuses two servers with the same prefix', () => {
     assert.equal(
       failure(JSON.stringify({ mcpServers: { a: { command: 'x', prefix: 'gh' }, b: { command: 'y', prefix: 'gh' } } })),
       'Upstreams "a" and "b" both use the prefix "gh"; give one of them another "prefix".',
@@ -256,7 +256,54 @@ describe('parseUpstreams', () => {
       failure(JSON.stringify({ mcpServers: { gh: { command: 'x' }, b: { command: 'y', prefix: 'gh' } } })),
       'Upstreams "gh" and "b" both use the prefix "gh"; give one of them another "prefix".',
     );
-    assert.equal(parse({ a: { command: 'x', prefix: '' }, b: { command: 'y', prefix: '' } }).length, 2);
+    assert.equal(
+      failure(JSON.stringify({ mcpServers: { a: { command: 'x', prefix: 'gh', separator: '_' }, b: { command: 'y', prefix: 'gh' } } })),
+      'Upstreams "a" and "b" both use the prefix "gh"; give one of them another "prefix".',
+    );
+  });
+
+  it("refuses a server without a prefix beside any other, since its tools may take names in the other's namespace", () => {
+    const message = (bare: string, first: string, second: string) =>
+      `Upstreams "${first}" and "${second}" overlap: "${bare}" has "prefix": "", so any of its tools may take a name that belongs to the other; ` +
+      `an upstream without a prefix must be the only one, so give "${bare}" a "prefix".`;
+    assert.equal(failure(JSON.stringify({ mcpServers: { github: { command: 'x' }, misc: { command: 'y', prefix: '' } } })), message('misc', 'github', 'misc'));
+    assert.equal(failure(JSON.stringify({ mcpServers: { misc: { command: 'y', prefix: '' }, github: { command: 'x' } } })), message('misc', 'misc', 'github'));
+    assert.equal(failure(JSON.stringify({ mcpServers: { a: { command: 'x', prefix: '' }, b: { command: 'y', prefix: '' } } })), message('a', 'a', 'b'));
+    assert.deepEqual(
+      parse({ misc: { command: 'y', prefix: '', separator: '-' } }).map((spec) => [spec.prefix, spec.separator]),
+      [['', '']],
+      'alone, it is served without a prefix or separator',
+    );
+    assert.equal(parse({ misc: { command: 'y', prefix: '' }, off: { command: 'z', disabled: true } }).length, 1, 'a disabled server does not count');
+  });
+
+  it("refuses servers whose namespace (prefix + separator) begins another's, whichever comes first", () => {
+    const message = (first: string, second: string) =>
+      `Upstreams "${first}" and "${second}" overlap: every tool name of "gh_admin" ("gh_admin__…") begins with "gh_", ` +
+      'the namespace of "gh" (prefix "gh" and separator "_"), so either could list the other\'s names; ' +
+      'change the "prefix" or "separator" of one so that neither namespace begins the other.';
+    const gh = { command: 'x', separator: '_' };
+    const admin = { command: 'y' };
+    assert.equal(failure(JSON.stringify({ mcpServers: { gh, gh_admin: admin } })), message('gh', 'gh_admin'));
+    assert.equal(failure(JSON.stringify({ mcpServers: { gh_admin: admin, gh } })), message('gh_admin', 'gh'));
+    assert.equal(
+      failure(JSON.stringify({ mcpServers: { a: { command: 'x', prefix: 'git', separator: 'hub' }, b: { command: 'y', prefix: 'github', separator: '-' } } })),
+      'Upstreams "a" and "b" overlap: every tool name of "b" ("github-…") begins with "github", the namespace of "a" (prefix "git" and separator "hub"), ' +
+        'so either could list the other\'s names; change the "prefix" or "separator" of one so that neither namespace begins the other.',
+    );
+    // Prefixes that merely begin one another are fine while the separators keep the namespaces apart.
+    assert.equal(parse({ gh: { command: 'x' }, gh_admin: { command: 'y' }, ghx: { command: 'z' }, g: { command: 'w', separator: '-' } }).length, 4);
+  });
+
+  it('compares every pair of the most servers a file may name, and names the pair that overlaps', () => {
+    const servers: Record<string, unknown> = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`s${i}`, { command: 'x' }]));
+    assert.equal(parseUpstreams(JSON.stringify({ mcpServers: servers }), {}).length, 64);
+    servers['s63'] = { command: 'x', prefix: 's4', separator: '2_' };
+    assert.equal(
+      failure(JSON.stringify({ mcpServers: servers })),
+      'Upstreams "s42" and "s63" overlap: every tool name of "s42" ("s42__…") begins with "s42_", the namespace of "s63" (prefix "s4" and separator "2_"), ' +
+        'so either could list the other\'s names; change the "prefix" or "separator" of one so that neither namespace begins the other.',
+    );
   });
 
   it('never puts a variable value into a message, whatever the value', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { digestOf } from '../../src/upstreams/canonical-json.js';
+import { canonicalJson, digestOf } from '../../src/upstreams/canonical-json.js';
 import { checkDefinitions, DEFINITION_LIMITS, printable, type DefinitionRefusal } from '../../src/upstreams/definitions.js';
 
 const GH = { name: 'github', prefix: 'gh', separator: '__', tools: undefined };
@@ -144,6 +144,66 @@ describe('checkDefinitions', () => {
     assert.equal(checkDefinitions(GH, [tool('ok', { description: fine })]).tools[0]?.description, fine);
   });
 
+  it('refuses hidden characters anywhere in either schema, a key too, naming the JSON path', () => {
+    const schema = (extra: Record<string, unknown>) => ({ type: 'object', properties: { q: { type: 'string', ...extra } } });
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [
+        { inputSchema: schema({ description: 'A query.\u{E0049}\u{E0047}\u{E004E}' }) },
+        'its inputSchema.properties.q.description holds the hidden or control character U+E0049',
+      ],
+      [{ inputSchema: { ...OBJECT, title: 'Search\u202E' } }, 'its inputSchema.title holds the hidden or control character U+202E'],
+      [{ inputSchema: schema({ enum: ['a', 'b\u{E0041}'] }) }, 'its inputSchema.properties.q.enum[1] holds the hidden or control character U+E0041'],
+      [{ inputSchema: schema({ default: 'x\u0007' }) }, 'its inputSchema.properties.q.default holds the hidden or control character U+0007'],
+      [
+        { inputSchema: schema({ examples: [{ deep: ['ok', 'no\u2066'] }] }) },
+        'its inputSchema.properties.q.examples[0].deep[1] holds the hidden or control character U+2066',
+      ],
+      [{ inputSchema: schema({ const: 'lone \uDC00' }) }, 'its inputSchema.properties.q.const holds the hidden or control character U+DC00'],
+      [
+        { inputSchema: { type: 'object', properties: { 'safe\u{E0020}key': { type: 'string' } } } },
+        'its inputSchema.properties["safe\\u{E0020}key"] has a key that holds the hidden or control character U+E0020',
+      ],
+      [
+        { inputSchema: { type: 'object', $defs: { 'a b': { title: 'T\r' } } } },
+        'its inputSchema.$defs["a b"].title holds the hidden or control character U+000D',
+      ],
+      [
+        { outputSchema: { type: 'object', properties: { url: { type: 'string', description: 'The URL.\u{E0100}' } } } },
+        'its outputSchema.properties.url.description holds the hidden or control character U+E0100',
+      ],
+    ];
+    for (const [extra, reason] of cases) assert.equal(reasonFor(extra), reason);
+    const fine = schema({ description: 'Lines\n\tindented, emoji 👩‍💻 ❤️, 日本語.', enum: ['ä', 'b c'], default: 'ä', examples: [1, null, true] });
+    assert.equal(checkDefinitions(GH, [tool('ok', { inputSchema: fine, outputSchema: fine })]).tools.length, 1);
+  });
+
+  it('refuses a tool with a hidden character hidden at any place in a large schema, among many tools listed at once', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 199 }), { minLength: 1, maxLength: 20 }),
+        fc.constantFrom('\u{E0041}', '\u202E', '\u200F', '\u0000', '\u{E01EF}'),
+        (poisoned, hidden) => {
+          const wire = Array.from({ length: 200 }, (_, i) => {
+            const properties: Record<string, unknown> = Object.fromEntries(
+              Array.from({ length: 20 }, (_, p) => [`p${p}`, { type: 'string', description: `Field ${p}.`, enum: ['x', 'y'] }]),
+            );
+            if (poisoned.includes(i)) properties[`p${i % 20}`] = { type: 'string', description: `Field.`, enum: ['x', `y${hidden}`] };
+            return tool(`t${i}`, { inputSchema: { type: 'object', properties } });
+          });
+          const { tools, refused } = checkDefinitions(GH, wire);
+          const refusedNames = [...new Set(poisoned)].sort((a, b) => a - b).map((i) => `t${i}`);
+          assert.deepEqual(
+            refused.map((r) => r.upstreamName),
+            refusedNames,
+          );
+          assert.equal(tools.length, 200 - refusedNames.length);
+          for (const r of refused) assert.match(r.reason, /^its inputSchema\.properties\.p\d+\.enum\[1\] holds the hidden or control character U\+/);
+        },
+      ),
+      { numRuns: 10 },
+    );
+  });
+
   it('refuses input and output schemas that are not type object', () => {
     assert.equal(reasonFor({ inputSchema: undefined }), 'has no "inputSchema" object (MCP requires a JSON Schema with "type": "object")');
     assert.equal(reasonFor({ inputSchema: [] }), 'has no "inputSchema" object (MCP requires a JSON Schema with "type": "object")');
@@ -175,6 +235,25 @@ describe('checkDefinitions', () => {
       { upstreamName: 't512', reason: 'is past the 512 tools one upstream may have' },
       { upstreamName: 't513', reason: 'is past the 512 tools one upstream may have' },
     ]);
+  });
+
+  it(`serves at most ${DEFINITION_LIMITS.upstreamBytes / 1024 / 1024} MiB of definitions of one upstream; once one does not fit, the rest are refused`, () => {
+    // Each definition just under the per-tool bound, so a list within every per-tool bound is still huge.
+    const big = (name: string) => tool(name, { _meta: { icon: 'x'.repeat(DEFINITION_LIMITS.definitionBytes - 200) } });
+    const size = Buffer.byteLength(canonicalJson(big('t00')));
+    const fit = Math.floor(DEFINITION_LIMITS.upstreamBytes / size);
+    const wire = [...Array.from({ length: fit + 3 }, (_, i) => big(`t${String(i).padStart(2, '0')}`)), tool('small')];
+    const { tools, refused } = checkDefinitions(GH, wire);
+    assert.equal(tools.length, fit);
+    const reason = 'is past the 4 MiB of definitions one upstream may have';
+    assert.deepEqual(refused, [
+      ...Array.from({ length: 3 }, (_, i) => ({ upstreamName: `t${String(fit + i).padStart(2, '0')}`, reason })),
+      { upstreamName: 'small', reason },
+    ]);
+    const served = tools.reduce((sum, t) => sum + Buffer.byteLength(canonicalJson(t.wire)), 0);
+    assert.ok(served <= DEFINITION_LIMITS.upstreamBytes, `${served} bytes served`);
+    // A refused tool takes none of the budget.
+    assert.equal(checkDefinitions(GH, [tool('bad name', { _meta: { icon: 'x'.repeat(200_000) } }), ...wire.slice(0, fit)]).tools.length, fit);
   });
 
   it('never throws and serves only names that pass the rule, whatever an upstream lists', () => {

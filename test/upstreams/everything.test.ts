@@ -206,12 +206,16 @@ describe("an upstream's slots, shared between callers", () => {
   const cleanups = new Cleanups();
   let app: FastifyInstance;
   let source: UpstreamSource;
+  let received: string;
   const A = { authorization: 'Bearer key-a-0123456789abcdef' };
   const B = { authorization: 'Bearer key-b-0123456789abcdef' };
 
   before(async () => {
     const dir = await temporaryDirectory(cleanups);
-    const config = JSON.stringify({ mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'], maxConcurrency: 2 } } });
+    received = path.join(dir, 'received.log');
+    const config = JSON.stringify({
+      mcpServers: { every: { command: process.execPath, args: [RECORDING, received, process.execPath, EVERYTHING, 'stdio'], maxConcurrency: 2 } },
+    });
     const file = path.join(dir, 'upstreams.json');
     await writeFile(file, config);
     const registry = new ToolRegistry();
@@ -233,18 +237,21 @@ describe("an upstream's slots, shared between callers", () => {
     await cleanups.run();
   });
 
-  it('a caller that floods one upstream through its tools holds half its slots: another caller is answered at once', async () => {
-    let flooderDone = false;
+  it('a caller that floods one upstream through its tools holds half its slots: another caller is answered before any of its calls ends', async () => {
+    let firstOfA: string | undefined;
     const long = { duration: 30, steps: 30 };
-    const flood = Promise.all(
-      ['every__trigger-long-running-operation', 'every__trigger-long-running-operation', 'every__trigger-long-running-operation'].map((tool) =>
-        app.inject({ method: 'POST', url: `/tools/${tool}`, headers: A, payload: long }),
-      ),
-    ).then((answers) => ((flooderDone = true), answers));
+    const flood = [1, 2, 3].map((n) =>
+      app.inject({ method: 'POST', url: '/tools/every__trigger-long-running-operation', headers: A, payload: long }).then((answer) => {
+        firstOfA ??= `call ${n} of A ended first`;
+        return answer;
+      }),
+    );
+    await until(async () => (await readFile(received, 'utf8')).includes('trigger-long-running-operation'), "A's calls to reach the upstream");
     const answer = await app.inject({ method: 'POST', url: '/tools/every__echo', headers: B, payload: { message: 'b' } });
     assert.deepEqual(answer.json(), { content: [{ type: 'text', text: 'Echo: b' }], isError: false });
-    assert.equal(flooderDone, false, "the flooder's calls still run: B did not wait for them");
+    // Without a share per caller, A holds both slots and B's call waits for one of A's to end.
+    assert.equal(firstOfA, undefined, 'B was answered while all of A\'s calls still ran or waited');
     await app.close();
-    await flood;
+    await Promise.all(flood);
   });
 });

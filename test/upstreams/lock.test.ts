@@ -62,6 +62,53 @@ describe('lockOf and formatLock', () => {
   });
 });
 
+describe('formatLock with hidden characters', () => {
+  // What an earlier toolport pinned, or a hand-made lock: checkDefinitions refuses these now, so the definition is made here.
+  const smuggled = {
+    name: 'note',
+    description: 'A note.',
+    inputSchema: {
+      type: 'object',
+      properties: { text: { type: 'string', description: 'The text.\u{E0049}\u{E0067}\u{E006E}', enum: ['a\u202Eb', 'c\u200Bd', 'e\u00A0f', 'g\u2028h'] } },
+    },
+    _meta: { 'key\u{E0041}': 'private \u{F0000}', emoji: '👩‍💻 ❤️ 日本語' },
+  };
+  const pinned = (wire: Record<string, unknown>): UpstreamToolDefinition => ({
+    name: `s__${String(wire['name'])}`,
+    upstreamName: String(wire['name']),
+    description: '',
+    title: undefined,
+    inputSchema: { type: 'object' },
+    outputSchema: undefined,
+    annotations: undefined,
+    digest: digestOf(wire),
+    wire,
+  });
+
+  it('writes every character a reviewer would not see as a \\u escape, and reads back the same lock', () => {
+    const lock = lockOf(new Map([['s', [pinned(smuggled)]]]));
+    const text = formatLock(lock);
+    for (const line of text.split('\n')) assert.match(line, /^[\x20-\x7e]*$|👩/u, `a line with hidden characters: ${JSON.stringify(line)}`);
+    assert.ok(text.includes('"description": "The text.\\udb40\\udc49\\udb40\\udc67\\udb40\\udc6e"'), text);
+    assert.ok(text.includes('"a\\u202eb"') && text.includes('"c\\u200bd"') && text.includes('"e\\u00a0f"') && text.includes('"g\\u2028h"'), text);
+    assert.ok(text.includes('"key\\udb40\\udc41": "private \\udb80\\udc00"'), text);
+    assert.ok(text.includes('"emoji": "👩\\u200d💻 ❤️ 日本語"'), text);
+    assert.deepEqual(parseLock(text, 'toolport.lock.json'), lock);
+    assert.equal(digestOf(parseLock(text, 'toolport.lock.json').upstreams['s']!['note']!.definition), digestOf(smuggled));
+  });
+
+  it('diff text writes them out too, for a definition the lock holds and for one listed now', () => {
+    const lock = lockOf(new Map([['s', [pinned(smuggled)]]]));
+    const clean = { name: 'note', description: 'A note.', inputSchema: { type: 'object' } };
+    const text = diffLock(lock, new Map([['s', [pinned(clean)]]])).text;
+    for (const line of text.split('\n')) assert.match(line, /^[\x20-\x7e…]*$|👩/u, `a line with hidden characters: ${JSON.stringify(line)}`);
+    assert.match(text, /^ {4}- +"description": "The text\.\\u\{E0049\}\\u\{E0067\}\\u\{E006E\}",$/m);
+    assert.match(text, /^ {4}- +"key\\u\{E0041\}": "private \\u\{F0000\}"$/m);
+    const reversed = diffLock(lockOf(new Map([['s', [pinned(clean)]]])), new Map([['s', [pinned(smuggled)]]])).text;
+    assert.match(reversed, /^ {4}\+ +"description": "The text\.\\u\{E0049\}\\u\{E0067\}\\u\{E006E\}",$/m);
+  });
+});
+
 describe('writeLock and readLock', () => {
   it('write atomically and read back what was written, leaving no temporary file', async (t) => {
     const dir = await temporaryDirectory(t);

@@ -103,7 +103,7 @@ describe('toolport serve with upstreams from a Claude Desktop config', () => {
     });
     const result = (await response.json()) as { content: Array<{ text: string }> };
     const env = JSON.parse(result.content[0]!.text) as Record<string, string>;
-    assert.equal(env.UPSTREAM_TOKEN, SECRET);
+    assert.equal(env.UPSTREAM_TOKEN, '[redacted]', 'the upstream got its secret, and its answer does not carry it back');
     assert.deepEqual(
       Object.keys(env).filter((name) => name !== 'UPSTREAM_TOKEN' && name !== 'PATH' && name !== 'HOME'),
       [],
