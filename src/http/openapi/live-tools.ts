@@ -9,8 +9,9 @@ const TOOL_TAG = 'tools';
  * The document as the registry is now. Routes, and so the operations @fastify/swagger documents,
  * are made once, when the app is built; a tool source whose tools change later (an upstream that
  * sent `list_changed`) is served through `POST /tools/{name}`. Here each tool gets its operation
- * all the same (shaped as the built ones, from one of them), and a tool no longer registered loses
- * its. Made again only when the registry's list changes.
+ * all the same (shaped as the built ones, from one of them), a source's tool the one of its
+ * definition now, and a tool no longer registered loses its. Made again only when the registry's
+ * list changes.
  */
 export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocument) => OpenAPIDocument {
   let madeFor: readonly ToolDef[] | undefined;
@@ -33,7 +34,8 @@ export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocum
     if (template !== undefined) {
       for (const tool of tools) {
         const path = `/tools/${tool.name}`;
-        if (paths[path] === undefined) paths[path] = { post: operationOf(tool, template) };
+        // A source's tool is described as it is now: its definition may have changed since its route was made.
+        if (paths[path] === undefined || registry.sourceOf(tool.name) !== '') paths[path] = { post: operationOf(tool, template) };
       }
     }
     madeFor = tools;
