@@ -10,6 +10,10 @@ const PROPERTY_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 const ROOT_COMBINATORS = ['oneOf', 'anyOf', 'allOf'] as const;
 // The longest delay setTimeout honours; past it, it fires after 1 ms.
 const MAX_TIMEOUT_MS = 2_147_483_647;
+// Ajv instances whose compilations a source's tools may use at once (see `#reusable`).
+const MAX_GENERATIONS = 2;
+
+type Ajv = ReturnType<typeof createAjv>;
 
 interface Entry {
   tool: ToolDef;
@@ -18,6 +22,8 @@ interface Entry {
   validate: InputValidator;
   /** Present when the tool declares an output schema. */
   checkOutput: OutputValidator | undefined;
+  /** The Ajv that compiled the schemas: the registry's own, or one made for a `replaceSource`. */
+  ajv: Ajv;
 }
 
 /**
@@ -33,8 +39,6 @@ export class ToolRegistry {
   #scoped = new WeakMap<ToolScope, Published>();
   // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
   readonly #ajv = createAjv();
-  // A source's schemas (an upstream's) are not the operator's code: their patterns run on a linear-time engine.
-  #sourceAjv: ReturnType<typeof createAjv> | undefined;
   readonly #listeners = new Set<() => void>();
 
   /** Adds a tool; throws `ToolRegistrationError` naming the tool and the rule it breaks. */
@@ -51,14 +55,23 @@ export class ToolRegistry {
    * changes at run time (an upstream MCP server). The source keeps its place in the order; a new
    * source goes last. A tool that breaks a rule, or whose name another source holds (a built-in is
    * never shadowed), is left out and returned with the reason; the others are served.
+   *
+   * A source's schemas are not the operator's code: they compile with an Ajv for untrusted
+   * schemas (see `createAjv`), a new one for each call, so an `$id` never meets its own earlier
+   * compilation or another source's, and what a replaced tool compiled goes with its Ajv. A tool
+   * whose schemas are unchanged keeps its compiled validators: a re-list compiles only what changed.
    */
   replaceSource(source: string, tools: readonly ToolDef[]): Array<{ name: string; reason: string }> {
     if (source === '') throw new Error('replaceSource needs a source name');
     const refused: Array<{ name: string; reason: string }> = [];
     const fresh = new Map<string, Entry>();
+    const reusable = this.#reusable(source, tools);
+    let ajv: Ajv | undefined;
+    const newAjv = (): Ajv => (ajv ??= createAjv({ untrusted: true }));
     for (const tool of tools) {
       try {
-        const entry = this.#check(tool, source);
+        const earlier = typeof tool?.name === 'string' ? reusable.get(tool.name) : undefined;
+        const entry = this.#check(tool, source, earlier ?? newAjv);
         const holder = this.#entries.get(entry.tool.name);
         if (fresh.has(entry.tool.name) || (holder !== undefined && holder.source !== source)) {
           throw new ToolRegistrationError(entry.tool.name, 'a tool with this name is already registered');
@@ -88,6 +101,27 @@ export class ToolRegistry {
     return refused;
   }
 
+  /**
+   * The entries of `source` whose compiled schemas the tools of the same name in `tools` can keep.
+   * An Ajv holds every schema it compiled, replaced ones too, for as long as one of its
+   * validators is in use: when keeping would leave the source's tools on more than
+   * `MAX_GENERATIONS` instances, none is kept and all compile anew, so a source holds at most that
+   * many lists' worth of compiled schemas however its tools change.
+   */
+  #reusable(source: string, tools: readonly ToolDef[]): Map<string, Entry> {
+    const reusable = new Map<string, Entry>();
+    const generations = new Set<Ajv>();
+    let compiles = false;
+    for (const tool of tools) {
+      const earlier = typeof tool?.name === 'string' ? this.#entries.get(tool.name) : undefined;
+      if (earlier !== undefined && earlier.source === source && sameSchemas(earlier.tool, tool)) {
+        reusable.set(tool.name, earlier);
+        generations.add(earlier.ajv);
+      } else compiles = true;
+    }
+    return generations.size + (compiles ? 1 : 0) > MAX_GENERATIONS ? new Map() : reusable;
+  }
+
   /** The source a tool came from (`replaceSource`); '' for a tool registered alone, undefined for no such tool. */
   sourceOf(name: string): string | undefined {
     return this.#entries.get(name)?.source;
@@ -105,8 +139,11 @@ export class ToolRegistry {
     for (const listener of this.#listeners) listener();
   }
 
-  /** Checks a tool against every rule and compiles its schemas; throws `ToolRegistrationError`. */
-  #check(tool: ToolDef, source = ''): Entry {
+  /**
+   * Checks a tool against every rule and compiles its schemas with `compiler` (or keeps those of
+   * `compiler`, an earlier entry with the same schemas); throws `ToolRegistrationError`.
+   */
+  #check(tool: ToolDef, source = '', compiler: Entry | (() => Ajv) = () => this.#ajv): Entry {
     const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
     if (typeof tool?.name !== 'string' || !TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
     if (typeof tool.description !== 'string') throw new ToolRegistrationError(name, 'the description must be a string');
@@ -127,27 +164,25 @@ export class ToolRegistry {
     if (badProperty !== undefined) {
       throw new ToolRegistrationError(name, `property name ${JSON.stringify(badProperty)} must match ${PROPERTY_NAME.source}`);
     }
+    if (typeof compiler !== 'function') return { tool, source, validate: compiler.validate, checkOutput: compiler.checkOutput, ajv: compiler.ajv };
+    const ajv = compiler();
     let validate: InputValidator;
     try {
-      validate = compileInputSchema(tool.inputSchema, this.#ajvFor(source));
+      validate = compileInputSchema(tool.inputSchema, ajv);
     } catch (err) {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }
-    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, source);
-    return { tool, source, validate, checkOutput };
-  }
-
-  #ajvFor(source: string): ReturnType<typeof createAjv> {
-    return source === '' ? this.#ajv : (this.#sourceAjv ??= createAjv({ linearPatterns: true }));
+    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, ajv);
+    return { tool, source, validate, checkOutput, ajv };
   }
 
   /** The output schema checked as input schemas are, where MCP's rules allow: its root an object. */
-  #compileOutput(name: string, schema: unknown, source: string): OutputValidator {
+  #compileOutput(name: string, schema: unknown, ajv: Ajv): OutputValidator {
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
       throw new ToolRegistrationError(name, 'the output schema\'s root must be { "type": "object" }');
     }
     try {
-      return compileOutputSchema(schema as ObjectSchema, this.#ajvFor(source));
+      return compileOutputSchema(schema as ObjectSchema, ajv);
     } catch (err) {
       throw new ToolRegistrationError(name, `the output schema does not compile: ${(err as Error).message}`);
     }
@@ -246,6 +281,12 @@ function sameTool(a: ToolDef, b: ToolDef): boolean {
   if (a === b) return true;
   const published = (t: ToolDef) => JSON.stringify([t.name, t.description, t.inputSchema, t.outputSchema, t.annotations, t.timeoutMs, t.maxConcurrency]);
   return published(a) === published(b);
+}
+
+/** Whether two tools declare the same schemas, so one's compiled validators serve the other. */
+function sameSchemas(a: ToolDef, b: ToolDef): boolean {
+  if (a.inputSchema === b.inputSchema && a.outputSchema === b.outputSchema) return true;
+  return JSON.stringify([a.inputSchema, a.outputSchema]) === JSON.stringify([b.inputSchema, b.outputSchema]);
 }
 
 /** Walks a schema and returns the first property name (at any depth) that breaks the rule. */

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type FuncKeywordDefinition, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { linearRegExp } from './linear-regexp.js';
@@ -26,22 +26,98 @@ const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: 
  * defaults filled in. Non-strict so hand-written schemas may carry annotations (`examples`,
  * `$comment`, vendor keywords) without failing to compile. This instance collects every error;
  * `compileInputSchema` pairs it with one that stops at the first, for untrusted input.
+ *
+ * `untrusted` is for schemas toolport did not write (a source's, such as an upstream MCP
+ * server's): none of Ajv's costs that grow faster than the schema or the value (see
+ * `UNTRUSTED_OPTIONS` and `uniqueItems` below), and nothing written to the console. Each such
+ * instance keeps every schema it compiled until it is collected itself: give each set of schemas
+ * one of its own.
  */
-export function createAjv(options: { linearPatterns?: boolean } = {}): Ajv {
-  const extra = options.linearPatterns === true ? LINEAR_PATTERNS : undefined;
-  const ajv = addFormats(new Ajv({ ...AJV_OPTIONS, ...extra, allErrors: true }));
-  if (extra !== undefined) extraOptions.set(ajv, extra);
+export function createAjv(options: { untrusted?: boolean } = {}): Ajv {
+  const untrusted = options.untrusted === true;
+  const ajv = makeAjv(Ajv, true, untrusted);
+  if (untrusted) untrustedInstances.add(ajv);
   else standardInstances.add(ajv);
   return ajv;
 }
 
-/** With `linearPatterns`, `pattern` and `patternProperties` run on RE2 (see linear-regexp.ts): for schemas toolport did not write. */
-const LINEAR_PATTERNS = { code: { regExp: linearRegExp } } as const;
+/**
+ * For schemas toolport did not write. `pattern` and `patternProperties` run on RE2 (see
+ * linear-regexp.ts). A `$ref` compiles to a call, not a copy: inlined, a 5 KB schema whose
+ * `$defs` entry is referenced 100 times took 1.8 s and 124 MiB to compile. Ajv's optimisation
+ * pass is quadratic in the nesting of the code it makes, which grows with the properties: off,
+ * a 1,000-property schema compiles in a third of the time. Ajv's logger would write a schema's
+ * whole generated code (megabytes) to stderr when it fails to compile.
+ */
+const UNTRUSTED_OPTIONS = { code: { regExp: linearRegExp, optimize: false }, inlineRefs: false, logger: false } as const;
+
+/** An instance of `Class` (draft-07's Ajv or Ajv2020) with the options of its kind and the formats. */
+function makeAjv(Class: typeof Ajv | typeof Ajv2020, allErrors: boolean, untrusted: boolean): Ajv {
+  const ajv = addFormats(new Class({ ...AJV_OPTIONS, ...(untrusted ? UNTRUSTED_OPTIONS : undefined), allErrors }) as Ajv);
+  if (untrusted) ajv.removeKeyword('uniqueItems').addKeyword(LINEAR_UNIQUE_ITEMS);
+  return ajv;
+}
 
 // Instances made by createAjv without options: a schema that stands alone compiles the same in any of them.
 const standardInstances = new WeakSet<Ajv>();
-// The options an instance was made with beyond the usual, which its twins are made with too.
-const extraOptions = new WeakMap<Ajv, typeof LINEAR_PATTERNS>();
+// Instances made by createAjv for untrusted schemas, whose twins are made so too.
+const untrustedInstances = new WeakSet<Ajv>();
+
+/**
+ * `uniqueItems` in time linear in the array: Ajv's own compares every pair of items unless their
+ * schema declares them scalar, and 40,000 one-element arrays (300 KB) held the event loop for 11 s.
+ * Each item gets an identity shared by every item deep-equal to it (as Ajv's `equal` has it: the
+ * same keys in any order, arrays in order), so one pass finds the first duplicate.
+ */
+const linearUniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]): boolean => {
+  if (!unique) return true;
+  const identities = new Identities();
+  const seen = new Map<number, number>();
+  for (const [i, item] of items.entries()) {
+    const identity = identities.of(item);
+    const j = seen.get(identity);
+    if (j !== undefined) {
+      // Ajv empties `errors` before each call and reads it after a failure.
+      linearUniqueItems.errors = [
+        { keyword: 'uniqueItems', params: { i, j }, message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)` },
+      ];
+      return false;
+    }
+    seen.set(identity, i);
+  }
+  return true;
+};
+const LINEAR_UNIQUE_ITEMS: FuncKeywordDefinition = { keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', errors: true, validate: linearUniqueItems };
+
+/**
+ * Gives each JSON value a number that every value deep-equal to it shares. A value's key is made
+ * of its parts' numbers, not their text, so it costs its own size however deeply it nests (a
+ * nesting too deep for the stack throws a RangeError, which the validators report as such).
+ */
+class Identities {
+  // A scalar is its own key; an array's or object's is text, kept apart so no string can pose as one.
+  readonly #scalars = new Map<unknown, number>();
+  readonly #composites = new Map<string, number>();
+
+  of(value: unknown): number {
+    if (typeof value !== 'object' || value === null) return this.#number(this.#scalars, value);
+    let key: string;
+    if (Array.isArray(value)) {
+      key = '[';
+      for (const item of value) key += `${this.of(item)},`;
+    } else {
+      key = '{';
+      for (const name of Object.keys(value).sort()) key += `${JSON.stringify(name)}:${this.of((value as Record<string, unknown>)[name])},`;
+    }
+    return this.#number(this.#composites, key);
+  }
+
+  #number<K>(numbers: Map<K, number>, key: K): number {
+    let number = numbers.get(key);
+    if (number === undefined) numbers.set(key, (number = this.#scalars.size + this.#composites.size));
+    return number;
+  }
+}
 
 /**
  * An Ajv that compiles as the first-error instances do and keeps the code, for Ajv's standalone
@@ -58,7 +134,7 @@ const firstErrorTwins = new WeakMap<Ajv, Ajv>();
 function firstErrorTwin(ajv: Ajv): Ajv {
   let twin = firstErrorTwins.get(ajv);
   if (twin === undefined) {
-    twin = addFormats(new Ajv({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: false }));
+    twin = makeAjv(Ajv, false, untrustedInstances.has(ajv));
     firstErrorTwins.set(ajv, twin);
   }
   return twin;
@@ -136,8 +212,8 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
   let twins = dialectTwins.get(ajv);
   if (twins === undefined) {
     twins = {
-      all: addFormats(new Ajv2020({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: true }) as unknown as Ajv),
-      first: addFormats(new Ajv2020({ ...AJV_OPTIONS, ...extraOptions.get(ajv), allErrors: false }) as unknown as Ajv),
+      all: makeAjv(Ajv2020, true, untrustedInstances.has(ajv)),
+      first: makeAjv(Ajv2020, false, untrustedInstances.has(ajv)),
     };
     dialectTwins.set(ajv, twins);
   }

@@ -3,6 +3,8 @@ import { describe, test } from 'node:test';
 import type { ErrorObject } from 'ajv';
 import {
   compileInputSchema,
+  compileOutputSchema,
+  createAjv,
   describeViolations,
   hasMoreValuesThan,
   MAX_LISTED_VIOLATIONS,
@@ -357,4 +359,95 @@ test('a schema that declares JSON Schema 2020-12 is compiled as 2020-12; one tha
   const tuple07 = compileInputSchema({ type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }] } } });
   assert.equal(tuple07({ pair: ['a', 1] }), true);
   assert.equal(tuple07({ pair: ['a', 'b'] }), false, 'the draft-07 tuple form still works');
+});
+
+describe('createAjv({ untrusted: true })', () => {
+  const uniqueIn = (items: Record<string, unknown> = {}): ObjectSchema => ({ type: 'object', properties: { a: { type: 'array', items, uniqueItems: true } } });
+  const untrusted = (schema: ObjectSchema) => compileInputSchema(schema, createAjv({ untrusted: true }));
+
+  test('uniqueItems: deep-equal items are duplicates whatever the order of their keys', () => {
+    const validate = untrusted(uniqueIn());
+    const items = [{ x: 1, y: [1, { z: 2, w: null }] }, [1, 2], { y: [1, { w: null, z: 2 }], x: 1 }];
+    assert.equal(validate({ a: items }), false);
+    assert.deepEqual(validate.explain({ a: items }), {
+      violations: [{ path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' }],
+      omitted: 0,
+      complete: true,
+    });
+    assert.equal(validate({ a: [0, -0] }), false, '0 and -0 are the same JSON number');
+    assert.equal(
+      validate({
+        a: [
+          [1, 2],
+          [2, 1],
+        ],
+      }),
+      true,
+      'arrays keep their order',
+    );
+  });
+
+  test('uniqueItems: values that print alike, or whose text could be confused, are not duplicates', () => {
+    const validate = untrusted(uniqueIn());
+    const items = [
+      1,
+      '1',
+      true,
+      'true',
+      null,
+      'null',
+      [1],
+      '[1]',
+      '[0,',
+      {},
+      '{',
+      [],
+      '[',
+      [[]],
+      [[], []],
+      { a: 1 },
+      { a: '1' },
+      { 'a:1': 1 },
+      ['1,2'],
+      ['1', '2'],
+    ];
+    assert.equal(validate({ a: items }), true);
+  });
+
+  test('uniqueItems: false allows duplicates; scalar items are checked the same way', () => {
+    const allowed = untrusted({ type: 'object', properties: { a: { type: 'array', uniqueItems: false } } });
+    assert.equal(allowed({ a: [{ x: 1 }, { x: 1 }] }), true);
+    const strings = untrusted(uniqueIn({ type: 'string' }));
+    assert.equal(strings({ a: ['x', 'y', 'x'] }), false);
+    assert.deepEqual(strings.explain({ a: ['x', 'y', 'x'] }).violations, [
+      { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
+    ]);
+  });
+
+  test('uniqueItems: an item nested too deeply to compare is reported, not thrown', () => {
+    const validate = untrusted(uniqueIn());
+    let deep: unknown = 0;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    assert.equal(validate({ a: [deep, 1] }), false);
+    assert.deepEqual(validate.explain({ a: [deep, 1] }).violations, [{ path: '$', message: 'is nested too deeply to check' }]);
+  });
+
+  test('uniqueItems: the same in a 2020-12 schema and in an output schema', () => {
+    const schema2020: ObjectSchema = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...uniqueIn() };
+    const input = compileInputSchema(schema2020, createAjv({ untrusted: true }));
+    const output = compileOutputSchema(uniqueIn(), createAjv({ untrusted: true }));
+    for (const validate of [input, output]) {
+      assert.equal(validate({ a: [[1], [2]] }), true);
+      assert.deepEqual(validate.explain({ a: [[1], [2], [1]] }).violations, [
+        { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
+      ]);
+    }
+  });
+
+  test('writes nothing to the console: an unknown format is ignored quietly', (t) => {
+    const warn = t.mock.method(console, 'warn', () => undefined);
+    const validate = untrusted({ type: 'object', properties: { s: { type: 'string', format: 'no-such-format' } } });
+    assert.equal(validate({ s: 'anything' }), true);
+    assert.equal(warn.mock.callCount(), 0);
+  });
 });
