@@ -1,3 +1,4 @@
+import { Console } from 'node:console';
 import type { Readable, Writable } from 'node:stream';
 import { loadConfig, workspaceWarning } from '../config/config.js';
 import { ANYONE, Gateway } from '../core/gateway.js';
@@ -35,6 +36,12 @@ export async function serveMcpStdio(
   let graceMs: number;
   let upstreams: UpstreamSource | undefined;
   let registry: Awaited<ReturnType<typeof createToolset>>;
+  if (output === process.stdout) consoleToStderr();
+  // A SIGTERM or SIGINT during start-up (an upstream's handshake can take a while) exits through
+  // `exit`, whose exit hook ends the process groups started so far; the default action would not.
+  const stopEarly = (): void => exit(0);
+  process.once('SIGTERM', stopEarly);
+  process.once('SIGINT', stopEarly);
   try {
     const config = loadConfig(env);
     graceMs = config.shutdownGraceMs;
@@ -62,6 +69,9 @@ export async function serveMcpStdio(
     await upstreams?.stop();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     return 1;
+  } finally {
+    process.off('SIGTERM', stopEarly);
+    process.off('SIGINT', stopEarly);
   }
 
   const shutdown = new AbortController();
@@ -110,4 +120,15 @@ function drained(output: Writable): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * Sends what `console.*` writes to standard error: standard output carries the protocol alone, and
+ * a library's `console.log` or `console.debug` there would reach the client as a broken message.
+ */
+function consoleToStderr(): void {
+  const toStderr = new Console({ stdout: process.stderr, stderr: process.stderr });
+  for (const method of ['log', 'info', 'debug', 'dir', 'dirxml', 'table', 'group', 'groupCollapsed', 'count', 'timeLog', 'timeEnd'] as const) {
+    (console as unknown as Record<string, unknown>)[method] = toStderr[method].bind(toStderr);
+  }
 }

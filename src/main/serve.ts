@@ -40,6 +40,20 @@ export async function serve(env: Record<string, string | undefined> = process.en
     reloadAsked = true;
   };
   process.on('SIGHUP', askedEarly);
+  // A SIGTERM or SIGINT before the handlers below are in place (an upstream's handshake can take a
+  // while) exits through process.exit: its exit hook ends the process groups started so far, which
+  // the default action, ending the process at once, would leave running.
+  const stopEarly = (signal: NodeJS.Signals): void => {
+    process.stderr.write(`toolport: ${signal} during start-up; exiting\n`);
+    process.exit(0);
+  };
+  process.on('SIGTERM', stopEarly);
+  process.on('SIGINT', stopEarly);
+  const startedUp = (): void => {
+    process.off('SIGHUP', askedEarly);
+    process.off('SIGTERM', stopEarly);
+    process.off('SIGINT', stopEarly);
+  };
   let upstreams: UpstreamSource | undefined;
   try {
     config = loadConfig(env);
@@ -108,11 +122,11 @@ export async function serve(env: Record<string, string | undefined> = process.en
       log: logger,
     });
     handleSignals(app, config, reload);
-    process.off('SIGHUP', askedEarly);
+    startedUp();
     if (reloadAsked) void reload();
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
-    process.off('SIGHUP', askedEarly);
+    startedUp();
     await upstreams?.stop();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     process.exitCode = 1;

@@ -1,14 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { forgetGroup, killProcessGroup, trackGroup } from '../os/proc/process.js';
+import { CLOSE_SLACK_MS, killProcessGroup, trackGroup } from '../os/proc/process.js';
 
-/** Longest stderr line kept whole in the log; the rest of a longer one is cut. */
+const MiB = 1024 * 1024;
+/** Largest message an upstream may send (one line on stdout, or on an HTTP stream) before it is taken as broken. */
+export const MAX_MESSAGE_BYTES = 32 * MiB;
+/** Output the process has not read yet past which it is taken as not reading its input at all. */
+export const MAX_UNSENT_BYTES = 8 * MiB;
+/** Longest stderr line kept in the log; the rest of a longer one is left out. */
 const MAX_STDERR_LINE = 4096;
+/** Text read past the cut of a long stderr line before it is redacted, so a secret that spans the cut is still found. */
+const STDERR_REDACT_SLACK = 4096;
 /** Most stderr lines logged per second; past it, lines are counted and the count logged. */
 const MAX_STDERR_LINES_PER_SECOND = 50;
-/** Largest message an upstream may send on stdout before it is taken as broken. */
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export interface StdioTransportOptions {
   command: string;
@@ -25,8 +30,9 @@ export interface StdioTransportOptions {
 /**
  * MCP's stdio transport for an upstream process, with what the SDK's own transport lacks for a
  * server: the process leads its own process group, so stopping it ends whatever it started too
- * (and the server's exit does, through `trackGroup`); it gets only the environment given; its
- * stderr goes to the log line by line, bounded; a message stream that grows past a bound ends it.
+ * (and so does the leader's own exit, and the server's, through `trackGroup`); it gets only the
+ * environment given; its stderr goes to the log line by line, bounded; a message longer than
+ * {@link MAX_MESSAGE_BYTES}, or more than {@link MAX_UNSENT_BYTES} of input it does not read, ends it.
  */
 export class StdioProcessTransport implements Transport {
   onclose?: () => void;
@@ -34,9 +40,11 @@ export class StdioProcessTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   readonly #options: StdioTransportOptions;
-  readonly #buffer = new ReadBuffer({ maxBufferSize: MAX_MESSAGE_BYTES });
+  readonly #lines = new LineSplitter(MAX_MESSAGE_BYTES);
   #child: ChildProcess | undefined;
   #closed = false;
+  #groupKilled = false;
+  #closeTimer: NodeJS.Timeout | undefined;
   /** How the process ended, for the error results of calls it took with it. */
   exit: string | undefined;
 
@@ -62,11 +70,20 @@ export class StdioProcessTransport implements Transport {
         if (child.pid !== undefined) trackGroup(child.pid, 'SIGKILL');
         resolve();
       });
-      child.once('close', (code, signal) => {
+      child.once('exit', (code, signal) => {
         this.exit ??= signal !== null ? `killed by ${signal}` : `exited with status ${code}`;
-        if (child.pid !== undefined) forgetGroup(child.pid);
-        this.#ended();
+        // The leader is gone: what it started in its group goes too (helpers would outlive every
+        // restart), and a process that left the group and holds the pipes open cannot keep the
+        // connection alive; what the leader wrote before it exited is read in the meantime.
+        this.#killGroup();
+        this.#closeTimer = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          this.#ended();
+        }, CLOSE_SLACK_MS);
+        this.#closeTimer.unref();
       });
+      child.once('close', () => this.#ended());
       child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk));
       child.stdin!.on('error', (err) => this.onerror?.(err));
       forwardStderr(child, log, redact);
@@ -75,26 +92,36 @@ export class StdioProcessTransport implements Transport {
 
   #read(chunk: Buffer): void {
     try {
-      this.#buffer.append(chunk);
-      for (let message = this.#buffer.readMessage(); message !== null; message = this.#buffer.readMessage()) this.onmessage?.(message);
+      this.#lines.push(chunk, (line) => {
+        if (this.#closed) return false;
+        const message = parseLine(line);
+        if (message !== undefined) this.onmessage?.(message);
+        return true;
+      });
     } catch (err) {
       // A line that is not JSON-RPC, or one past the bound: the stream cannot be trusted further.
-      this.exit = `sent what is not a JSON-RPC message (${(err as Error).message.split('\n')[0]})`;
+      this.exit ??= err instanceof MessageTooLargeError ? err.message : `sent what is not a JSON-RPC message (${(err as Error).message.split('\n')[0]})`;
       this.onerror?.(err as Error);
       void this.close();
     }
   }
 
+  /**
+   * Writes at once and never waits for 'drain' (a listener per message is what a process that
+   * does not read would pile up); the bound on what it has not read yet is the backpressure.
+   */
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const stdin = this.#child?.stdin;
-      if (stdin === undefined || stdin === null || this.#closed) {
-        reject(new Error('the upstream process is not running'));
-        return;
-      }
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
-    });
+    const stdin = this.#child?.stdin;
+    if (stdin === undefined || stdin === null || this.#closed || !stdin.writable) return Promise.reject(new Error('the upstream process is not running'));
+    if (stdin.writableLength > MAX_UNSENT_BYTES) {
+      this.exit ??= `did not read its input (more than ${MAX_UNSENT_BYTES / MiB} MiB waited for it)`;
+      // What it will never read is let go of now, not when the process is gone.
+      stdin.destroy();
+      void this.close();
+      return Promise.reject(new Error(`the upstream process ${this.exit}`));
+    }
+    stdin.write(serializeMessage(message));
+    return Promise.resolve();
   }
 
   async close(): Promise<void> {
@@ -102,26 +129,99 @@ export class StdioProcessTransport implements Transport {
     if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       this.exit ??= 'stopped by toolport';
       child.stdin?.end();
-      killProcessGroup(child.pid);
+      this.#killGroup();
     }
     this.#ended();
   }
 
+  /** SIGTERM to the group, SIGKILL later if any of it is left; `killProcessGroup` stops tracking the group once it is empty. */
+  #killGroup(): void {
+    const pid = this.#child?.pid;
+    if (pid === undefined || this.#groupKilled) return;
+    this.#groupKilled = true;
+    killProcessGroup(pid);
+  }
+
   #ended(): void {
+    clearTimeout(this.#closeTimer);
     if (this.#closed) return;
     this.#closed = true;
-    this.#buffer.clear();
+    this.#lines.clear();
     this.onclose?.();
   }
 }
 
-/** The process's stderr in the log, a line per entry, cut and rate-bounded so a chatty process cannot flood it. */
+/** A line on stdout as a message: undefined for a line that is not JSON (skipped, as the SDK's transport does); throws for JSON that is not JSON-RPC. */
+function parseLine(line: Buffer): JSONRPCMessage | undefined {
+  const text = line.toString('utf8', 0, line.length > 0 && line[line.length - 1] === 0x0d ? line.length - 1 : line.length);
+  try {
+    return deserializeMessage(text);
+  } catch (err) {
+    if (err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+}
+
+class MessageTooLargeError extends Error {
+  override readonly name = 'MessageTooLargeError';
+}
+
+/**
+ * Splits a byte stream into lines, looking at each byte once: only the new chunk is searched for
+ * `\n`, and the pieces of a line are joined once, when it ends. (Joining and searching the whole
+ * buffer on every chunk, as the SDK's ReadBuffer does, is quadratic in the length of a line.)
+ */
+class LineSplitter {
+  readonly #maxBytes: number;
+  #pieces: Buffer[] = [];
+  #length = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Hands each line that `chunk` completes to `onLine`, which returns false to stop; throws `MessageTooLargeError` past the bound. */
+  push(chunk: Buffer, onLine: (line: Buffer) => boolean): void {
+    let start = 0;
+    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+      const piece = chunk.subarray(start, end);
+      this.#bound(piece.length);
+      const line = this.#length === 0 ? piece : Buffer.concat([...this.#pieces, piece], this.#length + piece.length);
+      this.clear();
+      start = end + 1;
+      if (!onLine(line)) return;
+    }
+    if (start === chunk.length) return;
+    this.#bound(chunk.length - start);
+    this.#pieces.push(chunk.subarray(start));
+    this.#length += chunk.length - start;
+  }
+
+  clear(): void {
+    this.#pieces = [];
+    this.#length = 0;
+  }
+
+  #bound(more: number): void {
+    if (this.#length + more <= this.#maxBytes) return;
+    this.clear();
+    throw new MessageTooLargeError(`sent more than ${this.#maxBytes / MiB} MiB without a line break`);
+  }
+}
+
+/**
+ * The process's stderr in the log, a line per entry, rate-bounded so a chatty process cannot flood
+ * it. A long line is redacted before it is cut to {@link MAX_STDERR_LINE}, with text past the cut
+ * to spare, and the rest of it is left out: a secret is never split between two entries.
+ */
 function forwardStderr(child: ChildProcess, log: Logger, redact: (text: string) => string): void {
   let partial = '';
+  // Inside a line already logged in part: the rest of it, up to the next newline, is left out.
+  let skipping = false;
   let windowStart = 0;
   let inWindow = 0;
   let dropped = 0;
-  const emit = (line: string): void => {
+  const emit = (line: string, cut: boolean): void => {
     const now = Date.now();
     if (now - windowStart >= 1000) {
       if (dropped > 0) log.warn({ dropped }, 'upstream stderr lines dropped (more than 50 a second)');
@@ -133,19 +233,28 @@ function forwardStderr(child: ChildProcess, log: Logger, redact: (text: string) 
       dropped++;
       return;
     }
-    log.info({ stderr: redact(line.length > MAX_STDERR_LINE ? `${line.slice(0, MAX_STDERR_LINE)}…` : line) }, 'upstream stderr');
+    const text = redact(line);
+    log.info({ stderr: cut || text.length > MAX_STDERR_LINE ? `${text.slice(0, MAX_STDERR_LINE)}…` : text }, 'upstream stderr');
   };
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop() ?? '';
-    if (partial.length > MAX_STDERR_LINE) {
-      emit(partial);
+    const pieces = chunk.split('\n');
+    const rest = pieces.pop() ?? '';
+    for (const piece of pieces) {
+      const line = partial + piece;
       partial = '';
+      if (skipping) skipping = false;
+      else if (line.trim() !== '') emit(line.replace(/\r$/, ''), false);
     }
-    for (const line of lines) if (line.trim() !== '') emit(line.replace(/\r$/, ''));
+    if (skipping) return;
+    partial += rest;
+    if (partial.length > MAX_STDERR_LINE + STDERR_REDACT_SLACK) {
+      emit(partial, true);
+      partial = '';
+      skipping = true;
+    }
   });
   child.stderr!.on('end', () => {
-    if (partial.trim() !== '') emit(partial);
+    if (!skipping && partial.trim() !== '') emit(partial, false);
   });
 }

@@ -1,20 +1,28 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { digestOf } from '../../src/upstreams/canonical-json.js';
-import { parseUpstreams } from '../../src/upstreams/config.js';
+import { parseUpstreams, type UpstreamSpec } from '../../src/upstreams/config.js';
 import { formatLock, lockOf, parseLock } from '../../src/upstreams/lock.js';
 import { checkDefinitions } from '../../src/upstreams/definitions.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
 import type { UpstreamSourceOptions } from '../../src/upstreams/source.js';
+import { Upstream, type UpstreamOptions } from '../../src/upstreams/upstream.js';
 import { capturedLog } from '../support/log-capture.js';
+import { killAll, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { until } from '../support/wait.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const QUIET = path.resolve(import.meta.dirname, '../fixtures/upstreams/quiet-server.mjs');
+const HOSTILE = path.resolve(import.meta.dirname, '../fixtures/upstreams/hostile-server.mjs');
+const NOISY_PLUGIN = path.resolve(import.meta.dirname, '../fixtures/upstreams/noisy-plugin.ts');
 
 /** The quiet server as upstream `q`, listing the names in a file the test changes. */
 async function quiet(t: { after(fn: () => Promise<void> | void): void }, names: string[], extra: Record<string, unknown> = {}) {
@@ -29,7 +37,7 @@ async function quiet(t: { after(fn: () => Promise<void> | void): void }, names: 
 
 async function open(
   t: { after(fn: () => Promise<void> | void): void },
-  setup: Awaited<ReturnType<typeof quiet>>,
+  setup: Pick<Awaited<ReturnType<typeof quiet>>, 'specs' | 'config'>,
   upstream: UpstreamSourceOptions['upstream'] = {},
 ) {
   const registry = new ToolRegistry();
@@ -122,5 +130,241 @@ describe('a lazy upstream', () => {
     assert.ok(registry.get('q__alpha'));
     assert.equal(source.upstreams[0]!.state, 'idle');
     assert.equal(source.upstreams[0]!.pid, undefined);
+  });
+});
+
+type After = { after(fn: () => Promise<void> | void): void };
+
+/**
+ * The hostile server in `mode` as upstream `h` (see the fixture), its received methods recorded:
+ * `received()` reads them. `command` runs it through `sh -c` first when given (to start a helper beside it).
+ */
+async function hostile(t: After, mode: string, extra: Record<string, unknown> = {}, shell?: string) {
+  const dir = await temporaryDirectory(t);
+  const record = path.join(dir, 'received.txt');
+  await writeFile(record, '');
+  const launch =
+    shell === undefined ? { command: process.execPath, args: [HOSTILE, mode] } : { command: 'sh', args: ['-c', shell, process.execPath, HOSTILE, mode] };
+  const file = path.join(dir, 'upstreams.json');
+  const text = JSON.stringify({ mcpServers: { h: { ...launch, env: { HOSTILE_LOG: record }, ...extra } } });
+  await writeFile(file, text);
+  const received = async (): Promise<string[]> => (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+  return { dir, file, record, received, specs: parseUpstreams(text, {}), config: { upstreams: file, upstreamsLock: undefined } };
+}
+
+/** One upstream on its own, stopped when the test ends; `states` lists each change of state. */
+function alone(t: After, spec: UpstreamSpec, options: Partial<UpstreamOptions> = {}) {
+  const log = capturedLog();
+  const states: string[] = [];
+  const upstream = new Upstream(spec, {
+    log: log.logger,
+    version: '0.0.0',
+    baseEnv: process.env,
+    onTools: () => undefined,
+    onState: (state) => states.push(state),
+    ...options,
+  });
+  t.after(() => upstream.stop());
+  return { upstream, states, log };
+}
+
+/** An HTTP server for a hand-written MCP upstream, closed (its streams too) when the test ends. */
+async function httpUpstream(t: After, handle: (message: Record<string, unknown> | undefined, method: string, res: ServerResponse) => void): Promise<string> {
+  const server: Server = createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += String(chunk);
+    handle(body === '' ? undefined : (JSON.parse(body) as Record<string, unknown>), req.method ?? '', res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
+}
+
+/** Answers the handshake and lists one tool, as a plain Streamable HTTP server would. */
+function handshake(message: Record<string, unknown> | undefined, res: ServerResponse): boolean {
+  if (message?.method === 'initialize') {
+    const params = message.params as { protocolVersion: string };
+    res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' });
+    res.end(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: message.id,
+        result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'h', version: '1' } },
+      }),
+    );
+  } else if (message !== undefined && message.id === undefined) res.writeHead(202).end();
+  else if (message?.method === 'tools/list') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] } }));
+  } else return false;
+  return true;
+}
+
+describe('a hostile upstream', () => {
+  it('that sends requests and never reads the answers is stopped once 8 MiB wait for it, saying why', async (t) => {
+    const setup = await hostile(t, 'noread');
+    const { source } = await open(t, setup, { backoffMs: 60_000 });
+    const [upstream] = source.upstreams;
+    await until(() => upstream!.state === 'down', 'the upstream to be stopped');
+    assert.equal(upstream!.status().reason, 'the process did not read its input (more than 8 MiB waited for it)');
+  });
+
+  it('whose tool list pages never end is read up to 512 tools, at start-up and on list_changed, with one warning', async (t) => {
+    const setup = await hostile(t, 'pages');
+    const { registry, source, log } = await open(t, setup);
+    const [upstream] = source.upstreams;
+    assert.equal(upstream!.state, 'ready');
+    assert.equal(registry.list().filter((tool) => tool.name.startsWith('h__')).length, 512);
+    // Six pages of 100 for the first listing, six for the list_changed it sent during it.
+    await until(async () => (await setup.received()).filter((m) => m === 'tools/list').length >= 12, 'the listing after list_changed');
+    assert.equal(upstream!.status().held, 88);
+    assert.equal((await setup.received()).filter((m) => m === 'tools/list').length, 12);
+    assert.deepEqual(
+      log.lines.filter((line) => line.msg === 'upstream tool list too long: the rest of it is not read').map((line) => [line.tools, line.pages]),
+      [[600, 6]],
+    );
+  });
+
+  it('that offers no tools is ready with none, is never asked for a list, and nothing is printed', async (t) => {
+    const debug = t.mock.method(console, 'debug', () => undefined);
+    const setup = await hostile(t, 'notools');
+    const { registry, source } = await open(t, setup);
+    assert.equal(source.upstreams[0]!.state, 'ready');
+    assert.equal(registry.list().length, 0);
+    await until(async () => (await setup.received()).includes('notifications/initialized'), 'the handshake to end');
+    assert.deepEqual(await setup.received(), ['initialize', 'notifications/initialized']);
+    assert.equal(debug.mock.callCount(), 0);
+  });
+
+  it('over HTTP, whose event stream sends a line without end, is dropped past 32 MiB, saying why', async (t) => {
+    const url = await httpUpstream(t, (message, method, res) => {
+      if (method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: message\ndata: ');
+        const chunk = 'a'.repeat(1 << 16);
+        const write = (): void => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once('drain', write);
+        };
+        write();
+      } else if (method === 'DELETE') res.writeHead(200).end();
+      else handshake(message, res);
+    });
+    const { upstream } = alone(t, parseUpstreams(JSON.stringify({ mcpServers: { h: { url } } }), {})[0]!, { backoffMs: 60_000 });
+    await upstream.start().catch(() => undefined);
+    await until(() => upstream.state === 'down', 'the upstream to be dropped');
+    assert.equal(upstream.status().reason, 'the upstream sent a message of more than 32 MiB');
+  });
+
+  it('over HTTP that fails the handshake is down with its status only: its body never reaches /readyz', async (t) => {
+    const url = await httpUpstream(t, (_message, _method, res) => {
+      res.writeHead(500, 'Visit evil.example', { 'content-type': 'text/plain' });
+      res.end('internal error; upstream says: visit http://evil.example/');
+    });
+    const { upstream } = alone(t, parseUpstreams(JSON.stringify({ mcpServers: { h: { url } } }), {})[0]!, { backoffMs: 60_000 });
+    await assert.rejects(upstream.start(), { message: 'Upstream "h" is not available: the upstream answered HTTP 500.' });
+    assert.equal(upstream.status().reason, 'the upstream answered HTTP 500');
+  });
+});
+
+describe('stopping an upstream while it connects', () => {
+  it('ends its process group at once, and it stays stopped', async (t) => {
+    const marker = trackedMarker(t);
+    const setup = await hostile(t, 'slowinit', {}, `sleep ${marker} & exec "$0" "$1" "$2"`);
+    const { upstream, states } = alone(t, setup.specs[0]!);
+    const starting = upstream.start();
+    await until(async () => (await setup.received()).includes('initialize') && processesWith(marker).length === 1, 'the handshake to begin');
+    await upstream.stop();
+    await assert.rejects(starting, { message: 'Upstream "h" is stopped.' });
+    await waitFor(() => processesWith(marker).length === 0, 'the process group to end');
+    assert.deepEqual(states, ['starting', 'stopped']);
+  });
+
+  it('SIGTERM while toolport serve waits for the handshake exits, ending the process group', async (t) => {
+    const marker = trackedMarker(t);
+    const setup = await hostile(t, 'slowinit', {}, `sleep ${marker} & exec "$0" "$1" "$2"`);
+    const workspace = await temporaryDirectory(t);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PORT: '0',
+        TOOLPORT_WORKSPACE: workspace,
+        TOOLPORT_BASH_SANDBOX: 'false',
+        TOOLPORT_UPSTREAMS: setup.file,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    t.after(() => killAll([child.pid!]));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await until(async () => (await setup.received()).includes('initialize') && processesWith(marker).length === 1, 'the handshake to begin');
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    assert.equal(stderr, 'toolport: SIGTERM during start-up; exiting\n');
+    await waitFor(() => processesWith(marker).length === 0, 'the process group to end');
+  });
+});
+
+describe('a call aborted before the upstream answered', () => {
+  it('keeps its slot until the upstream answers it: aborting calls never runs more at once than maxConcurrency', async (t) => {
+    const setup = await hostile(t, 'plain', { maxConcurrency: 2 });
+    const { upstream } = alone(t, setup.specs[0]!, { abortGraceMs: 60_000 });
+    await upstream.start();
+    // Each call is abandoned as soon as the upstream says it started; the upstream goes on for 50 ms.
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const controller = new AbortController();
+        const onProgress = (): void => controller.abort(new Error('gone'));
+        return upstream.call('work', { ms: 50 }, { signal: controller.signal, caller: `c${i}`, onProgress }).then(
+          () => 'answered',
+          (err: Error) => err.message,
+        );
+      }),
+    );
+    assert.deepEqual(outcomes, Array(10).fill('gone'));
+    const peak = (await upstream.call('peak', {}, { signal: new AbortController().signal })) as { content: Array<{ text: string }> };
+    assert.equal(peak.content[0]!.text, '2');
+  });
+
+  it('keeps it no longer than the grace when the upstream never answers', async (t) => {
+    const setup = await hostile(t, 'plain', { maxConcurrency: 1 });
+    const { upstream } = alone(t, setup.specs[0]!, { abortGraceMs: 50 });
+    await upstream.start();
+    const controller = new AbortController();
+    const call = upstream.call('work', { ms: 600_000 }, { signal: controller.signal, onProgress: () => controller.abort(new Error('gone')) });
+    await assert.rejects(call, { message: 'gone' });
+    const peak = (await upstream.call('peak', {}, { signal: new AbortController().signal })) as { content: Array<{ text: string }> };
+    assert.equal(peak.content[0]!.text, '1');
+  });
+});
+
+describe('toolport mcp', () => {
+  it('keeps standard output for the protocol: what a library prints with console.* goes to standard error', async (t) => {
+    const workspace = await temporaryDirectory(t);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'mcp'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLPORT_WORKSPACE: workspace, TOOLPORT_BASH_SANDBOX: 'false', TOOLPORT_PLUGINS: NOISY_PLUGIN },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    t.after(() => killAll([child.pid!]));
+    const out: string[] = [];
+    let stderr = '';
+    createInterface({ input: child.stdout }).on('line', (line) => out.push(line));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stdin.end(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'Noisy', arguments: {} } })}\n`);
+    assert.equal(await exited, 0);
+    assert.deepEqual(
+      out.map((line) => JSON.parse(line) as unknown),
+      [{ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'ok' }], isError: false } }],
+    );
+    for (const printed of ['a plug-in that prints when it loads', 'printed by a tool', 'debugged by a tool', 'informed by a tool'])
+      assert.ok(stderr.includes(`${printed}\n`), printed);
   });
 });
