@@ -51,9 +51,11 @@ export const DEFINITION_LIMITS = {
   definitionDepth: 64,
   /**
    * All the definitions served from one upstream, as canonical JSON: every list and every turn
-   * carries them, and 512 tools of the largest each would be 128 MiB; past this the rest are refused.
+   * carries them, and compiling them is synchronous (about 250 ms per 64 KiB schema, measured), so
+   * a list a hostile upstream changes again and again stalls the server at most that much; past
+   * this the rest are refused.
    */
-  upstreamBytes: 4 * 1024 * 1024,
+  upstreamBytes: 1024 * 1024,
 } as const;
 
 /** What every provider accepts as a tool name. */

@@ -31,6 +31,8 @@ export interface UpstreamSourceOptions {
 export class UpstreamSource {
   readonly upstreams: readonly Upstream[];
   readonly #registry: ToolRegistry;
+  // Served tool name to "<upstream>\0<digest>": what each served name stands for now.
+  readonly #digests = new Map<string, string>();
   readonly #options: UpstreamSourceOptions;
 
   constructor(specs: readonly UpstreamSpec[], registry: ToolRegistry, options: UpstreamSourceOptions) {
@@ -94,10 +96,14 @@ export class UpstreamSource {
   #listed(upstream: Upstream, wire: readonly unknown[]): void {
     const { tools, refused } = checkDefinitions(upstream.spec, [...wire]);
     const { served, held } = admitted(this.#options.lock, upstream.name, tools);
+    const digest = (name: string): string | undefined => this.#digests.get(name);
     const rejected = this.#registry.replaceSource(
       upstream.name,
-      served.map((definition) => toolOf(upstream, definition)),
+      served.map((definition) => toolOf(upstream, definition, digest)),
     );
+    for (const [name, entry] of this.#digests) if (entry.startsWith(`${upstream.name}\0`)) this.#digests.delete(name);
+    const refusedNames = new Set(rejected.map((r) => r.name));
+    for (const definition of served) if (!refusedNames.has(definition.name)) this.#digests.set(definition.name, `${upstream.name}\0${definition.digest}`);
     upstream.tools = served.length - rejected.length;
     upstream.held = refused.length + held.length + rejected.length;
     if (upstream.held === 0) return;
@@ -126,7 +132,7 @@ const HELD_REASONS = {
 } as const;
 
 /** An upstream tool as a ToolDef: its checked definition, and a call that goes to the upstream. */
-function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef {
+function toolOf(upstream: Upstream, definition: UpstreamToolDefinition, served: (name: string) => string | undefined): ToolDef {
   const annotations = { ...definition.annotations, ...(definition.title !== undefined ? { title: definition.title } : {}) };
   return {
     name: definition.name,
@@ -137,6 +143,16 @@ function toolOf(upstream: Upstream, definition: UpstreamToolDefinition): ToolDef
     ...(upstream.spec.timeoutMs !== undefined ? { timeoutMs: upstream.spec.timeoutMs } : {}),
     async execute(input, context): Promise<ToolResult> {
       try {
+        if (upstream.state === 'idle') {
+          // A lazy upstream's tools were served from the lock: the process's own list, read as it
+          // starts, must still pin this definition, or the call would run what was not reviewed.
+          await upstream.start();
+          if (served(definition.name) !== `${upstream.name}\0${definition.digest}`) {
+            return errorResult(
+              `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} that differs from the one pinned in the lock file: the tool is held until \`toolport upstreams lock\` is run again.`,
+            );
+          }
+        }
         const wire = await upstream.call(definition.upstreamName, input, {
           signal: context.signal,
           caller: context.caller,

@@ -245,7 +245,7 @@ describe('checkDefinitions', () => {
     const wire = [...Array.from({ length: fit + 3 }, (_, i) => big(`t${String(i).padStart(2, '0')}`)), tool('small')];
     const { tools, refused } = checkDefinitions(GH, wire);
     assert.equal(tools.length, fit);
-    const reason = 'is past the 4 MiB of definitions one upstream may have';
+    const reason = 'is past the 1 MiB of definitions one upstream may have';
     assert.deepEqual(refused, [
       ...Array.from({ length: 3 }, (_, i) => ({ upstreamName: `t${String(fit + i).padStart(2, '0')}`, reason })),
       { upstreamName: 'small', reason },

@@ -127,3 +127,35 @@ describe('the tools of one listing that are not served', () => {
     );
   });
 });
+
+describe('a lazy upstream served from the lock', () => {
+  it('refuses the first call when the process, once started, lists a definition other than the pinned one', async (t) => {
+    const dir = await temporaryDirectory(t);
+    const list = path.join(dir, 'names.txt');
+    await writeFile(list, 'alpha');
+    const text = JSON.stringify({ mcpServers: { q: { command: process.execPath, args: [QUIET, list], startup: 'lazy' } } });
+    const file = path.join(dir, 'upstreams.json');
+    await writeFile(file, text);
+    const specs = parseUpstreams(text, {});
+    // Pinned as reviewed; the process lists "The tool alpha." instead.
+    const pinned = { name: 'alpha', description: 'Reviewed description.', inputSchema: { type: 'object' } };
+    await writeFile(path.join(dir, 'toolport.lock.json'), formatLock(lockOf(new Map([['q', checkDefinitions(specs[0]!, [pinned]).tools]]))));
+    const registry = new ToolRegistry();
+    const source = (await openUpstreams(specs, { upstreams: file, upstreamsLock: undefined }, registry, capturedLog().logger, { baseEnv: process.env }))!;
+    t.after(() => source.stop());
+    assert.equal(registry.get('q__alpha')?.description, 'Reviewed description.');
+    const app = await buildApp({ registry, upstreams: source });
+    t.after(() => app.close());
+    const answer = await app.inject({ method: 'POST', url: '/tools/q__alpha', payload: {} });
+    assert.deepEqual(answer.json(), {
+      content: [
+        {
+          type: 'text',
+          text: 'Upstream "q" now lists a definition of alpha that differs from the one pinned in the lock file: the tool is held until `toolport upstreams lock` is run again.',
+        },
+      ],
+      isError: true,
+    });
+    assert.equal(registry.get('q__alpha'), undefined, 'and it is no longer served');
+  });
+});
