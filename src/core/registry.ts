@@ -5,7 +5,7 @@ import { compileInputSchema, compileOutputSchema, createAjv, type InputValidator
 import type { ObjectSchema, ToolDef } from './types.js';
 
 // The strictest rules that the Anthropic API, OpenAI and MCP all accept.
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const PROPERTY_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 const ROOT_COMBINATORS = ['oneOf', 'anyOf', 'allOf'] as const;
 // The longest delay setTimeout honours; past it, it fires after 1 ms.

@@ -3,7 +3,7 @@ import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './cancellable.js';
 import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
-import { SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
+import { LIST_CHANGED, SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
 
 export interface StdioOptions<Caller> {
   /** Who is calling: the whole stream is one caller (the user who launched the process). */
@@ -26,8 +26,6 @@ export interface StdioOptions<Caller> {
   /** Most `subscriptions/listen` open at once. Default 16 (the whole stream is one caller). */
   maxSubscriptions?: number;
 }
-
-const LIST_CHANGED = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' } as const;
 
 const NEWLINE = 0x0a;
 

@@ -33,6 +33,9 @@ export interface SubscriptionOpener {
   open(subscriber: Subscriber): Subscription | SubscriptionRefusal;
 }
 
+/** What a client not on a listen stream hears when the tools change (stdio, and the 2025 revisions' GET stream). */
+export const LIST_CHANGED = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' } as const;
+
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_CALLER = 16;
 export const DEFAULT_MAX_SUBSCRIPTIONS = 1024;
 

@@ -1,3 +1,4 @@
+import { TOOL_NAME } from '../core/registry.js';
 import { canonicalJson, digestOf, nestedDeeperThan } from './canonical-json.js';
 import type { UpstreamCommon } from './config.js';
 
@@ -57,9 +58,6 @@ export const DEFINITION_LIMITS = {
    */
   upstreamBytes: 1024 * 1024,
 } as const;
-
-/** What every provider accepts as a tool name. */
-export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
 // Control characters, invisible format characters (zero-width, bidi), unassigned and private ones, and every kind of space.

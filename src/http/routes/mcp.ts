@@ -6,16 +6,8 @@ import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
 import { checkStandardHeaders, checkStreamRequest } from '../../mcp/http-headers.js';
 import { InFlightCalls } from '../../mcp/cancellable.js';
-import {
-  encode,
-  errorResponse,
-  isPlainObject,
-  RpcCodes,
-  type JsonRpcErrorResponse,
-  type JsonRpcNotification,
-  type JsonRpcResponse,
-} from '../../mcp/jsonrpc.js';
-import { SubscriptionHub, type SubscriptionLimits, type SubscriptionOpener, type ToolsChange } from '../../mcp/subscriptions.js';
+import { encode, errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { LIST_CHANGED, SubscriptionHub, type SubscriptionLimits, type SubscriptionOpener, type ToolsChange } from '../../mcp/subscriptions.js';
 import { openCancellationChannel, type CancellationChannel } from '../../infra/redis.js';
 import { VERSION } from '../../infra/version.js';
 import { ToolportError } from '../../core/errors.js';
@@ -52,7 +44,6 @@ export interface McpRoutesOptions {
 const JSON_TYPE = 'application/json';
 // Made once: an Error captures a stack trace, which is not free on every disconnect.
 const CLIENT_GONE = new Error('the client disconnected');
-const LIST_CHANGED: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
 
 /**
  * MCP's Streamable HTTP transport at `/mcp`, statelessly: every POST carries one JSON-RPC message
