@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
+import type { StdioUpstream } from './config.js';
 import { CLOSE_SLACK_MS, killProcessGroup, trackGroup } from '../os/proc/process.js';
+import { LineSplitter, MessageTooLargeError } from './line-splitter.js';
 
 const MiB = 1024 * 1024;
 /** Largest message an upstream may send (one line on stdout, or on an HTTP stream) before it is taken as broken. */
@@ -25,6 +27,21 @@ export interface StdioTransportOptions {
   log: Logger;
   /** Hides the upstream's secrets in what goes to the log. */
   redact: (text: string) => string;
+}
+
+/**
+ * The transport that starts `spec`'s process: its environment is its own `env` over PATH and HOME
+ * from `baseEnv` (the server's), and nothing else of the server's.
+ */
+export function stdioTransport(
+  spec: StdioUpstream,
+  baseEnv: Record<string, string | undefined>,
+  log: Logger,
+  redact: (text: string) => string,
+): StdioProcessTransport {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME']) if (baseEnv[name] !== undefined) env[name] = baseEnv[name];
+  return new StdioProcessTransport({ command: spec.command, args: spec.args, env: { ...env, ...spec.env }, cwd: spec.cwd, log, redact });
 }
 
 /**
@@ -134,6 +151,14 @@ export class StdioProcessTransport implements Transport {
     this.#ended();
   }
 
+  /** Why connecting through this transport failed with `err`, in words safe to log and show: the process's exit, or the error's first line. */
+  describeFailure(err: unknown): string {
+    const message = (err as Error)?.message ?? String(err);
+    if (this.exit !== undefined) return message.startsWith('cannot run') ? message : `the process ${this.exit} before it answered`;
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${(err.cause as NodeJS.ErrnoException).code ?? err.cause.message}` : '';
+    return `${message.split('\n')[0]}${cause}`.slice(0, 300);
+  }
+
   /** SIGTERM to the group, SIGKILL later if any of it is left; `killProcessGroup` stops tracking the group once it is empty. */
   #killGroup(): void {
     const pid = this.#child?.pid;
@@ -159,53 +184,6 @@ function parseLine(line: Buffer): JSONRPCMessage | undefined {
   } catch (err) {
     if (err instanceof SyntaxError) return undefined;
     throw err;
-  }
-}
-
-class MessageTooLargeError extends Error {
-  override readonly name = 'MessageTooLargeError';
-}
-
-/**
- * Splits a byte stream into lines, looking at each byte once: only the new chunk is searched for
- * `\n`, and the pieces of a line are joined once, when it ends. (Joining and searching the whole
- * buffer on every chunk, as the SDK's ReadBuffer does, is quadratic in the length of a line.)
- */
-class LineSplitter {
-  readonly #maxBytes: number;
-  #pieces: Buffer[] = [];
-  #length = 0;
-
-  constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
-  }
-
-  /** Hands each line that `chunk` completes to `onLine`, which returns false to stop; throws `MessageTooLargeError` past the bound. */
-  push(chunk: Buffer, onLine: (line: Buffer) => boolean): void {
-    let start = 0;
-    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
-      const piece = chunk.subarray(start, end);
-      this.#bound(piece.length);
-      const line = this.#length === 0 ? piece : Buffer.concat([...this.#pieces, piece], this.#length + piece.length);
-      this.clear();
-      start = end + 1;
-      if (!onLine(line)) return;
-    }
-    if (start === chunk.length) return;
-    this.#bound(chunk.length - start);
-    this.#pieces.push(chunk.subarray(start));
-    this.#length += chunk.length - start;
-  }
-
-  clear(): void {
-    this.#pieces = [];
-    this.#length = 0;
-  }
-
-  #bound(more: number): void {
-    if (this.#length + more <= this.#maxBytes) return;
-    this.clear();
-    throw new MessageTooLargeError(`sent more than ${this.#maxBytes / MiB} MiB without a line break`);
   }
 }
 

@@ -1,19 +1,11 @@
-import {
-  Client,
-  ProtocolError,
-  SdkError,
-  SdkHttpError,
-  StreamableHTTPClientTransport,
-  type JSONRPCMessage,
-  type RequestId,
-  type Transport,
-} from '@modelcontextprotocol/client';
+import { Client, type JSONRPCMessage, type RequestId, type Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { Agent, Response, fetch as undiciFetch } from 'undici';
+import type { Agent } from 'undici';
 import { secretValues, type UpstreamSpec } from './config.js';
-import { DEFINITION_LIMITS } from './definitions.js';
+import { describeHttpFailure, httpAgent, httpTransport, isConnectionFailure } from './http-transport.js';
+import { PERMISSIVE, ToolLister, relister } from './listing.js';
 import { redactor } from './redact.js';
-import { MAX_MESSAGE_BYTES, StdioProcessTransport } from './stdio-transport.js';
+import { StdioProcessTransport, stdioTransport } from './stdio-transport.js';
 import { STOPPING_GRACE_MS } from '../core/executor.js';
 import { ConcurrencyLimiter, defaultShareOfQueue, defaultShareOfSlots } from '../core/limiter.js';
 
@@ -76,15 +68,6 @@ const DEFAULT_RELIST_MS = 5 * 60_000;
 const STABLE_AFTER_MS = 60_000;
 /** The longest delay a timer takes; the deadline is toolport's, so the SDK's own timeout is pushed out of the way. */
 const NO_SDK_TIMEOUT_MS = 2_147_483_647;
-/** HTTP upstreams: how long a connection may take, and how long a response may stall between bytes. */
-const HTTP_CONNECT_TIMEOUT_MS = 10_000;
-const HTTP_BODY_TIMEOUT_MS = 300_000;
-/** Most of a tool list read, all pages together (as JSON): past it, or past DEFINITION_LIMITS.tools tools, the rest is not read. */
-const LIST_BUDGET_CHARS = 16 * 1024 * 1024;
-/** Most pages of a tool list read (the SDK's own default). */
-const LIST_MAX_PAGES = 64;
-/** After a listing, the next one (for a list_changed) waits at least this long: a flood of announcements is one listing now and then. */
-const RELIST_MIN_INTERVAL_MS = 300;
 
 /**
  * One upstream MCP server, kept connected: connects (starting the process of a stdio upstream),
@@ -113,14 +96,13 @@ export class Upstream {
   #restarts = 0;
   #reason: string | undefined;
   #agent: Agent | undefined;
-  /** Why a transport was given up from this side (an HTTP stream past the message bound), for its reason. */
+  /** Why a transport was given up from this side (an HTTP stream past the message bound, a failed request), for its reason. */
   readonly #brokenBy = new WeakMap<Transport, string>();
   /** Set while a call's `tools/call` request is being sent, to learn its id (the SDK sends it synchronously). */
   #sending: { id?: RequestId } | undefined;
   /** Calls aborted before the upstream answered, by request id: each releases its slot once answered. */
   readonly #abandoned = new Map<RequestId, () => void>();
-  /** The last listing was cut short; said once until a listing is whole again. */
-  #listCut = false;
+  readonly #lister: ToolLister;
   tools = 0;
   held = 0;
 
@@ -139,6 +121,7 @@ export class Upstream {
     });
     this.#backoffMs = options.backoffMs ?? DEFAULT_BACKOFF_MS;
     this.redact = redactor(secretValues([spec]));
+    this.#lister = new ToolLister(spec.tools, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, this.#log);
   }
 
   get name(): string {
@@ -184,21 +167,26 @@ export class Upstream {
         // Output schemas are checked by toolport's own pipeline, after the definition checks; the
         // SDK would compile an upstream's patterns unchecked.
         jsonSchemaValidator: { getValidator: () => (input: unknown) => ({ valid: true, data: input as never, errorMessage: undefined }) },
-        // Tool lists are read page by page here (#listTools); this caps the SDK's own walk, should it start one.
+        // Tool lists are read page by page here (ToolLister); this caps the SDK's own walk, should it start one.
         listMaxPages: 1,
       },
     );
     // Followed with toolport's own bounded listing, not the SDK's (which gathers every page first).
-    const relist = this.#relister(client);
+    const relist = relister(
+      () => this.#relist(client, transport),
+      () => this.#client === client,
+    );
     client.setNotificationHandler('notifications/tools/list_changed', relist);
     const timeoutMs = this.#options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     let listed: unknown[];
     try {
       await client.connect(transport, { timeout: timeoutMs });
-      listed = await this.#listTools(client);
+      listed = await this.#lister.list(client);
     } catch (err) {
       this.#opening = undefined;
-      this.#reason = this.redact(this.#brokenBy.get(transport) ?? describeFailure(err, transport));
+      this.#reason = this.redact(
+        this.#brokenBy.get(transport) ?? (transport instanceof StdioProcessTransport ? transport.describeFailure(err) : describeHttpFailure(err)),
+      );
       await client.close().catch(() => undefined);
       await transport.close().catch(() => undefined);
       if (this.#state === 'stopped') throw new UpstreamUnavailableError(`Upstream "${this.name}" is stopped.`);
@@ -242,117 +230,35 @@ export class Upstream {
     };
   }
 
-  /**
-   * Reads the upstream's tool list page by page, and reads no further page past DEFINITION_LIMITS.tools tools
-   * (those its `tools` filter leaves out do not count), past LIST_BUDGET_CHARS or past
-   * LIST_MAX_PAGES: what a hostile upstream lists is bounded before anything checks it. An
-   * upstream that does not offer tools lists none.
-   */
-  async #listTools(client: Client): Promise<unknown[]> {
-    if (client.getServerCapabilities()?.tools === undefined) return [];
-    const timeout = this.#options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    const filter = this.spec.tools;
-    const tools: unknown[] = [];
-    let chars = 0;
-    let pages = 0;
-    let cursor: string | undefined;
-    do {
-      const page = await client.request(cursor === undefined ? { method: 'tools/list' } : { method: 'tools/list', params: { cursor } }, { timeout });
-      pages++;
-      chars += JSON.stringify(page.tools).length;
-      for (const tool of page.tools) if (selected(tool, filter)) tools.push(tool);
-      cursor = page.nextCursor;
-      if (cursor !== undefined && (tools.length > DEFINITION_LIMITS.tools || chars > LIST_BUDGET_CHARS || pages >= LIST_MAX_PAGES)) {
-        if (!this.#listCut) {
-          this.#log.warn(
-            { tools: tools.length, pages, chars, maxTools: DEFINITION_LIMITS.tools, maxChars: LIST_BUDGET_CHARS, maxPages: LIST_MAX_PAGES },
-            'upstream tool list too long: the rest of it is not read',
-          );
-        }
-        this.#listCut = true;
-        // The pages read are checked whole: the checks count and name the tools past the bound.
-        return tools;
-      }
-    } while (cursor !== undefined);
-    this.#listCut = false;
-    return tools;
+  /** Lists again for `relister`; an HTTP upstream that cannot be reached is lost, as a process that exits is. */
+  async #relist(client: Client, transport: Transport): Promise<void> {
+    try {
+      const tools = await this.#lister.list(client);
+      if (this.#client === client) this.#options.onTools(tools);
+    } catch (err) {
+      if (this.#client !== client) return;
+      if (this.#connectionFailed(client, transport, err)) return;
+      this.#log.warn({ err: this.redact((err as Error).message) }, 'upstream tool list could not be read again');
+    }
   }
 
   /**
-   * Lists again on demand (list_changed, the periodic re-list): one listing at a time, the next at
-   * least RELIST_MIN_INTERVAL_MS after it, and any number of demands meanwhile make one more.
-   * `pending()` runs one asked for before the connection was ready.
+   * A request to an HTTP upstream failed below JSON-RPC (its Streamable HTTP transport closes only
+   * when told to, so nothing else notices it went away): the connection is lost, and restarted
+   * with backoff. Says whether it was such a failure.
    */
-  #relister(client: Client): (() => void) & { pending(): void } {
-    let listing = false;
-    let again = false;
-    let waiting: NodeJS.Timeout | undefined;
-    const relist = (): void => {
-      again = true;
-      if (listing || waiting !== undefined || this.#client !== client) return;
-      again = false;
-      listing = true;
-      this.#listTools(client)
-        .then(
-          (tools) => {
-            if (this.#client === client) this.#options.onTools(tools);
-          },
-          (err: unknown) => {
-            if (this.#client === client) this.#log.warn({ err: this.redact((err as Error).message) }, 'upstream tool list could not be read again');
-          },
-        )
-        .finally(() => {
-          listing = false;
-          if (!again || this.#client !== client) return;
-          waiting = setTimeout(() => {
-            waiting = undefined;
-            relist();
-          }, RELIST_MIN_INTERVAL_MS);
-          waiting.unref();
-        });
-    };
-    return Object.assign(relist, {
-      pending: () => {
-        if (again) relist();
-      },
-    });
+  #connectionFailed(client: Client, transport: Transport, err: unknown): boolean {
+    if (this.spec.transport !== 'http' || !isConnectionFailure(err)) return false;
+    if (!this.#brokenBy.has(transport)) this.#brokenBy.set(transport, describeHttpFailure(err));
+    this.#lost(client, transport);
+    void client.close().catch(() => undefined);
+    return true;
   }
 
   #makeTransport(): Transport {
-    const spec = this.spec;
-    if (spec.transport === 'stdio') {
-      const base = this.#options.baseEnv;
-      const env: Record<string, string> = {};
-      for (const name of ['PATH', 'HOME']) if (base[name] !== undefined) env[name] = base[name];
-      return new StdioProcessTransport({
-        command: spec.command,
-        args: spec.args,
-        env: { ...env, ...spec.env },
-        cwd: spec.cwd,
-        log: this.#log,
-        redact: this.redact,
-      });
-    }
-    this.#agent ??= new Agent({ connectTimeout: HTTP_CONNECT_TIMEOUT_MS, bodyTimeout: HTTP_BODY_TIMEOUT_MS, headersTimeout: HTTP_BODY_TIMEOUT_MS });
-    const agent = this.#agent;
-    const transport: Transport = new StreamableHTTPClientTransport(new URL(spec.url), {
-      requestInit: { headers: spec.headers },
-      // A signal per request: undici adds an abort listener to the one it is given, and the SDK
-      // gives every request the transport's one long-lived signal (6.5% of a call's CPU, profiled).
-      fetch: (async (url: string | URL, init?: RequestInit) => {
-        const response = await undiciFetch(url, {
-          ...(init as object),
-          ...(init?.signal ? { signal: AbortSignal.any([init.signal]) } : {}),
-          dispatcher: agent,
-        });
-        return bounded(response, MAX_MESSAGE_BYTES, (why) => {
-          // The upstream is broken, not just this stream: it restarts, with backoff, as a process would.
-          this.#brokenBy.set(transport, why);
-          void transport.close();
-        });
-      }) as unknown as typeof fetch,
-    });
-    return transport;
+    if (this.spec.transport === 'stdio') return stdioTransport(this.spec, this.#options.baseEnv, this.#log, this.redact);
+    this.#agent ??= httpAgent();
+    return httpTransport(this.spec, this.#agent, (transport, why) => this.#brokenBy.set(transport, why));
   }
 
   /**
@@ -440,14 +346,11 @@ export class Upstream {
       this.#sending = sent;
       let answer: Promise<unknown>;
       try {
-        answer = client.request(
-          { method: 'tools/call', params: { name: tool, arguments: input } },
-          {
-            signal: options.signal,
-            timeout: NO_SDK_TIMEOUT_MS,
-            ...(options.onProgress !== undefined ? { onprogress: options.onProgress } : {}),
-          },
-        );
+        answer = client.request({ method: 'tools/call', params: { name: tool, arguments: input } }, PERMISSIVE.callResult, {
+          signal: options.signal,
+          timeout: NO_SDK_TIMEOUT_MS,
+          ...(options.onProgress !== undefined ? { onprogress: options.onProgress } : {}),
+        });
       } finally {
         this.#sending = undefined;
       }
@@ -463,6 +366,7 @@ export class Upstream {
           }
           throw options.signal.reason;
         }
+        if (this.#client === client && this.#transport !== undefined) this.#connectionFailed(client, this.#transport, err);
         if (this.#client !== client) {
           throw new UpstreamUnavailableError(
             `Upstream "${this.name}" went away during the call (${this.#reason ?? 'connection closed'}); the call may or may not have taken effect. toolport is restarting it.`,
@@ -515,62 +419,4 @@ function chain(first: (() => void) | undefined, second: () => void): () => void 
     first?.();
     second();
   };
-}
-
-const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
-
-/** Whether the tool list entry `tool` passes the upstream's `tools` filter (an entry without a name string passes, to be refused by the checks). */
-function selected(tool: unknown, filter: UpstreamSpec['tools']): boolean {
-  const name = typeof tool === 'object' && tool !== null ? (tool as { name?: unknown }).name : undefined;
-  if (filter === undefined || typeof name !== 'string') return true;
-  return (filter.include?.includes(name) ?? true) && !(filter.exclude?.includes(name) ?? false);
-}
-
-/**
- * A response whose body errors once it holds more than `maxBytes` without a line break (an SSE
- * event's line), or more than `maxBytes` in all for JSON; `onOverflow` hears why. Each chunk is
- * searched once, so the cost is linear.
- */
-function bounded(response: Response, maxBytes: number, onOverflow: (why: string) => void): Response {
-  if (response.body === null || NULL_BODY_STATUSES.has(response.status)) return response;
-  const whole = /^application\/json\b/i.test(response.headers.get('content-type') ?? '');
-  let run = 0;
-  const body = response.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        const first = whole ? -1 : chunk.indexOf(0x0a);
-        const over = first === -1 ? run + chunk.byteLength > maxBytes : run + first > maxBytes;
-        run = first === -1 ? run + chunk.byteLength : chunk.byteLength - chunk.lastIndexOf(0x0a) - 1;
-        if (over || run > maxBytes) {
-          const why = `the upstream sent a message of more than ${maxBytes / (1024 * 1024)} MiB`;
-          onOverflow(why);
-          controller.error(new Error(why));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}
-
-/**
- * Why connecting failed, in words safe to log and show (`/readyz` needs no key): no header value,
- * no environment, and nothing an HTTP upstream chose to say (its body, its status text, its
- * JSON-RPC error message), only the status and the kind of error.
- */
-function describeFailure(err: unknown, transport: Transport): string {
-  if (transport instanceof StdioProcessTransport) {
-    const message = (err as Error)?.message ?? String(err);
-    if (transport.exit !== undefined) return message.startsWith('cannot run') ? message : `the process ${transport.exit} before it answered`;
-    const cause = err instanceof Error && err.cause instanceof Error ? `: ${(err.cause as NodeJS.ErrnoException).code ?? err.cause.message}` : '';
-    return `${message.split('\n')[0]}${cause}`.slice(0, 300);
-  }
-  if (err instanceof SdkHttpError) return `the upstream answered HTTP ${err.status}`;
-  if (err instanceof ProtocolError) return `the upstream answered JSON-RPC error ${err.code}`;
-  if (err instanceof SdkError) return `${err.name} ${err.code}`;
-  if (!(err instanceof Error)) return 'an unknown error';
-  const code = err.cause instanceof Error ? (err.cause as NodeJS.ErrnoException).code : undefined;
-  // undici's own words, which hold nothing from the upstream; anything else is named by its class.
-  return `${err.message === 'fetch failed' ? err.message : err.name}${code !== undefined ? `: ${code}` : ''}`;
 }

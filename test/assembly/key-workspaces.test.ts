@@ -153,10 +153,7 @@ test('Bash without the sandbox stops start-up when keys work in more than one wo
       'so a key\'s commands could read every other key\'s files; make the sandbox work (TOOLPORT_BASH_SANDBOX, bubblewrap), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
   );
   // A pattern that takes Bash counts as naming it.
-  assert.equal(
-    await rejection(s.open([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Ba*'] })])),
-    message,
-  );
+  assert.equal(await rejection(s.open([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Ba*'] })])), message);
   // One workspace in use, or no key that may use Bash: nothing to read across.
   await s.open([key('team-a', { workspace: s.dir('a') })]);
   await s.open([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Read', 'Grep'] })]);

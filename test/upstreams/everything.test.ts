@@ -250,7 +250,7 @@ describe("an upstream's slots, shared between callers", () => {
     const answer = await app.inject({ method: 'POST', url: '/tools/every__echo', headers: B, payload: { message: 'b' } });
     assert.deepEqual(answer.json(), { content: [{ type: 'text', text: 'Echo: b' }], isError: false });
     // Without a share per caller, A holds both slots and B's call waits for one of A's to end.
-    assert.equal(firstOfA, undefined, 'B was answered while all of A\'s calls still ran or waited');
+    assert.equal(firstOfA, undefined, "B was answered while all of A's calls still ran or waited");
     await app.close();
     await Promise.all(flood);
   });

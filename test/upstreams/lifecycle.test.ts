@@ -228,6 +228,48 @@ describe('a hostile upstream', () => {
     );
   });
 
+  it('that lists malformed tools beside good ones has the good ones served and each bad one refused with its reason', async (t) => {
+    const setup = await hostile(t, 'mixed');
+    const { registry, source, log } = await open(t, setup);
+    const [upstream] = source.upstreams;
+    assert.deepEqual(
+      registry.list().map((tool) => tool.name),
+      ['h__work', 'h__extra', 'h__bare'],
+    );
+    assert.deepEqual(upstream!.status(), { state: 'ready', transport: 'stdio', tools: 3, held: 2, restarts: 0 });
+    const warning = log.lines.find((line) => line.msg === 'upstream tools not served (the first few with their reasons)');
+    assert.deepEqual(warning?.first, [
+      { tool: 'stringy', reason: 'has an "inputSchema" with "type" "string"; MCP requires "type": "object"' },
+      { tool: 'wordy', reason: 'its "description" is not a string' },
+    ]);
+  });
+
+  it('has each listed tool kept as received, keys MCP does not define too: the lock pins the whole definition', async (t) => {
+    const setup = await hostile(t, 'mixed');
+    let listed: readonly unknown[] = [];
+    const { upstream } = alone(t, setup.specs[0]!, { onTools: (tools) => (listed = tools) });
+    await upstream.start();
+    const wire = { name: 'extra', description: 'The tool extra.', inputSchema: { type: 'object' }, 'x-extra': { reviewed: false } };
+    assert.deepEqual(listed[3], wire);
+    const lock = lockOf(new Map([['h', checkDefinitions(setup.specs[0]!, [...listed]).tools]]));
+    assert.deepEqual(lock.upstreams.h!.extra, { sha256: digestOf(wire), definition: wire });
+  });
+
+  it('that answers calls in shapes MCP does not define has them passed on as received, for toolport to read', async (t) => {
+    const setup = await hostile(t, 'mixed');
+    const { registry, source } = await open(t, setup);
+    const app = await buildApp({ registry, upstreams: source });
+    t.after(() => app.close());
+    const [upstream] = source.upstreams;
+    assert.deepEqual(await upstream!.call('extra', {}, { signal: new AbortController().signal }), {
+      content: [{ type: 'widget', size: 3 }],
+      'x-extra': true,
+    });
+    const answer = await app.inject({ method: 'POST', url: '/tools/h__bare', payload: {} });
+    assert.deepEqual(answer.json(), { content: [{ type: 'text', text: "[the tool's content is not a list but a string; left out]" }], isError: false });
+    assert.equal(upstream!.state, 'ready');
+  });
+
   it('that offers no tools is ready with none, is never asked for a list, and nothing is printed', async (t) => {
     const debug = t.mock.method(console, 'debug', () => undefined);
     const setup = await hostile(t, 'notools');
