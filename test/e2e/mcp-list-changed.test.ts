@@ -11,24 +11,11 @@ import { textResult } from '../../src/core/result.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/mcp-clients.js';
+import { WatchedRegistry } from '../support/watched-registry.js';
 import { until } from '../support/wait.js';
 
 // The SDKs' own clients, over real HTTP, hear the tool list change: v1 and v2 of the 2025
 // revisions on the GET stream, v2 of 2026-07-28 on the subscription its listChanged option opens.
-
-/** A registry that counts the listeners on it: one is there once a client's stream is open. */
-class WatchedRegistry extends ToolRegistry {
-  listeners = 0;
-
-  override onChange(listener: () => void): () => void {
-    this.listeners++;
-    const off = super.onChange(listener);
-    return () => {
-      this.listeners--;
-      off();
-    };
-  }
-}
 
 const upstreamTool = (name: string) =>
   defineTool({ name, description: `The upstream's ${name}.`, inputSchema: Type.Object({}, { additionalProperties: false }), execute: () => textResult(name) });

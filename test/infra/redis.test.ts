@@ -6,7 +6,8 @@ import { buildApp } from '../../src/http/app.js';
 import { connectRedis, openCancellationChannel, RedisUnavailableError } from '../../src/infra/redis.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
 import { capturedLog } from '../support/log-capture.js';
-import { freePort, startRedis } from '../support/redis-server.js';
+import { freePort } from '../support/ports.js';
+import { startRedis } from '../support/redis-server.js';
 import { until } from '../support/wait.js';
 
 test('connectRedis refuses after its timeout when nothing answers, naming TOOLPORT_REDIS_URL but not the password', async () => {

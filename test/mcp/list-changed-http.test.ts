@@ -9,6 +9,7 @@ import { mcpRoutes } from '../../src/http/routes/mcp.js';
 import { VERSION } from '../../src/infra/version.js';
 import { Echo } from '../../src/tools/echo.js';
 import { readStream, type StreamItem } from '../support/sse-client.js';
+import { WatchedRegistry } from '../support/watched-registry.js';
 import { until } from '../support/wait.js';
 
 // Tool-list changes over Streamable HTTP: subscriptions/listen (2026-07-28) and the GET stream
@@ -30,26 +31,16 @@ const acknowledged = (id: string | number) => ({
 });
 
 /** A registry that counts the listeners on it: one while any subscription is open. */
-class WatchedRegistry extends ToolRegistry {
-  listeners = 0;
-
-  override onChange(listener: () => void): () => void {
-    this.listeners++;
-    const off = super.onChange(listener);
-    return () => {
-      this.listeners--;
-      off();
-    };
-  }
-
+class ChangingRegistry extends WatchedRegistry {
+  /** Adds a source's tool, or takes it away again: a change of the list either way. */
   change(): void {
     this.replaceSource('up', this.list().some((t) => t.name === 'up__a') ? [] : [{ ...Echo, name: 'up__a' }]);
   }
 }
 
 /** The app on a real port: with upstreams (its tool list can change) unless `changes` is false. */
-async function serve(changes = true): Promise<{ app: FastifyInstance; url: string; registry: WatchedRegistry }> {
-  const registry = new WatchedRegistry();
+async function serve(changes = true): Promise<{ app: FastifyInstance; url: string; registry: ChangingRegistry }> {
+  const registry = new ChangingRegistry();
   registry.register(Echo);
   // A short idle timeout keeps the close quick after a client dropped a stream (see test/e2e/mcp-list-changed.test.ts).
   const app = await buildApp({ registry, connections: { idleTimeoutMs: 1000 }, ...(changes ? { upstreams: { status: () => ({}) } } : {}) });

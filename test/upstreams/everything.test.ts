@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -9,27 +8,31 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { parseUpstreams } from '../../src/upstreams/config.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
-import type { UpstreamSource } from '../../src/upstreams/source.js';
+import type { UpstreamSource, UpstreamSourceOptions } from '../../src/upstreams/source.js';
+import { EVERYTHING } from '../support/everything-server.js';
 import { until } from '../support/wait.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
-const require = createRequire(import.meta.url);
-const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
 const RECORDING = path.resolve(import.meta.dirname, '../fixtures/upstreams/recording.mjs');
 
-/** The reference "everything" server over stdio, behind a recorder of what it receives. */
-async function everythingUpstream(dir: string): Promise<{ source: UpstreamSource; registry: ToolRegistry; log: string }> {
+/**
+ * The reference "everything" server over stdio as upstream `name` (with `extra` keys of its entry),
+ * behind a recorder of what it receives (`log`).
+ */
+async function everythingUpstream(
+  dir: string,
+  { name = 'every', extra = {}, upstream = {} }: { name?: string; extra?: Record<string, unknown>; upstream?: UpstreamSourceOptions['upstream'] } = {},
+): Promise<{ source: UpstreamSource; registry: ToolRegistry; log: string }> {
   const log = path.join(dir, 'received.log');
   const config = JSON.stringify({
-    mcpServers: { every: { command: process.execPath, args: [RECORDING, log, process.execPath, EVERYTHING, 'stdio'] } },
+    mcpServers: { [name]: { command: process.execPath, args: [RECORDING, log, process.execPath, EVERYTHING, 'stdio'], ...extra } },
   });
   const file = path.join(dir, 'upstreams.json');
   await writeFile(file, config);
   const registry = new ToolRegistry();
-  const specs = parseUpstreams(config, {});
-  const source = await openUpstreams(specs, { upstreams: file, upstreamsLock: undefined }, registry, pino({ level: 'silent' }), {
+  const source = await openUpstreams(parseUpstreams(config, {}), { upstreams: file, upstreamsLock: undefined }, registry, pino({ level: 'silent' }), {
     baseEnv: process.env,
-    upstream: { backoffMs: 50 },
+    upstream,
   });
   return { source: source!, registry, log };
 }
@@ -44,7 +47,7 @@ describe('the reference everything server as an upstream, over REST', () => {
 
   before(async () => {
     dir = await temporaryDirectory(cleanups);
-    ({ source, registry, log: received } = await everythingUpstream(dir));
+    ({ source, registry, log: received } = await everythingUpstream(dir, { upstream: { backoffMs: 50 } }));
     app = await buildApp({ registry, upstreams: source });
   });
   after(async () => {
@@ -156,17 +159,8 @@ describe('the everything server with a deadline of its own', () => {
   let received: string;
 
   before(async () => {
-    const dir = await temporaryDirectory(cleanups);
-    received = path.join(dir, 'received.log');
-    const config = JSON.stringify({
-      mcpServers: { slow: { command: process.execPath, args: [RECORDING, received, process.execPath, EVERYTHING, 'stdio'], timeoutMs: 400 } },
-    });
-    const file = path.join(dir, 'upstreams.json');
-    await writeFile(file, config);
-    const registry = new ToolRegistry();
-    source = (await openUpstreams(parseUpstreams(config, {}), { upstreams: file, upstreamsLock: undefined }, registry, pino({ level: 'silent' }), {
-      baseEnv: process.env,
-    }))!;
+    let registry: ToolRegistry;
+    ({ source, registry, log: received } = await everythingUpstream(await temporaryDirectory(cleanups), { name: 'slow', extra: { timeoutMs: 400 } }));
     app = await buildApp({ registry, upstreams: source });
     await app.listen({ port: 0, host: '127.0.0.1' });
   });
@@ -211,17 +205,8 @@ describe("an upstream's slots, shared between callers", () => {
   const B = { authorization: 'Bearer key-b-0123456789abcdef' };
 
   before(async () => {
-    const dir = await temporaryDirectory(cleanups);
-    received = path.join(dir, 'received.log');
-    const config = JSON.stringify({
-      mcpServers: { every: { command: process.execPath, args: [RECORDING, received, process.execPath, EVERYTHING, 'stdio'], maxConcurrency: 2 } },
-    });
-    const file = path.join(dir, 'upstreams.json');
-    await writeFile(file, config);
-    const registry = new ToolRegistry();
-    source = (await openUpstreams(parseUpstreams(config, {}), { upstreams: file, upstreamsLock: undefined }, registry, pino({ level: 'silent' }), {
-      baseEnv: process.env,
-    }))!;
+    let registry: ToolRegistry;
+    ({ source, registry, log: received } = await everythingUpstream(await temporaryDirectory(cleanups), { extra: { maxConcurrency: 2 } }));
     app = await buildApp({
       registry,
       upstreams: source,

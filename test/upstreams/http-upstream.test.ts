@@ -1,45 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { parseUpstreams } from '../../src/upstreams/config.js';
 import { Upstream, type UpstreamOptions } from '../../src/upstreams/upstream.js';
+import { everythingOverHttp } from '../support/everything-server.js';
 import { capturedLog } from '../support/log-capture.js';
+import { freePort } from '../support/ports.js';
 import { until } from '../support/wait.js';
-
-const require = createRequire(import.meta.url);
-const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
-
-type After = { after(fn: () => Promise<void> | void): void };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** The everything server in its Streamable HTTP mode on `port`, killed when the test ends; resolves once it listens. */
-async function everythingOn(t: After, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-    env: { PATH: process.env.PATH, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  t.after(() => void child.kill('SIGKILL'));
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk) => {
-      stderr += String(chunk);
-      if (stderr.includes('listening on port')) resolve();
-    });
-    child.once('exit', () => reject(new Error(`the everything server exited: ${stderr}`)));
-  });
-  return child;
-}
+import type { Cleanup } from '../support/workspace.js';
 
 async function kill(child: ChildProcess): Promise<void> {
   const exited = once(child, 'exit');
@@ -48,7 +18,7 @@ async function kill(child: ChildProcess): Promise<void> {
 }
 
 /** Upstream `h` at `url`, restarting quickly, stopped when the test ends. */
-function upstreamAt(t: After, url: string, options: Partial<UpstreamOptions> = {}) {
+function upstreamAt(t: Cleanup, url: string, options: Partial<UpstreamOptions> = {}) {
   const log = capturedLog();
   const upstream = new Upstream(parseUpstreams(JSON.stringify({ mcpServers: { h: { type: 'http', url } } }), {})[0]!, {
     log: log.logger,
@@ -71,7 +41,7 @@ const GONE = /^fetch failed: (ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET)$/;
 describe('an HTTP upstream that goes away', () => {
   it('is noticed by the next call, which says it went away; it is down until the server is back, then serves again', async (t) => {
     const port = await freePort();
-    const server = await everythingOn(t, port);
+    const { child: server } = await everythingOverHttp(t, port);
     const states: string[] = [];
     const { upstream } = upstreamAt(t, `http://127.0.0.1:${port}/mcp`, { onState: (state) => states.push(state) });
     await upstream.start();
@@ -91,7 +61,7 @@ describe('an HTTP upstream that goes away', () => {
     assert.deepEqual(states.slice(0, 3), ['starting', 'ready', 'down']);
     assert.notEqual(upstream.state, 'ready');
     assert.match(upstream.status().reason!, GONE);
-    await everythingOn(t, port);
+    await everythingOverHttp(t, port);
     await until(() => upstream.state === 'ready', 'the upstream to be connected again');
     assert.deepEqual(await echo(upstream), ECHOED);
     assert.ok(upstream.status().restarts >= 1);
@@ -99,11 +69,11 @@ describe('an HTTP upstream that goes away', () => {
 
   it('and comes back before a call notices has forgotten the session: the call says so, and the upstream reconnects', async (t) => {
     const port = await freePort();
-    const server = await everythingOn(t, port);
+    const { child: server } = await everythingOverHttp(t, port);
     const { upstream } = upstreamAt(t, `http://127.0.0.1:${port}/mcp`);
     await upstream.start();
     await kill(server);
-    await everythingOn(t, port);
+    await everythingOverHttp(t, port);
     await assert.rejects(echo(upstream), {
       name: 'UpstreamUnavailableError',
       // The everything server answers 400 for a session it does not know (the protocol says 404).

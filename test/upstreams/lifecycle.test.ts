@@ -17,7 +17,7 @@ import { Upstream, type UpstreamOptions } from '../../src/upstreams/upstream.js'
 import { capturedLog } from '../support/log-capture.js';
 import { killAll, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { until } from '../support/wait.js';
-import { temporaryDirectory } from '../support/workspace.js';
+import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const QUIET = path.resolve(import.meta.dirname, '../fixtures/upstreams/quiet-server.mjs');
@@ -25,7 +25,7 @@ const HOSTILE = path.resolve(import.meta.dirname, '../fixtures/upstreams/hostile
 const NOISY_PLUGIN = path.resolve(import.meta.dirname, '../fixtures/upstreams/noisy-plugin.ts');
 
 /** The quiet server as upstream `q`, listing the names in a file the test changes. */
-async function quiet(t: { after(fn: () => Promise<void> | void): void }, names: string[], extra: Record<string, unknown> = {}) {
+async function quiet(t: Cleanup, names: string[], extra: Record<string, unknown> = {}) {
   const dir = await temporaryDirectory(t);
   const list = path.join(dir, 'names.txt');
   await writeFile(list, names.join('\n'));
@@ -35,11 +35,7 @@ async function quiet(t: { after(fn: () => Promise<void> | void): void }, names: 
   return { dir, list, file, specs: parseUpstreams(text, {}), config: { upstreams: file, upstreamsLock: undefined } };
 }
 
-async function open(
-  t: { after(fn: () => Promise<void> | void): void },
-  setup: Pick<Awaited<ReturnType<typeof quiet>>, 'specs' | 'config'>,
-  upstream: UpstreamSourceOptions['upstream'] = {},
-) {
+async function open(t: Cleanup, setup: Pick<Awaited<ReturnType<typeof quiet>>, 'specs' | 'config'>, upstream: UpstreamSourceOptions['upstream'] = {}) {
   const registry = new ToolRegistry();
   const log = capturedLog();
   const source = (await openUpstreams(setup.specs, setup.config, registry, log.logger, { baseEnv: process.env, upstream }))!;
@@ -133,13 +129,11 @@ describe('a lazy upstream', () => {
   });
 });
 
-type After = { after(fn: () => Promise<void> | void): void };
-
 /**
  * The hostile server in `mode` as upstream `h` (see the fixture), its received methods recorded:
  * `received()` reads them. `command` runs it through `sh -c` first when given (to start a helper beside it).
  */
-async function hostile(t: After, mode: string, extra: Record<string, unknown> = {}, shell?: string) {
+async function hostile(t: Cleanup, mode: string, extra: Record<string, unknown> = {}, shell?: string) {
   const dir = await temporaryDirectory(t);
   const record = path.join(dir, 'received.txt');
   await writeFile(record, '');
@@ -153,7 +147,7 @@ async function hostile(t: After, mode: string, extra: Record<string, unknown> = 
 }
 
 /** One upstream on its own, stopped when the test ends; `states` lists each change of state. */
-function alone(t: After, spec: UpstreamSpec, options: Partial<UpstreamOptions> = {}) {
+function alone(t: Cleanup, spec: UpstreamSpec, options: Partial<UpstreamOptions> = {}) {
   const log = capturedLog();
   const states: string[] = [];
   const upstream = new Upstream(spec, {
@@ -169,7 +163,7 @@ function alone(t: After, spec: UpstreamSpec, options: Partial<UpstreamOptions> =
 }
 
 /** An HTTP server for a hand-written MCP upstream, closed (its streams too) when the test ends. */
-async function httpUpstream(t: After, handle: (message: Record<string, unknown> | undefined, method: string, res: ServerResponse) => void): Promise<string> {
+async function httpUpstream(t: Cleanup, handle: (message: Record<string, unknown> | undefined, method: string, res: ServerResponse) => void): Promise<string> {
   const server: Server = createServer(async (req, res) => {
     let body = '';
     for await (const chunk of req) body += String(chunk);

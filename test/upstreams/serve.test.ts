@@ -1,49 +1,21 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { EVERYTHING, everythingOverHttp } from '../support/everything-server.js';
 import { CLIENT_KINDS, httpClient, stdioClient } from '../support/mcp-clients.js';
+import { freePort } from '../support/ports.js';
 import { killAll, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { startServer, type ServerProcess } from '../support/server-process.js';
 import { until } from '../support/wait.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 const require = createRequire(import.meta.url);
-const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
 const MEMORY = require.resolve('@modelcontextprotocol/server-memory/dist/index.js');
 const KEY = 'upstream-test-key-0123456789abcdef';
 const SECRET = 'upstream-secret-value-6d1f0b2a';
 const AUTH = { authorization: `Bearer ${KEY}` };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** The everything server in its Streamable HTTP mode, on a port of its own. */
-async function everythingOverHttp(cleanups: Cleanups): Promise<string> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-    env: { PATH: process.env.PATH, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  cleanups.after(() => void child.kill('SIGKILL'));
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk) => {
-      stderr += String(chunk);
-      if (stderr.includes('listening on port')) resolve();
-    });
-    child.once('exit', () => reject(new Error(`the everything server exited: ${stderr}`)));
-  });
-  return `http://127.0.0.1:${port}/mcp`;
-}
 
 describe('toolport serve with upstreams from a Claude Desktop config', () => {
   const cleanups = new Cleanups();
@@ -52,7 +24,7 @@ describe('toolport serve with upstreams from a Claude Desktop config', () => {
 
   before(async () => {
     const dir = await temporaryDirectory(cleanups);
-    const web = await everythingOverHttp(cleanups);
+    const { url: web } = await everythingOverHttp(cleanups, await freePort());
     upstreamsFile = path.join(dir, 'claude_desktop_config.json');
     // As Claude Desktop writes it: other top-level keys, env values naming variables.
     await writeFile(

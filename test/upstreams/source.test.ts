@@ -11,16 +11,14 @@ import { formatLock, lockOf } from '../../src/upstreams/lock.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
 import { capturedLog } from '../support/log-capture.js';
 import { until } from '../support/wait.js';
-import { temporaryDirectory } from '../support/workspace.js';
+import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
 
 const QUIET = path.resolve(import.meta.dirname, '../fixtures/upstreams/quiet-server.mjs');
 const CARELESS = path.resolve(import.meta.dirname, '../fixtures/upstreams/careless-server.mjs');
 const TOKEN = 'tok-0123456789abcdef';
 
-type After = { after(fn: () => Promise<void> | void): void };
-
 /** Opens the upstreams of `servers` (an mcpServers object) written in a temporary directory, beside `lock` when given. */
-async function open(t: After, servers: Record<string, unknown>, options: { lock?: string; registry?: ToolRegistry; relistMs?: number } = {}) {
+async function open(t: Cleanup, servers: Record<string, unknown>, options: { lock?: string; registry?: ToolRegistry; relistMs?: number } = {}) {
   const dir = await temporaryDirectory(t);
   const file = path.join(dir, 'upstreams.json');
   const text = JSON.stringify({ mcpServers: servers });

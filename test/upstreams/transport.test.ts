@@ -7,12 +7,13 @@ import { MAX_UNSENT_BYTES, StdioProcessTransport } from '../../src/upstreams/std
 import { capturedLog } from '../support/log-capture.js';
 import { isAlive, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { until } from '../support/wait.js';
+import type { Cleanup } from '../support/workspace.js';
 
 const HOSTILE = path.resolve(import.meta.dirname, '../fixtures/upstreams/hostile-server.mjs');
 const INITIALIZED: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
 /** A started transport for `command args`, closed when the test ends; `closed` counts its onclose calls, `messages` what it read. */
-async function started(t: { after(fn: () => Promise<void> | void): void }, command: string, args: string[], secrets: string[] = []) {
+async function started(t: Cleanup, command: string, args: string[], secrets: string[] = []) {
   const log = capturedLog();
   const transport = new StdioProcessTransport({
     command,
