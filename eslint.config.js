@@ -67,6 +67,37 @@ export default tseslint.config(
     },
   },
   {
+    // Access tokens (verification, the issuers' keys, introspection, claims to callers) are
+    // transport-neutral, like the keyring: an adapter finds the token in its protocol and asks here.
+    files: ['src/auth/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '../http/*',
+                '../mcp/*',
+                '../main/*',
+                '../providers/*',
+                '../config/*',
+                '../assembly/*',
+                '../tools/*',
+                '../os/*',
+                '../infra/*',
+                '../upstreams/*',
+                '../*.js',
+              ],
+              message: 'src/auth/ imports only src/core/: the HTTP parts (metadata routes, challenges, the guard) live in src/http/.',
+            },
+            { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/auth/ is free of Fastify.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Upstream MCP servers are a source of tools, like the built-in ones: they feed the registry and
     // know no adapter; the HTTP app sees their states through its own interface.
     files: ['src/upstreams/**/*.ts'],

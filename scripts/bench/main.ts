@@ -21,12 +21,13 @@ import { machine, revision } from './machine.js';
 import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
 import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
-import { BASH_GOAL, COLD_START_GOAL, THROUGHPUT_ROWS } from './rows.js';
+import { BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
+import { startTokenRow, TOKEN_ROW } from './token-row.js';
 
 // The rows that are not wrk's, named for --only.
 const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
@@ -64,6 +65,7 @@ async function main(): Promise<number> {
   await mkdir(workspace);
   const ctx: BenchContext = { options, pinning, dir, workspace, repliesFile: path.join(dir, 'replies.json'), apiKey: randomBytes(24).toString('base64url') };
   const failures: string[] = [];
+  await prepareRowFiles(ctx);
 
   say("bench: recording toolport's answers for the raw baseline...");
   const ids = [
@@ -73,13 +75,17 @@ async function main(): Promise<number> {
     COLD_START_ROW.id,
     STDIO_START_ROW.id,
     ...UPSTREAM_ROWS.map((row) => row.id),
+    TOKEN_ROW.id,
   ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
+  // Started only when selected: a real authorization server, and one access token from it.
+  const token = selected(options, TOKEN_ROW, ids) ? await startTokenRow() : undefined;
+  if (token !== undefined) rows.splice(rows.findIndex((row) => row.id === 'echo-keyed') + 1, 0, { ...token.row, env: () => token.env });
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
   const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
-  if (rows.length === 0 && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0)
+  if (rows.length === 0 && token === undefined && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0)
     throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
@@ -146,7 +152,7 @@ async function main(): Promise<number> {
 
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
   const summaries: RowSummary[] = [
-    ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!)),
+    ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!, row.baseline?.name)),
     ...recorded.notServed.map((row): RowSummary => ({ id: row.id, label: row.label, kind: 'throughput', baselineName: 'raw node:http', note: 'not served' })),
     ...(runBash
       ? [
@@ -201,6 +207,7 @@ async function main(): Promise<number> {
     },
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
+  await token?.issuer.close();
   console.log(`results: ${path.relative(process.cwd(), options.out)}`);
 
   if (failures.length > 0) {
@@ -236,3 +243,16 @@ function rssChange(slot: { rssStartBytes: number | undefined; rssEndBytes: numbe
 }
 
 process.exitCode = await main();
+
+/** The files rows name: the workspace file the Read rows read, and the keys files of the rules row (one key, with and without rules). */
+async function prepareRowFiles(ctx: BenchContext): Promise<void> {
+  await mkdir(path.join(ctx.workspace, path.dirname(READ_FILE)), { recursive: true });
+  await writeFile(path.join(ctx.workspace, READ_FILE), Array.from({ length: 40 }, (_, i) => `line ${i + 1} of the notes`).join('\n'));
+  for (const [name, permissions] of [
+    ['plain', undefined],
+    ['rules', TEN_RULES],
+  ] as const) {
+    const key = { label: 'bench', key: ctx.apiKey, ...(permissions && { permissions }) };
+    await writeFile(path.join(ctx.dir, `keys-${name}.json`), JSON.stringify([key]));
+  }
+}

@@ -68,7 +68,13 @@ function judged(summary: RowSummary): RowSummary {
 }
 
 /** A wrk row: toolport's medians over the rounds, the raw baseline's median req/s, their ratio. */
-export function summariseThroughput(id: string, label: string, goal: Goal | undefined, slots: readonly ThroughputSlot[]): RowSummary {
+export function summariseThroughput(
+  id: string,
+  label: string,
+  goal: Goal | undefined,
+  slots: readonly ThroughputSlot[],
+  baselineName = 'raw node:http',
+): RowSummary {
   const of = (target: string) => slots.filter((s) => s.target === target);
   const toolport = of('toolport');
   const requestsPerS = median(defined(toolport.map((s) => s.result?.requestsPerS)));
@@ -82,7 +88,7 @@ export function summariseThroughput(id: string, label: string, goal: Goal | unde
     p90Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p90))),
     p99Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p99))),
     baseline,
-    baselineName: 'raw node:http',
+    baselineName,
     ratio: requestsPerS !== undefined && baseline ? requestsPerS / baseline : undefined,
     ratioRange: rangeOfRounds(
       roundsOf(slots),

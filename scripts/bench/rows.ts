@@ -21,7 +21,29 @@ export interface ThroughputRow {
   goal: Goal | undefined;
   /** Served only when toolport answers it with something other than 404 (a route still being built). */
   optional?: boolean;
+  /** More of toolport's environment for this row (files it names are written by `prepare`). */
+  env?: (ctx: RowFiles) => Record<string, string>;
+  /**
+   * Compare with toolport itself under another environment instead of the raw server: a cost
+   * that only toolport has (permission rules) measured against the same server without it.
+   */
+  baseline?: { name: string; env: (ctx: RowFiles) => Record<string, string> };
 }
+
+/** Where a row's files live: the bench's temporary directory, and the key of the keyed rows. */
+export interface RowFiles {
+  dir: string;
+  apiKey: string;
+}
+
+/** The ten rules of the rules row: what an operator would write for an agent that edits docs and runs tests. */
+export const TEN_RULES = {
+  allow: ['Read(**)', 'Edit(docs/**)', 'Write(docs/**)', 'Bash(npm test)', 'Bash(git status:*)'],
+  deny: ['Read(.env)', 'Read(secrets/**)', 'Read(*.pem)', 'Edit(docs/private/**)', 'Bash(curl:*)'],
+};
+
+/** The file the Read rows read, in the bench's workspace. */
+export const READ_FILE = 'src/notes.txt';
 
 // Config's maximum: far above what one slot sends, so the limiter runs on every call but never refuses.
 export const HIGH_RATE_LIMIT = 1_000_000;
@@ -33,6 +55,10 @@ const MCP_HEADERS = { ...JSON_HEADERS, accept: 'application/json, text/event-str
 const MCP_META = { [PROTOCOL_VERSION_KEY]: MCP_VERSION, [CLIENT_CAPABILITIES_KEY]: {} };
 
 const get: RequestSpec = { method: 'GET', path: '/tools', headers: {} };
+const read: RequestSpec = { method: 'POST', path: '/tools/Read', headers: JSON_HEADERS, body: JSON.stringify({ file_path: READ_FILE }) };
+const keysFile = (ctx: RowFiles, permissions?: object): Record<string, string> => ({
+  TOOLPORT_API_KEYS_FILE: `${ctx.dir}/keys-${permissions === undefined ? 'plain' : 'rules'}.json`,
+});
 const echo: RequestSpec = { method: 'POST', path: '/tools/Echo', headers: JSON_HEADERS, body: '{"text":"hello"}' };
 const calls = [1, 2, 3].map((n) => ({ type: 'tool_use', id: `toolu_${n}`, name: 'Echo', input: { text: `hello ${n}` } }));
 
@@ -77,6 +103,16 @@ export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
     keyed: false,
     rateLimit: 0,
     goal: atLeast(0.3),
+  },
+  {
+    id: 'read-rules',
+    label: 'POST /tools/Read, key with ten permission rules',
+    request: read,
+    keyed: true,
+    rateLimit: 0,
+    goal: atLeast(0.95),
+    env: (ctx) => keysFile(ctx, TEN_RULES),
+    baseline: { name: 'toolport, same key without rules', env: (ctx) => keysFile(ctx) },
   },
   {
     id: 'calls',

@@ -81,8 +81,15 @@ export async function throughputSlot(
   target: 'toolport' | 'raw',
   round: number,
 ): Promise<ThroughputSlot> {
-  const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...(row.keyed ? { TOOLPORT_API_KEYS: ctx.apiKey } : {}) };
-  const spec = target === 'toolport' ? toolportSpec(ctx, row.id, env) : rawSpec(ctx, row.id);
+  const keys: Record<string, string> = row.keyed && row.env === undefined ? { TOOLPORT_API_KEYS: ctx.apiKey } : {};
+  const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...keys, ...row.env?.(ctx) };
+  // A row with a baseline of its own compares toolport with toolport under the baseline's environment.
+  const spec =
+    target === 'toolport'
+      ? toolportSpec(ctx, row.id, env)
+      : row.baseline === undefined
+        ? rawSpec(ctx, row.id)
+        : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
   const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
   const { options, pinning } = ctx;
   await withServer(spec, target, slot.failures, async (server) => {

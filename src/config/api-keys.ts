@@ -1,4 +1,6 @@
-import { isToolPattern, scopeEntryMatches, type KeySpec } from '../core/keyring.js';
+import { isToolPattern, scopeEntryMatches, type KeySpec, type ServerPermissions } from '../core/keyring.js';
+import { PermissionRuleError, Permissions } from '../core/permissions.js';
+import { PermissionRulesSchema } from './permissions.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -22,6 +24,7 @@ const KeyEntry = Type.Object(
     key: Type.String({ minLength: 1 }),
     tools: Type.Optional(Type.Array(Type.String(), { minItems: 1, uniqueItems: true })),
     workspace: Type.Optional(Type.String({ minLength: 1 })),
+    permissions: Type.Optional(PermissionRulesSchema),
   },
   { additionalProperties: false },
 );
@@ -36,7 +39,11 @@ let validateKeysFile: ValidateFunction<Static<typeof KeysFile>> | undefined;
  * with access to every served tool) and the scoped keys of `TOOLPORT_API_KEYS_FILE`. Validates
  * strictly and throws `ApiKeysError`; no message ever holds a key's value.
  */
-export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'>, servedTools: readonly string[]): Promise<KeySpec[]> {
+export async function loadApiKeys(
+  config: Pick<Config, 'apiKeys' | 'apiKeysFile'>,
+  servedTools: readonly string[],
+  permissions?: ServerPermissions,
+): Promise<KeySpec[]> {
   const keys: KeySpec[] = config.apiKeys.map((key, i) => ({ label: `key-${i + 1}`, key }));
   const envProblems = keys.flatMap((k, i) => {
     const twin = firstWithSameKey(keys, i);
@@ -49,7 +56,7 @@ export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'
   if (config.apiKeysFile === undefined) return keys;
 
   const file = config.apiKeysFile;
-  const entries = await readKeysFile(file, servedTools);
+  const entries = await readKeysFile(file, servedTools, permissions);
   const clashes = entries.flatMap((entry, i) => {
     const sameKey = keys.findIndex((k) => k.key === entry.key);
     const sameLabel = keys.findIndex((k) => k.label === entry.label);
@@ -62,11 +69,17 @@ export async function loadApiKeys(config: Pick<Config, 'apiKeys' | 'apiKeysFile'
   if (clashes.length > 0) throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: ${clashes.join('; ')}.`);
   return [
     ...keys,
-    ...entries.map(({ label, key, tools, workspace }) => ({ label, key, ...(tools && { tools }), ...(workspace !== undefined && { workspace }) })),
+    ...entries.map(({ label, key, tools, workspace, permissions: rules }) => ({
+      label,
+      key,
+      ...(tools && { tools }),
+      ...(workspace !== undefined && { workspace }),
+      ...(rules !== undefined && { permissions: rules }),
+    })),
   ];
 }
 
-async function readKeysFile(file: string, servedTools: readonly string[]): Promise<KeyEntry[]> {
+async function readKeysFile(file: string, servedTools: readonly string[], permissions: ServerPermissions | undefined): Promise<KeyEntry[]> {
   const fail = (problem: string): never => {
     throw new ApiKeysError(`Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: ${problem}.`);
   };
@@ -105,6 +118,7 @@ async function readKeysFile(file: string, servedTools: readonly string[]): Promi
       ...(entry.workspace !== undefined && !isAbsolutePath(entry.workspace)
         ? [`${where}: "workspace" must be an absolute path (relative paths would depend on the directory the server starts in)`]
         : []),
+      ...ruleProblems(entry, where, permissions),
       ...sameLabelAs(entries, i),
       ...(twin < i ? [`${where} has the same key as ${describeEntry(entries, twin)}`] : []),
     ];
@@ -125,6 +139,19 @@ function isServed(entry: string, servedTools: readonly string[]): boolean {
   return servedTools.some((served) =>
     isToolPattern(served) ? served.startsWith(prefix) || prefix.startsWith(served.slice(0, -1)) : served.startsWith(prefix),
   );
+}
+
+/** What is wrong with a key's permission rules, for the first rule that cannot be read; checked as the keyring will compile them. */
+function ruleProblems(entry: KeyEntry, where: string, permissions: ServerPermissions | undefined): string[] {
+  if (entry.permissions === undefined) return [];
+  if (permissions === undefined) return [`${where}: "permissions" cannot be checked here`];
+  try {
+    Permissions.compile([{ where: `${where}, "permissions"`, rules: entry.permissions }], permissions.catalog);
+    return [];
+  } catch (err) {
+    if (err instanceof PermissionRuleError) return [err.message];
+    throw err;
+  }
 }
 
 /** An absolute path without NUL bytes; whether it is a directory is checked when the workspaces open. */
@@ -162,7 +189,7 @@ function describeSchemaError(e: ErrorObject, data: unknown): string {
   if (property === undefined) {
     if (e.keyword === 'required') return `${where}: "${(e.params as { missingProperty: string }).missingProperty}" is required`;
     if (e.keyword === 'additionalProperties') {
-      return `${where}: unknown property ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)} (allowed: label, key, tools, workspace)`;
+      return `${where}: unknown property ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)} (allowed: label, key, tools, workspace, permissions)`;
     }
     return `${where} must be an object with "label", "key" and optionally "tools" and "workspace"`;
   }
@@ -171,6 +198,9 @@ function describeSchemaError(e: ErrorObject, data: unknown): string {
     if (e.keyword === 'minItems') return `${where}: "tools" must name at least one tool (leave it out for every tool)`;
     if (e.keyword === 'uniqueItems') return `${where}: "tools" names a tool more than once`;
     return `${where}: "tools" must be an array of tool names`;
+  }
+  if (property === 'permissions') {
+    return `${where}: "permissions" must be {"allow": [rules], "deny": [rules]}, each rule a string such as "Read(src/**)" or "Bash(npm test)"`;
   }
   if (e.keyword === 'type') return `${where}: ${field} must be a string`;
   if (e.keyword === 'minLength') return `${where}: ${field} must not be empty`;

@@ -233,6 +233,62 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'whose `X-Forwarded-For` to believe, for rate limits and logs: `true` (any peer), a hop count (`1`), or comma-separated addresses and CIDR ranges of the proxies (`10.0.0.0/8,loopback`)',
     see: 'security.md#behind-a-reverse-proxy',
   },
+  {
+    name: 'TOOLPORT_PERMISSIONS',
+    default: 'none',
+    meaning: 'A JSON file of permission rules `{"allow": [...], "deny": [...]}` every key inherits and may narrow; see docs/security.md',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_ISSUER',
+    default: 'none',
+    meaning:
+      'comma-separated issuer URLs of the OAuth 2.1 / OpenID authorization servers whose access tokens toolport accepts (`https://`, or `http://` on loopback); with it, toolport is a resource server beside its keys',
+    see: 'oauth.md',
+  },
+  {
+    name: 'TOOLPORT_PUBLIC_URL',
+    default: 'none',
+    meaning:
+      "the absolute URL clients reach toolport at (`https://tools.example.com`): the resource the protected-resource metadata names and tokens' audience must contain; required with `TOOLPORT_OAUTH_ISSUER`",
+    see: 'oauth.md',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_AUDIENCE',
+    default: '`TOOLPORT_PUBLIC_URL` and its `/mcp`',
+    meaning: "comma-separated values of which a token's `aud` must hold one (for providers that cannot put the resource URL there)",
+    see: 'oauth.md#audience',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_JWKS_URL',
+    default: "the issuer's `jwks_uri`",
+    meaning: "where the issuer's signing keys are, when its metadata does not say (one issuer only)",
+    see: 'oauth.md',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_SCOPES',
+    default: "`tools:*`, `tools:<name>` per tool, and the mapping's scope names",
+    meaning: 'comma-separated scopes the protected-resource metadata advertises (clients ask for these)',
+    see: 'oauth.md#scopes-and-permissions',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_TOOLS_CLAIM',
+    default: 'none',
+    meaning: 'a claim (dotted path, such as `realm_access.roles`) whose values grant tools as scopes do',
+    see: 'oauth.md#scopes-and-permissions',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_MAPPING',
+    default: 'none',
+    meaning: 'a JSON file of scope names, subjects and groups mapped to tools, workspaces and permission rules',
+    see: 'oauth.md#the-mapping-file',
+  },
+  {
+    name: 'TOOLPORT_OAUTH_CLIENT_ID',
+    default: 'none',
+    meaning: "with `TOOLPORT_OAUTH_CLIENT_SECRET`: toolport's own client at the (first) issuer, to introspect opaque tokens (RFC 7662)",
+    see: 'oauth.md#opaque-tokens',
+  },
+  { name: 'TOOLPORT_OAUTH_CLIENT_SECRET', default: 'none', meaning: 'the secret of `TOOLPORT_OAUTH_CLIENT_ID`', see: 'oauth.md#opaque-tokens' },
 ];
 
 /** Everything the service reads from its environment, validated. Nothing else reads `process.env`. */
@@ -300,6 +356,30 @@ export interface Config {
   corsOrigins: string[];
   /** Whose X-Forwarded-For to believe: no one, every peer, this many hops, or these addresses and CIDR ranges. */
   trustProxy: boolean | number | string[];
+  /** A JSON file of permission rules every key inherits (TOOLPORT_PERMISSIONS); absent: none. */
+  permissionsFile?: string;
+  /** toolport as an OAuth 2.1 resource server (TOOLPORT_OAUTH_ISSUER and its companions); absent: keys only. */
+  oauth?: OAuthConfig;
+}
+
+/** The OAuth resource server's settings, checked for form only: the issuers are reached at start-up. */
+export interface OAuthConfig {
+  /** The issuers whose tokens are accepted, exactly as their `iss` claim writes them. */
+  issuers: string[];
+  /** The resource's canonical URL (TOOLPORT_PUBLIC_URL), without a trailing slash. */
+  publicUrl: string;
+  /** Values of which a token's `aud` must hold one; undefined: the public URL and its `/mcp`. */
+  audiences: string[] | undefined;
+  /** The issuer's JWKS, when its metadata does not name it (one issuer only). */
+  jwksUrl: string | undefined;
+  /** The scopes the protected-resource metadata advertises; undefined: derived from the tools. */
+  scopes: string[] | undefined;
+  /** A claim (dotted path) whose values grant tools as scopes do. */
+  toolsClaim: string | undefined;
+  /** The mapping file (TOOLPORT_OAUTH_MAPPING). */
+  mappingFile: string | undefined;
+  /** toolport's own client at the first issuer, to introspect opaque tokens; undefined: JWTs only. */
+  introspectionClient: { id: string; secret: string } | undefined;
 }
 
 /** Raised for a missing or malformed variable; the message names it and says what is expected. */
@@ -386,7 +466,93 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     ),
     corsOrigins: corsOrigins(env, 'TOOLPORT_CORS_ORIGINS', raw(env, 'TOOLPORT_API_KEYS') !== undefined || raw(env, 'TOOLPORT_API_KEYS_FILE') !== undefined),
     trustProxy: trustProxy(env, 'TOOLPORT_TRUST_PROXY'),
+    ...optional('permissionsFile', raw(env, 'TOOLPORT_PERMISSIONS')),
+    ...optional('oauth', oauth(env)),
   };
+}
+
+/** `{ [name]: value }`, or nothing when the value is undefined: an unset optional variable leaves no key behind. */
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
+
+const OAUTH_COMPANIONS = [
+  'TOOLPORT_PUBLIC_URL',
+  'TOOLPORT_OAUTH_AUDIENCE',
+  'TOOLPORT_OAUTH_JWKS_URL',
+  'TOOLPORT_OAUTH_SCOPES',
+  'TOOLPORT_OAUTH_TOOLS_CLAIM',
+  'TOOLPORT_OAUTH_MAPPING',
+  'TOOLPORT_OAUTH_CLIENT_ID',
+  'TOOLPORT_OAUTH_CLIENT_SECRET',
+] as const;
+
+/** The OAuth settings, when TOOLPORT_OAUTH_ISSUER is set; a companion set without it is a mistake, not ignored. */
+function oauth(env: Env): OAuthConfig | undefined {
+  const issuers = checkedList(env, 'TOOLPORT_OAUTH_ISSUER', (item) => (serverUrl(item) === undefined ? undefined : item), ISSUER_EXPECTED);
+  if (issuers.length === 0) {
+    const stray = OAUTH_COMPANIONS.find((name) => raw(env, name) !== undefined && name !== 'TOOLPORT_PUBLIC_URL');
+    if (stray !== undefined) throw new ConfigError(stray, '', '', `${stray} is set but TOOLPORT_OAUTH_ISSUER is not: set the issuer too, or unset ${stray}`);
+    return undefined;
+  }
+  const publicUrl = raw(env, 'TOOLPORT_PUBLIC_URL');
+  if (publicUrl === undefined)
+    throw new ConfigError(
+      'TOOLPORT_PUBLIC_URL',
+      '',
+      '',
+      'TOOLPORT_PUBLIC_URL is required with TOOLPORT_OAUTH_ISSUER: the absolute URL clients reach toolport at',
+    );
+  const canonical = serverUrl(publicUrl);
+  if (canonical === undefined) throw new ConfigError('TOOLPORT_PUBLIC_URL', URL_EXPECTED, publicUrl);
+  const jwksUrl = raw(env, 'TOOLPORT_OAUTH_JWKS_URL');
+  if (jwksUrl !== undefined) {
+    if (serverUrl(jwksUrl) === undefined) throw new ConfigError('TOOLPORT_OAUTH_JWKS_URL', URL_EXPECTED, jwksUrl);
+    if (issuers.length > 1)
+      throw new ConfigError('TOOLPORT_OAUTH_JWKS_URL', 'one issuer in TOOLPORT_OAUTH_ISSUER (each of several issuers names its own keys)', jwksUrl);
+  }
+  const clientId = raw(env, 'TOOLPORT_OAUTH_CLIENT_ID');
+  const clientSecret = raw(env, 'TOOLPORT_OAUTH_CLIENT_SECRET');
+  if ((clientId === undefined) !== (clientSecret === undefined)) {
+    const missing = clientId === undefined ? 'TOOLPORT_OAUTH_CLIENT_ID' : 'TOOLPORT_OAUTH_CLIENT_SECRET';
+    throw new ConfigError(
+      missing,
+      '',
+      '',
+      `${missing} is required with ${missing === 'TOOLPORT_OAUTH_CLIENT_ID' ? 'TOOLPORT_OAUTH_CLIENT_SECRET' : 'TOOLPORT_OAUTH_CLIENT_ID'}`,
+    );
+  }
+  return {
+    issuers,
+    publicUrl: canonical,
+    audiences: list(env, 'TOOLPORT_OAUTH_AUDIENCE'),
+    jwksUrl,
+    scopes: list(env, 'TOOLPORT_OAUTH_SCOPES'),
+    toolsClaim: raw(env, 'TOOLPORT_OAUTH_TOOLS_CLAIM'),
+    mappingFile: raw(env, 'TOOLPORT_OAUTH_MAPPING'),
+    introspectionClient: clientId === undefined || clientSecret === undefined ? undefined : { id: clientId, secret: clientSecret },
+  };
+}
+
+const ISSUER_EXPECTED = 'absolute https URLs (http only on a loopback host) without query, fragment or credentials';
+const URL_EXPECTED = 'an absolute https URL (http only on a loopback host) without query, fragment or credentials';
+
+/**
+ * An absolute URL a server is known by, without a trailing slash, or undefined: https, or http on
+ * a loopback host (a token sent in the clear elsewhere could be read on the way); no query,
+ * fragment or credentials.
+ */
+function serverUrl(item: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(item);
+  } catch {
+    return undefined;
+  }
+  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || url.hostname.startsWith('127.');
+  const secure = url.protocol === 'https:' || (url.protocol === 'http:' && loopback);
+  if (!secure || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '' || !/^https?:\/\//i.test(item)) return undefined;
+  return url.href.replace(/\/$/, '');
 }
 
 function raw(env: Env, name: string): string | undefined {

@@ -1,4 +1,5 @@
 import type { Static, TObject } from 'typebox';
+import type { ToolRules } from './permissions.js';
 import type { ContentBlock, ObjectSchema, ToolAnnotations, ToolContext, ToolDef, ToolInput, ToolResult } from './types.js';
 
 /**
@@ -18,6 +19,7 @@ export interface TypedToolSpec<Schema extends TObject> {
   annotations?: ToolAnnotations;
   timeoutMs?: number;
   maxConcurrency?: number;
+  rules?: ToolRules;
   execute(input: Static<Schema>, context: ToolContext): Promise<ToolResult> | ToolResult;
 }
 

@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { CallAbort, type AbortSource } from './call-abort.js';
 import { ToolportError } from './errors.js';
+import { PermissionDenied, type Permissions } from './permissions.js';
 import { ConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE, defaultShareOfQueue, defaultShareOfSlots } from './limiter.js';
 import { violationLines, type InputViolation, type OutputValidator } from './validator.js';
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
@@ -77,6 +78,8 @@ export interface CallOptions {
    * slots and queue, and waiting callers take turns. Undefined: the tool's limits only.
    */
   caller?: string;
+  /** The caller's permission rules, given to the tool (`ToolContext.permissions`); a refusal it throws rejects the call. */
+  permissions?: Permissions | undefined;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -90,6 +93,8 @@ interface Settled {
   outcome: CallOutcome;
   result: ToolResult & { isError: boolean };
   err?: unknown;
+  /** The tool refused the call under the caller's rules before touching anything: the call rejects with it. */
+  refusal?: PermissionDenied;
   /** The tool's own promise, when the call answered (aborted, timed out) before the tool settled. */
   stillRunning?: PromiseLike<unknown>;
 }
@@ -225,6 +230,8 @@ export class ToolExecutor {
         const seconds = (performance.now() - started) / 1000;
         // A tool that finished without looking at its signal still gets it, so leftovers stop.
         abort.abort(CALL_FINISHED);
+        // A refusal is the gateway's to log and count, as for one it made itself.
+        if (settled.refusal !== undefined) throw settled.refusal;
         this.#audit(requestId, name, settled, seconds, waitMs, options);
         return settled.result;
       } finally {
@@ -285,7 +292,7 @@ export class ToolExecutor {
     const progress = options.onProgress && progressReporter(options.onProgress, abort);
     let value: unknown;
     try {
-      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, options.caller));
+      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, options.caller, options.permissions));
     } catch (err) {
       return threw(tool, err);
     }
@@ -327,6 +334,7 @@ class CallContext implements ToolContext {
   readonly requestId: string;
   readonly progress: ((update: string | ProgressUpdate) => void) | undefined;
   readonly caller: string | undefined;
+  readonly permissions: Permissions | undefined;
   readonly #abort: CallAbort;
   readonly #parent: Logger;
   readonly #tool: string;
@@ -339,9 +347,11 @@ class CallContext implements ToolContext {
     tool: string,
     progress: ((update: string | ProgressUpdate) => void) | undefined,
     caller: string | undefined,
+    permissions: Permissions | undefined,
   ) {
     this.#abort = abort;
     this.caller = caller;
+    this.permissions = permissions;
     this.#parent = parent;
     this.requestId = requestId;
     this.#tool = tool;
@@ -401,6 +411,7 @@ function malformed(tool: ToolDef, problem: string): Settled {
 }
 
 function threw(tool: ToolDef, err: unknown): Settled {
+  if (err instanceof PermissionDenied) return { outcome: 'threw', result: errorResult(err.message), refusal: err };
   return { outcome: 'threw', result: errorResult(`Tool "${tool.name}" failed: ${describeThrown(err)}`), err };
 }
 

@@ -13,7 +13,8 @@ import {
   type OpenAITool,
 } from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
-import type { ToolScope } from './keyring.js';
+import { toolScope, type ServerPermissions, type ToolScope } from './keyring.js';
+import { PermissionDenied, Permissions } from './permissions.js';
 import type { ToolRegistry } from './registry.js';
 import type { Progress, ToolDef, ToolResult } from './types.js';
 
@@ -27,6 +28,8 @@ export interface Caller {
   readonly ip?: string | undefined;
   /** The workspace the caller's tools work in, a key of the gateway's `toolsets`; undefined: the server's. */
   readonly workspace?: string | undefined;
+  /** The rules the caller's calls must pass (its key's, the server's default included); undefined: the server's default. */
+  readonly permissions?: Permissions | undefined;
   /**
    * Counts one more call against the caller's rate limit, for a call its request's own count did
    * not cover (`CallRequest.extra`); resolves to the refusal when the limit is spent. Absent: no
@@ -115,6 +118,8 @@ export interface GatewayOptions extends Omit<ExecutorOptions, 'observer'> {
    * of its caller's workspace.
    */
   toolsets?: ReadonlyMap<string, ToolRegistry>;
+  /** The rules every caller inherits (a key's own come with its `Caller`), and what rules are checked against. */
+  permissions?: ServerPermissions;
 }
 
 type ToolDefinition = AnthropicTool | OpenAITool | OpenAIResponsesTool | MCPTool;
@@ -132,8 +137,12 @@ export class Gateway {
   readonly #observer: GatewayObserver | undefined;
   readonly #inFlight = new InFlight();
   readonly #toolsets: ReadonlyMap<string, ToolRegistry>;
+  // The default rules, for callers without a key of their own (no keys, stdio, the CLI), and the scope their lists are made for.
+  readonly #defaults: Permissions | undefined;
+  readonly #defaultScope: ToolScope | undefined;
 
-  constructor({ scopes = [], observer, toolsets = new Map(), ...options }: GatewayOptions) {
+  /** Throws `PermissionRuleError` for a default rule that cannot be read. */
+  constructor({ scopes = [], observer, toolsets = new Map(), permissions, ...options }: GatewayOptions) {
     this.executor = new ToolExecutor({ ...options, observer });
     this.registry = options.registry;
     // The tools registered one by one are bound to a workspace; a source's (an upstream's) are not, and stay in `registry` only.
@@ -151,6 +160,8 @@ export class Gateway {
     this.#toolsets = toolsets;
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#observer = observer;
+    this.#defaults = permissions && Permissions.compile([{ where: 'TOOLPORT_PERMISSIONS', rules: permissions.defaults }], permissions.catalog);
+    this.#defaultScope = this.#defaults && toolScope(undefined, this.#defaults);
     this.prepareLists(scopes);
   }
 
@@ -159,7 +170,7 @@ export class Gateway {
    * at start-up, and for the scopes of keys put in place by a reload.
    */
   prepareLists(scopes: readonly ToolScope[]): void {
-    for (const scope of [undefined, ...scopes]) {
+    for (const scope of [this.#defaultScope, ...scopes]) {
       for (const format of API_FORMATS) {
         this.registry.listBytes(format, scope);
         if (hasStrictMode(format)) this.registry.listBytes(format, scope, { strict: true });
@@ -173,7 +184,8 @@ export class Gateway {
    * refusal; whatever the tool does becomes the resolved `CallResult`.
    */
   async call(request: CallRequest): Promise<CallResult> {
-    let refusal = this.#inFlight.draining ? shuttingDown() : this.scopeRefusal(request.caller, request.tool);
+    const permissions = request.caller.permissions ?? this.#defaults;
+    let refusal = this.#inFlight.draining ? shuttingDown() : (this.scopeRefusal(request.caller, request.tool) ?? permissions?.toolRefusal(request.tool));
     if (refusal === undefined && request.extra === true && request.caller.countAnotherCall !== undefined) {
       refusal = await request.caller.countAnotherCall();
       if (refusal === undefined && this.#inFlight.draining) refusal = shuttingDown();
@@ -199,6 +211,7 @@ export class Gateway {
         onProgress: request.onProgress,
         registry,
         caller: admissionName(request.caller),
+        permissions,
       });
     } catch (err) {
       if (err instanceof ToolportError) this.refused(request, err);
@@ -229,8 +242,9 @@ export class Gateway {
    */
   refused(call: CallIdentity, error: ToolportError): void {
     const { caller } = call;
+    const rule = error instanceof PermissionDenied ? error.rule : undefined;
     this.#log.info(
-      { reqId: call.requestId, tool: call.tool, key: caller.label, ip: caller.ip, transport: call.transport, status: error.statusCode, code: error.code },
+      { reqId: call.requestId, tool: call.tool, key: caller.label, ip: caller.ip, transport: call.transport, status: error.statusCode, code: error.code, rule },
       'tool call refused',
     );
     this.#observer?.callRefused(error.code, call.transport);
@@ -253,17 +267,22 @@ export class Gateway {
 
   /** The tools the caller may use, in registration order: the same array for the same scope, until a new `register`. */
   tools(caller: Caller): readonly ToolDef[] {
-    return this.registry.tools(caller.scope);
+    return this.registry.tools(this.#scopeOf(caller));
+  }
+
+  /** The scope a caller's lists are made for: its key's, or the default rules' for a caller without one. */
+  #scopeOf(caller: Caller): ToolScope | undefined {
+    return caller.scope ?? this.#defaultScope;
   }
 
   /** The tools the caller may see, in a provider's format, as JSON text made once (at start-up for the keys' scopes). */
   list(caller: Caller, format: APIFormat = 'anthropic', options?: ListOptions): string {
-    return this.registry.listJSON(format, caller.scope, options);
+    return this.registry.listJSON(format, this.#scopeOf(caller), options);
   }
 
   /** `list` as UTF-8 bytes, the same Buffer every time (until a new `register`); never change it. */
   listBytes(caller: Caller, format: APIFormat = 'anthropic', options?: ListOptions): Buffer {
-    return this.registry.listBytes(format, caller.scope, options);
+    return this.registry.listBytes(format, this.#scopeOf(caller), options);
   }
 
   /** One tool's definition in a provider's format; throws FORBIDDEN outside the caller's scope, TOOL_NOT_FOUND for no such tool. */

@@ -1,11 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Permissions, type PermissionRules, type RuleCatalog } from './permissions.js';
 
 /**
  * The tools a scoped key may use, in the key's order. Keys with the same tools share one set. An
  * entry ending in `*` names every tool whose name starts with what comes before it (`github__*`,
  * the tools of one upstream): `has` answers for the patterns too, iteration gives the entries.
  */
-export type ToolScope = ReadonlySet<string>;
+export interface ToolScope extends ReadonlySet<string> {
+  /** The permission rules of the callers with this scope, which their tool lists state (`Permissions.summary`). */
+  readonly permissions?: Permissions | undefined;
+}
 
 /** Whether a scope entry is a prefix pattern (`github__*`) rather than one tool's name. */
 export function isToolPattern(entry: string): boolean {
@@ -17,19 +21,24 @@ export function scopeEntryMatches(entry: string, tool: string): boolean {
   return isToolPattern(entry) ? tool.startsWith(entry.slice(0, -1)) : entry === tool;
 }
 
-/** A ToolScope of these entries: a plain Set, unless a pattern asks `has` to look further. */
-export function toolScope(entries: readonly string[]): ToolScope {
-  const prefixes = entries.filter(isToolPattern).map((entry) => entry.slice(0, -1));
-  if (prefixes.length === 0) return new Set(entries);
-  return new PatternScope(entries, prefixes);
+/**
+ * A ToolScope of these entries (every tool when undefined, which only rules make worth a scope):
+ * a plain Set, unless a pattern asks `has` to look further or rules go with it.
+ */
+export function toolScope(entries: readonly string[] | undefined, permissions?: Permissions): ToolScope {
+  const prefixes = entries === undefined ? [''] : entries.filter(isToolPattern).map((entry) => entry.slice(0, -1));
+  if (prefixes.length === 0 && permissions === undefined) return new Set(entries);
+  return new PatternScope(entries ?? [], prefixes, permissions);
 }
 
-class PatternScope extends Set<string> {
+class PatternScope extends Set<string> implements ToolScope {
   readonly #prefixes: readonly string[];
+  readonly permissions: Permissions | undefined;
 
-  constructor(entries: readonly string[], prefixes: readonly string[]) {
+  constructor(entries: readonly string[], prefixes: readonly string[], permissions: Permissions | undefined) {
     super(entries);
     this.#prefixes = prefixes;
+    this.permissions = permissions;
   }
 
   override has(tool: string): boolean {
@@ -51,6 +60,17 @@ export interface KeySpec {
    * tools bound to it (see `Caller.workspace`); undefined: the server's workspace.
    */
   workspace?: string | undefined;
+  /** Rules for what the key's calls may read, write and run, under the server's default (`ServerPermissions`). */
+  permissions?: PermissionRules | undefined;
+}
+
+/**
+ * The rules every caller inherits (`TOOLPORT_PERMISSIONS`), and what rules are checked against.
+ * A key's own rules narrow the default: a call must pass both.
+ */
+export interface ServerPermissions {
+  readonly defaults: PermissionRules | undefined;
+  readonly catalog: RuleCatalog;
 }
 
 /** Who a key belongs to: its label and scope, never the secret, so it is safe to log. */
@@ -60,6 +80,8 @@ export interface KeyIdentity {
   readonly tools: ToolScope | undefined;
   /** The key's own workspace; undefined: the server's. */
   readonly workspace: string | undefined;
+  /** The rules its calls must pass, the server's default included; undefined: none. */
+  readonly permissions?: Permissions | undefined;
 }
 
 interface StoredKey {
@@ -83,8 +105,11 @@ export class Keyring {
   #recent = new Map<string, KeyIdentity>();
   #older = new Map<string, KeyIdentity>();
   #scopes: readonly ToolScope[] = [];
+  readonly #permissions: ServerPermissions | undefined;
 
-  constructor(keys: readonly KeySpec[]) {
+  /** Throws `PermissionRuleError` for a rule that cannot be read (checked earlier, where keys are loaded). */
+  constructor(keys: readonly KeySpec[], permissions?: ServerPermissions) {
+    this.#permissions = permissions;
     this.replace(keys);
   }
 
@@ -101,18 +126,36 @@ export class Keyring {
    */
   replace(keys: readonly KeySpec[]): void {
     // Reused only in the same order, since a refusal lists the tools in the order of the scope.
-    const previous = new Map(this.#scopes.map((scope) => [[...scope].join('\n'), scope]));
+    const previous = new Map(this.#scopes.map((scope) => [orderedId(scope), scope]));
     const scopes = new Map<string, ToolScope>();
-    const scopeOf = (tools: readonly string[] | undefined): ToolScope | undefined => {
-      if (tools === undefined) return undefined;
-      const id = scopeId(tools);
-      if (!scopes.has(id)) scopes.set(id, previous.get(tools.join('\n')) ?? toolScope(tools));
+    const scopeOf = (tools: readonly string[] | undefined, rules: PermissionRules | undefined, permissions: Permissions | undefined): ToolScope | undefined => {
+      if (tools === undefined && permissions === undefined) return undefined;
+      const id = `${scopeId(tools)}\0${JSON.stringify(rules ?? null)}`;
+      const ordered = `${(tools ?? ['*']).join('\n')}\0${JSON.stringify(rules ?? null)}`;
+      if (!scopes.has(id)) scopes.set(id, previous.get(ordered) ?? Object.assign(toolScope(tools, permissions), { [ORDERED_ID]: ordered }));
       return scopes.get(id);
     };
-    this.#keys = keys.map((k) => ({ digest: sha256(k.key), identity: Object.freeze({ label: k.label, tools: scopeOf(k.tools), workspace: k.workspace }) }));
+    this.#keys = keys.map((k) => {
+      const permissions = this.#compile(k);
+      const identity = Object.freeze({ label: k.label, tools: scopeOf(k.tools, k.permissions, permissions), workspace: k.workspace, permissions });
+      return { digest: sha256(k.key), identity };
+    });
     this.#scopes = [...scopes.values()];
     this.#recent = new Map();
     this.#older = new Map();
+  }
+
+  /** The default rules, then the key's own, compiled; undefined when neither has a rule. */
+  #compile(key: KeySpec): Permissions | undefined {
+    if (this.#permissions === undefined) return undefined;
+    const { defaults, catalog } = this.#permissions;
+    return Permissions.compile(
+      [
+        { where: 'TOOLPORT_PERMISSIONS', rules: defaults },
+        { where: `key ${JSON.stringify(key.label)}`, rules: key.permissions },
+      ],
+      catalog,
+    );
   }
 
   /** How many keys there are; none means no authentication. */
@@ -164,8 +207,15 @@ export class Keyring {
 }
 
 /** Scopes with the same tools, in any order, are one. */
-function scopeId(tools: readonly string[]): string {
-  return [...tools].sort().join('\n');
+function scopeId(tools: readonly string[] | undefined): string {
+  return tools === undefined ? '*' : [...tools].sort().join('\n');
+}
+
+// What a scope was made from, in its order, so a reload that keeps a key's tools and rules keeps its scope object.
+const ORDERED_ID = Symbol('ordered id');
+
+function orderedId(scope: ToolScope): string {
+  return (scope as { [ORDERED_ID]?: string })[ORDERED_ID] ?? [...scope].join('\n');
 }
 
 function sha256(text: string): Buffer {

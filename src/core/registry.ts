@@ -1,6 +1,7 @@
 import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
+import type { Permissions } from './permissions.js';
 import { compileInputSchema, compileOutputSchema, createAjv, type InputValidator, type OutputValidator } from './validator.js';
 import type { ObjectSchema, ToolDef } from './types.js';
 
@@ -254,12 +255,20 @@ export class ToolRegistry {
     let published = scope === undefined ? this.#published : this.#scoped.get(scope);
     if (published === undefined) {
       const all = this.list();
-      published = { tools: Object.freeze(scope === undefined ? all : all.filter((t) => scope.has(t.name))), formats: new Map() };
+      const permissions = scope?.permissions;
+      const shown = scope === undefined ? all : all.filter((t) => scope.has(t.name));
+      published = { tools: Object.freeze(permissions === undefined ? shown : shown.map((t) => withRules(t, permissions))), formats: new Map() };
       if (scope === undefined) this.#published = published;
       else this.#scoped.set(scope, published);
     }
     return published;
   }
+}
+
+/** The tool as a caller with rules sees it: its rules in its description's last line, so a model does not waste calls on what they refuse. */
+function withRules(tool: ToolDef, permissions: Permissions): ToolDef {
+  const line = permissions.summary(tool.name, tool.rules?.access);
+  return line === undefined ? tool : { ...tool, description: `${tool.description}\n\n${line}` };
 }
 
 /** The tools of one scope, and their lists by format. */

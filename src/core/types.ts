@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Permissions, ToolRules } from './permissions.js';
 import type { Static } from 'typebox';
 import type {
   AudioBlockSchema,
@@ -78,6 +79,12 @@ export interface ToolContext {
    * call has answered. Rate-limit it yourself when reports could come in a flood (output lines).
    */
   progress?: (update: string | ProgressUpdate) => void;
+  /**
+   * The caller's permission rules, for a tool whose rules look at what it touches (`ToolDef.rules`):
+   * it asks them about the path it really resolved, or the command it is about to run, and throws
+   * the `PermissionDenied` they answer before reading or writing anything. Undefined: no rules.
+   */
+  permissions?: Permissions | undefined;
 }
 
 /** A progress report as a tool gives it: a message, or how far it got (of how much), or both. */
@@ -125,5 +132,11 @@ export interface ToolDef<Input extends ToolInput = ToolInput> {
   timeoutMs?: number;
   /** Most calls of this tool that may run at once; the server's own cap applies too. */
   maxConcurrency?: number;
+  /**
+   * What this tool's permission rules speak of: a path (`Read(src/**)`) or a command (`Bash(npm
+   * test)`) inside the parentheses, and which path rules govern what it touches. Left out: its
+   * rules are its name alone.
+   */
+  rules?: ToolRules;
   execute(input: Input, context: ToolContext): Promise<ToolResult> | ToolResult;
 }

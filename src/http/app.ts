@@ -1,5 +1,7 @@
 import type { UpstreamStates } from './routes/health.js';
-import type { KeySpec } from '../core/keyring.js';
+import type { KeySpec, ServerPermissions } from '../core/keyring.js';
+import type { ResourceServer } from '../auth/open.js';
+import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
@@ -20,6 +22,7 @@ import { requestLog } from './request-log.js';
 import { installJsonBody } from './json-body.js';
 import { lazySchemaCompilers } from './lazy-compilers.js';
 import { registerOpenAPI } from './openapi/document.js';
+import { metadataUrls, oauthRoutes } from './routes/oauth-metadata.js';
 import { healthRoutes } from './routes/health.js';
 import { callsRoutes, CALLS_TRANSPORT } from './routes/calls.js';
 import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
@@ -40,8 +43,15 @@ export interface AppOptions {
   docs?: boolean;
   /** API keys and their scopes; none (the default) means no authentication. */
   apiKeys?: readonly KeySpec[];
+  /** The permission rules every caller inherits (TOOLPORT_PERMISSIONS), and what keys' rules are checked against. */
+  permissions?: ServerPermissions;
   /** With keys configured, leave `/docs` and `/openapi.json` open (default false). */
   publicDocs?: boolean;
+  /**
+   * toolport as an OAuth 2.1 resource server (`openResourceServer`): access tokens of its issuers
+   * are accepted beside the keys, and the protected-resource metadata is served. Undefined: keys only.
+   */
+  oauth?: ResourceServer;
   /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
   localOnly?: boolean;
   /** Host names answered to besides local ones; when given, any other Host is a 403 wherever the server listens. */
@@ -121,6 +131,8 @@ declare module 'fastify' {
     bodyIs?: string;
     /** The body's schema in the OpenAPI document, for a route that reads its body itself rather than through Fastify's validation. */
     documentedBody?: object;
+    /** The route answers without credentials (the OAuth discovery documents, which a client reads before it has any). */
+    openRoute?: boolean;
   }
 }
 
@@ -196,7 +208,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     [REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT],
   );
   if (options.upstreams !== undefined) metrics.watchUpstreams(options.upstreams, (tool) => options.registry.sourceOf(tool));
-  const keyring = new Keyring(options.apiKeys ?? []);
+  const keyring = new Keyring(options.apiKeys ?? [], options.permissions);
   const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
   assertToolsetsBound(options.apiKeys ?? [], toolsets);
   const gateway = new Gateway({
@@ -210,6 +222,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     observer: metrics.observer,
     scopes: keyring.scopes,
     toolsets,
+    permissions: options.permissions,
   });
 
   app.decorate('toolport', {
@@ -260,8 +273,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   // Before the guard and authentication: a preflight carries no credentials.
   await installCors(app, options.corsOrigins ?? []);
+  const oauth = options.oauth;
   installAccessControl(app, {
     keyring,
+    oauth: oauth === undefined ? undefined : { tokens: oauth.tokens, ...metadataUrls(oauth.publicUrl) },
     publicDocs: options.publicDocs ?? false,
     localOnly: options.localOnly ?? false,
     allowedHosts: options.allowedHosts,
@@ -284,7 +299,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
 
-  await registerOpenAPI(app, { docs: options.docs ?? true, registry: options.registry });
+  // What the metadata and the OpenAPI document advertise: the configured scopes, or every tool's and the mapping's own.
+  const scopes = (): readonly string[] =>
+    oauth?.scopes ?? [
+      `${TOOL_SCOPE_PREFIX}*`,
+      ...options.registry.list().map((t) => `${TOOL_SCOPE_PREFIX}${t.name}`),
+      ...Object.keys(oauth?.mapping.scopes ?? {}),
+    ];
+  await registerOpenAPI(app, {
+    docs: options.docs ?? true,
+    registry: options.registry,
+    oauth: oauth === undefined ? undefined : { issuer: oauth.issuers[0]!, scopes: scopes() },
+  });
+  oauthRoutes(app, {
+    resource: oauth === undefined ? undefined : { publicUrl: oauth.publicUrl, authorizationServers: oauth.issuers.map((i) => i.issuer), scopes },
+    keyed: keyring.size > 0,
+  });
   healthRoutes(app, () => gateway.draining, options.upstreams);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });

@@ -1,6 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { ToolportError } from '../core/errors.js';
 import type { Caller } from '../core/gateway.js';
+import type { ToolScope } from '../core/keyring.js';
+import type { Permissions } from '../core/permissions.js';
 import { countAnotherCall } from './guards/protection.js';
 
 /**
@@ -20,12 +22,16 @@ export class RequestCaller implements Caller {
     return this.#request.apiKey?.label;
   }
 
-  get scope(): ReadonlySet<string> | undefined {
+  get scope(): ToolScope | undefined {
     return this.#request.apiKey?.tools;
   }
 
   get workspace(): string | undefined {
     return this.#request.apiKey?.workspace;
+  }
+
+  get permissions(): Permissions | undefined {
+    return this.#request.apiKey?.permissions;
   }
 
   get ip(): string {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { KeySpec } from '../core/keyring.js';
+import type { KeySpec, ServerPermissions } from '../core/keyring.js';
 import { loadApiKeys } from '../config/api-keys.js';
 import type { Config } from '../config/config.js';
 import type { KeyWorkspaces } from '../assembly/key-workspaces.js';
@@ -11,6 +11,8 @@ export interface KeyReloadOptions {
   config: Pick<Config, 'apiKeys' | 'apiKeysFile'>;
   /** The names of the served tools: a key's `tools` may name only these. */
   servedTools: readonly string[];
+  /** The default rules and what keys' rules are checked against; undefined: rules are refused (none are expected). */
+  permissions?: ServerPermissions;
   /** The keys in use now, as `openKeyWorkspaces` gave them; the log of a reload says what changed since. */
   keys: readonly KeySpec[];
   /** Checks the reloaded keys against the workspaces open (`KeyWorkspaces.admit`). */
@@ -37,7 +39,7 @@ export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOut
     }
     let keys: KeySpec[];
     try {
-      keys = await options.workspaces.admit(await loadApiKeys(config, options.servedTools));
+      keys = await options.workspaces.admit(await loadApiKeys(config, options.servedTools, options.permissions));
       options.replaceKeys(keys);
     } catch (err) {
       log.warn({ reason: (err as Error).message }, 'API keys not reloaded; the keys in use are kept');
@@ -55,7 +57,8 @@ export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOut
 function changes(before: readonly KeySpec[], after: readonly KeySpec[]): { added: string[]; removed: string[]; changed: string[] } {
   const old = new Map(before.map((k) => [k.label, k]));
   const now = new Set(after.map((k) => k.label));
-  const same = (a: KeySpec, b: KeySpec): boolean => a.key === b.key && a.workspace === b.workspace && String(a.tools) === String(b.tools);
+  const same = (a: KeySpec, b: KeySpec): boolean =>
+    a.key === b.key && a.workspace === b.workspace && String(a.tools) === String(b.tools) && JSON.stringify(a.permissions) === JSON.stringify(b.permissions);
   return {
     added: after.filter((k) => !old.has(k.label)).map((k) => k.label),
     removed: before.filter((k) => !now.has(k.label)).map((k) => k.label),

@@ -123,7 +123,9 @@ async function runCommand(
       ]);
       const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
       // In-process, through the same gateway as the server: the same checks and audit lines.
-      const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs });
+      const permissions =
+        config.permissionsFile === undefined ? undefined : await (await import('../assembly/rule-catalog.js')).serverPermissions(config, registry.list(), []);
+      const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs, permissions });
       const call = { caller: ANYONE, tool: name, requestId: 'cli', transport: CLI_TRANSPORT };
       let input: unknown;
       try {

@@ -49,12 +49,21 @@ export async function serveMcpStdio(
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     registry = await createToolset(config, process.cwd(), logger);
+    let namespaces: string[] = [];
     if (config.upstreams !== undefined) {
       // Loaded only when configured: a desktop client's first answer would wait for the MCP client's modules.
-      const { openUpstreams, readUpstreamSpecs } = await import('../upstreams/open.js');
-      upstreams = await openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
+      const { openUpstreams, readUpstreamSpecs, upstreamExposure } = await import('../upstreams/open.js');
+      const specs = await readUpstreamSpecs(config, env);
+      namespaces = upstreamExposure(specs).map((t) => t.name);
+      upstreams = await openUpstreams(specs, config, registry, logger, { baseEnv: env });
     }
+    // Loaded only when configured, as the rules are.
+    const permissions =
+      config.permissionsFile === undefined
+        ? undefined
+        : await (await import('../assembly/rule-catalog.js')).serverPermissions(config, registry.list(), namespaces);
     const gateway = new Gateway({
+      permissions,
       registry,
       logger,
       defaultTimeoutMs: config.toolTimeoutMs,

@@ -12,7 +12,11 @@ import { connectRedis } from '../infra/redis.js';
 import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
 import { createToolset } from '../assembly/toolset.js';
+import { serverPermissions } from '../assembly/rule-catalog.js';
 import type { UpstreamSource } from '../upstreams/source.js';
+import { tokenCallersAsKeys, withWorkspaces } from '../auth/workspaces.js';
+import { openResourceServer, type ResourceServer } from '../auth/open.js';
+import { readMapping } from '../auth/mapping.js';
 
 // After the grace period calls are aborted and answer at once; this is only a last resort.
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
@@ -67,11 +71,28 @@ export async function serve(env: Record<string, string | undefined> = process.en
     const upstreamModule = config.upstreams === undefined ? undefined : await import('../upstreams/open.js');
     const specs = (await upstreamModule?.readUpstreamSpecs(config, env)) ?? [];
     const namespaces = upstreamModule?.upstreamExposure(specs) ?? [];
-    const loadedKeys = await loadApiKeys(config, [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)]);
+    const permissions = await serverPermissions(
+      config,
+      tools,
+      namespaces.map((t) => t.name),
+    );
+    const loadedKeys = await loadApiKeys(config, [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)], permissions);
     await assertKeysFileOutsideWorkspace(config, workspace);
-    const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: loadedKeys, log: logger });
-    const apiKeys = workspaces.keys;
-    unauthenticated = assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, [...tools, ...namespaces]);
+    const mapping = config.oauth?.mappingFile === undefined ? undefined : await readMapping(config.oauth.mappingFile);
+    // The subjects' and groups' workspaces are opened and checked as keys' are (see auth/workspaces.ts).
+    const tokenCallers = config.oauth === undefined ? [] : tokenCallersAsKeys(mapping, loadedKeys);
+    const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: [...loadedKeys, ...tokenCallers], log: logger });
+    const apiKeys = workspaces.keys.slice(0, loadedKeys.length);
+    // With OAuth every request is authenticated, as with keys.
+    unauthenticated =
+      config.oauth === undefined
+        ? assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, [...tools, ...namespaces])
+        : [];
+    // Before any upstream starts: an issuer that cannot be reached stops start-up.
+    const oauth: ResourceServer | undefined =
+      config.oauth === undefined
+        ? undefined
+        : await openResourceServer(config.oauth, { mapping: mapping && withWorkspaces(mapping, workspaces.keys.slice(loadedKeys.length)), permissions });
     // After the checks that need no upstream: a bad keys file never starts a process.
     upstreams = await upstreamModule?.openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env });
     // The replicas share the rate-limit counts and MCP cancellations through it.
@@ -96,6 +117,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
       bodyLimit: config.bodyLimit,
       docs: config.docs,
       apiKeys,
+      permissions,
+      oauth,
       publicDocs: config.publicDocs,
       localOnly: isLoopback(config.host),
       allowedHosts: config.allowedHosts,
@@ -117,6 +140,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
       config,
       servedTools: [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)],
       keys: apiKeys,
+      permissions,
       workspaces,
       replaceKeys: (keys) => app.toolport.replaceKeys(keys),
       log: logger,
@@ -141,6 +165,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   // Labels only: a key's value never reaches the log.
   app.log.info({ tools: app.toolport.gateway.registry.list().map((t) => t.name), keyLabels }, 'serving tools');
   if (keyWorkspaces.length > 0) app.log.info({ workspaces: keyWorkspaces }, 'keys with workspaces of their own');
+  if (config.oauth !== undefined) app.log.info({ issuers: config.oauth.issuers, resource: config.oauth.publicUrl }, 'accepting OAuth access tokens');
   app.log.info({ ...connections, descriptorLimit: descriptors.limit }, 'connection limits');
   if (descriptors.limit !== undefined && descriptors.open !== undefined && connections.maxConnections > descriptors.limit - descriptors.open) {
     app.log.warn(

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
+import { checkBashRules } from './bash-permission.js';
 import { defineTool } from '../core/define-tool.js';
 import { describeAbortReason, errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
@@ -88,7 +89,9 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     timeoutMs: MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS + 13_000,
     // Each call is a process tree; a few at once is what one workspace and one machine can take.
     maxConcurrency: 4,
+    rules: { specifier: 'command' },
     async execute({ command, timeout }, context) {
+      await checkBashRules(context, command);
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();

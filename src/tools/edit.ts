@@ -1,8 +1,10 @@
+import type { BigIntStats } from 'node:fs';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { writeFileAtomic } from '../os/fs/atomic-write.js';
+import { checkLinkCount, checkPathRules } from './file-rules.js';
 import { fileErrorResult, ownNameRefusal, quotaRefusal, systemErrorCode, writeConflictResult } from './file-errors.js';
 import { formatBytes, quotePath } from '../os/fs/describe.js';
 import { withFileLock, type HeldLock } from '../os/fs/file-lock.js';
@@ -43,7 +45,9 @@ export function createEditTool(ws: Workspace, { usage }: FileWriteOptions = {}):
       { additionalProperties: false },
     ),
     annotations: { title: 'Edit file', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-    async execute({ file_path, old_string, new_string, replace_all, expected_version }, { signal }) {
+    rules: { specifier: 'path', access: 'edit' },
+    async execute({ file_path, old_string, new_string, replace_all, expected_version }, context) {
+      const { signal } = context;
       const shown = quotePath(file_path);
       if (old_string === '') {
         return errorResult('old_string is empty. Give the exact text to replace; to create a file or replace all of it, use Write.');
@@ -52,11 +56,15 @@ export function createEditTool(ws: Workspace, { usage }: FileWriteOptions = {}):
       try {
         const location = await ws.locate(file_path);
         try {
+          // Edit reads what it changes (old_string must match), so the rules for reading apply too.
+          checkPathRules(context, 'Edit', 'read', location, file_path);
+          checkPathRules(context, 'Edit', 'edit', location, file_path);
+          const beforeRead = (stats: BigIntStats): void => checkLinkCount(context, 'Edit', file_path, stats.nlink);
           if (location.kind === 'missing') return errorResult(`Path ${shown} does not exist. Edit changes existing files; use Write to create one.`);
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory, not a file.`);
           if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           return await withFileLock(location.parent, location.name, signal, (lock) =>
-            editLocked(location, lock, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version }, signal, usage),
+            editLocked(location, lock, { file_path, old_string, new_string, replace_all: replace_all === true, expected_version, beforeRead }, signal, usage),
           );
         } finally {
           await location.close();
@@ -77,6 +85,7 @@ interface EditRequest {
   new_string: string;
   replace_all: boolean;
   expected_version: string | undefined;
+  beforeRead: (stats: BigIntStats) => void;
 }
 
 // An outside writer (another replica, a command, an editor) that keeps changing the file wins after this many tries.
@@ -100,7 +109,7 @@ async function editLocked(
 ): Promise<ToolResult> {
   const shown = quotePath(request.file_path);
   for (let attempt = 1; ; attempt += 1) {
-    const loaded = await loadRegularFile(location, request.file_path, signal);
+    const loaded = await loadRegularFile(location, request.file_path, signal, request.beforeRead);
     if (loaded.kind === 'directory') return errorResult(`Path ${shown} is a directory, not a file.`);
     if (loaded.kind === 'special') return errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device).`);
     if (loaded.kind === 'too-large') {

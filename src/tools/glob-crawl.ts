@@ -36,6 +36,9 @@ interface ReadRequest {
   callback: ReaddirCallback;
 }
 
+/** Whether the caller's rules let it see a path below the start (a directory's with `directory`). */
+export type Visible = (below: string, directory: boolean) => boolean;
+
 export interface HeldCrawlOptions {
   tree: HeldTree;
   budget: CrawlBudget;
@@ -46,6 +49,8 @@ export interface HeldCrawlOptions {
   /** Where they go: the time of a regular file, undefined for anything else. */
   times: Map<string, number | undefined>;
   signal: AbortSignal;
+  /** Undefined without rules for reading; else what a hidden directory holds is never read, and a hidden entry never handed on. */
+  visible?: Visible | undefined;
 }
 
 /**
@@ -119,7 +124,7 @@ export class HeldCrawl {
   }
 
   async #read(request: ReadRequest): Promise<void> {
-    const { tree, signal } = this.#options;
+    const { tree, signal, visible } = this.#options;
     let answered = false;
     const below = path.posix.relative(CRAWL_ROOT, request.dir);
     const answer = (err: NodeJS.ErrnoException | null, entries: Dirent[]): void => {
@@ -128,12 +133,14 @@ export class HeldCrawl {
     };
     try {
       if (this.#closed || signal.aborted || this.#spent() || below === '..' || below.startsWith('../') || path.posix.isAbsolute(below)) return;
+      // The crawler starts at a pattern's static prefix (`secrets/*`), which may be hidden itself.
+      if (below !== '' && visible?.(below, true) === false) return;
       const parts = below === '' ? [] : below.split('/');
       // Answered while the directory is held, so the subdirectories asked for meanwhile find it.
       await tree.with(
         parts,
         async (dir) => {
-          const entries = this.#charge(await listHeld(dir));
+          const entries = this.#charge(this.#visibleOnly(below, await listHeld(dir)));
           await this.#takeTimes(dir, below, entries);
           answer(null, entries);
         },
@@ -174,6 +181,13 @@ export class HeldCrawl {
         }),
       );
     }
+  }
+
+  /** The entries the rules let the caller see; hidden ones are left out before they are counted. */
+  #visibleOnly(below: string, entries: Dirent[]): Dirent[] {
+    const { visible } = this.#options;
+    if (visible === undefined) return entries;
+    return entries.filter((entry) => visible(below === '' ? entry.name : `${below}/${entry.name}`, entry.isDirectory()));
   }
 
   #spent(): boolean {

@@ -10,7 +10,8 @@ import { displayName, QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult } from './file-errors.js';
 import { quotePath } from '../os/fs/describe.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget } from './glob-crawl.js';
+import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget, type Visible } from './glob-crawl.js';
+import { checkPathRules } from './file-rules.js';
 import { HeldTree } from '../os/fs/held-dir.js';
 import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 
@@ -54,7 +55,9 @@ export function createGlobTool(ws: Workspace, options: GlobToolOptions = {}): To
       { additionalProperties: false },
     ),
     annotations: { title: 'Find files', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    async execute({ pattern, path: given = '.' }, { signal }) {
+    rules: { access: 'read' },
+    async execute({ pattern, path: given = '.' }, context) {
+      const { signal } = context;
       if (pattern === '') return errorResult('The pattern is empty; give a glob pattern such as "**/*.ts".');
       // tinyglobby and picomatch take "\." for "."; "\.\./x" must be seen as the ".." it becomes.
       const unescaped = pattern.replace(/\\(.)/g, '$1');
@@ -73,9 +76,14 @@ export function createGlobTool(ws: Workspace, options: GlobToolOptions = {}): To
         return fileErrorResult(err, given);
       }
       try {
+        checkPathRules(context, 'Glob', 'read', location, given);
         if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
         if (location.dir === undefined) return errorResult(`Path ${quotePath(given)} is a file, not a directory; Glob searches directories.`);
-        return await search(pattern, location.dir, location.relative, limits, signal, (err) => fileErrorResult(err, given));
+        const rules = context.permissions?.governs('read') === true ? context.permissions : undefined;
+        const start = location.relative;
+        // What the rules hide is never read, matched or counted; without rules for reading, nothing is looked up.
+        const visible = rules && ((below: string, directory: boolean): boolean => rules.visible(start === '.' ? below : `${start}/${below}`, directory));
+        return await search(pattern, location.dir, start, { ...limits, visible }, signal, (err) => fileErrorResult(err, given));
       } finally {
         await location.close();
       }
@@ -88,7 +96,7 @@ async function search(
   pattern: string,
   start: FileHandle,
   relative: string,
-  options: { maxEntries: number; onSearched: ((work: SearchWork) => void) | undefined },
+  options: { maxEntries: number; onSearched: ((work: SearchWork) => void) | undefined; visible: Visible | undefined },
   signal: AbortSignal,
   failed: (err: unknown) => ToolResult,
 ): Promise<ToolResult> {
@@ -112,7 +120,7 @@ async function search(
     // The crawler sees paths below a directory that exists only as a name: every one is mapped to
     // parts below `start` and opened from there (see HeldCrawl), so none is ever looked up whole.
     const maxBelow = MAX_PATH_LENGTH - (relative === '.' ? 0 : relative.length + 1);
-    const crawl = new HeldCrawl({ tree, budget, maxBelow, matches, times, signal });
+    const crawl = new HeldCrawl({ tree, budget, maxBelow, matches, times, signal, visible: options.visible });
     let found: string[];
     try {
       found = await Promise.race([

@@ -43,6 +43,11 @@ export class LineCollector {
     if (rest !== '') this.#add(rest);
   }
 
+  /** Takes one whole line (no newline in it), as `write` takes each line of its chunks. */
+  add(line: string): void {
+    this.#add(line);
+  }
+
   #add(raw: string): void {
     const line = this.#rename(raw);
     this.total += 1;

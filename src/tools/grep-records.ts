@@ -7,6 +7,8 @@ const NUL = 0;
 const NEWLINE = 10;
 // What rg prints, with forced line numbers, at the start of a matching (":") or context ("-") line.
 const LINE_NUMBER = /^\d+([:-])/;
+// rg's note after the matches of a file it found binary data in further on, which has no NUL after the path.
+const BINARY_NOTE = /: WARNING: stopped searching binary file after match \(found .* byte around offset \d+\)$/;
 
 /** The options rg's output must be written with for RgRecords to read it. */
 export const RECORD_ARGS = ['--null', '--context-separator=\\x00'] as const;
@@ -85,7 +87,8 @@ export class RgRecords {
    * Where the path at the start of the buffer ends and what follows it starts, or undefined until
    * the path is all there. Searching one file, rg starts every record with the path it was given,
    * which may hold anything but NUL; its note on a binary file (`<path>: binary file matches ...`)
-   * has no NUL after the path, and is read as a record whose rest starts with ":".
+   * has no NUL after the path, and is read as a record whose rest starts with ":". So has its
+   * note, in a walk, on a file with binary data after a match (`<path>: WARNING: stopped ...`).
    */
   #pathEnd(): { path: number; rest: number } | undefined {
     // No path is empty: a NUL first is a context separator.
@@ -98,6 +101,16 @@ export class RgRecords {
       }
     }
     const end = this.#buffer.indexOf(NUL);
+    const newline = this.#buffer.indexOf(NEWLINE);
+    if (newline >= 0 && (end < 0 || newline < end)) {
+      // A whole line before any NUL: a path with a newline in it, or rg's note on a binary file.
+      const line = this.#buffer.subarray(0, newline).toString('utf8');
+      const note = BINARY_NOTE.exec(line);
+      if (note !== null) {
+        const path = newline - Buffer.byteLength(line.slice(note.index));
+        return { path, rest: path };
+      }
+    }
     return end < 0 ? undefined : { path: end, rest: end + 1 };
   }
 

@@ -1,18 +1,20 @@
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { Type, type Static } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
-import { describeAbortReason, errorResult, textResult } from '../core/result.js';
+import { errorResult } from '../core/result.js';
 import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
 import { QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult } from './file-errors.js';
 import { quotePath } from '../os/fs/describe.js';
-import { LineCollector, MAX_STDERR_CHARS } from './grep-lines.js';
-import { RECORD_ARGS, RgRecords } from './grep-records.js';
-import { capText, MAX_OUTPUT_CHARS } from './output-cap.js';
+import { checkLinkCount, checkPathRules } from './file-rules.js';
+import { LineCollector } from './grep-lines.js';
+import { searchPinned, type PinnedLimits } from './grep-pinned.js';
+import { RECORD_ARGS } from './grep-records.js';
+import { failedRun, grepResult, recordSink, runRg } from './grep-run.js';
+import { MAX_OUTPUT_CHARS } from './output-cap.js';
 import { OWN_FILE_GLOBS } from '../os/fs/own-files.js';
-import { commandEnv, runProcess } from '../os/proc/process.js';
-import { isSandboxFailure, renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from '../os/proc/rg-confined.js';
+import { renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from '../os/proc/rg-confined.js';
 import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
@@ -29,8 +31,13 @@ export interface GrepToolOptions {
   /**
    * Where rg runs (see `GrepConfinement`): `auto` (the default) uses the bubblewrap sandbox when a
    * trial run at the first call works; `on` refuses to search without it; `off` never uses it.
+   * Under rules for reading, rg walks the workspace only to list names, there; it reads the files
+   * through descriptors Grep holds (see `searchPinned`), which it cannot reach from the sandbox, so
+   * it does that outside, with nothing to walk.
    */
   confine?: GrepConfinement;
+  /** What a search under rules for reading may hold (see `searchPinned`). */
+  ruled?: PinnedLimits;
 }
 
 // O_NONBLOCK: opening a FIFO would otherwise wait for a writer. O_NOFOLLOW: the walk found no
@@ -120,6 +127,7 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
     inputSchema,
     annotations: { title: 'Grep', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     timeoutMs: timeoutMs + 10_000,
+    rules: { access: 'read' },
     async execute(input, context) {
       const given = input.path ?? '.';
       let location: Location;
@@ -130,20 +138,39 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
       }
       let file: FileHandle | undefined;
       try {
+        // The rules see the path the walk resolved, before anything there is opened.
+        checkPathRules(context, 'Grep', 'read', location, given);
+        const permissions = context.permissions?.governs('read') === true ? context.permissions : undefined;
         if (location.kind === 'missing') return fileErrorResult(systemError('ENOENT'), given);
         if (location.dir === undefined) {
           const opened = await openRegularFile(location, given);
           if ('refusal' in opened) return opened.refusal;
           file = opened.handle;
+          checkLinkCount(context, 'Grep', given, opened.links);
         }
         const decided = await decide(context.log);
         if (confine === 'on' && decided.found && decided.sandbox === undefined) {
           return errorResult('Grep runs ripgrep only inside its sandbox (bubblewrap), and the sandbox does not work on this server. The server log says why.');
         }
         const mode = input.output_mode ?? 'files_with_matches';
-        const command = rgCommand(decided, ws, { relative: location.relative, dir: location.dir, file }, rgArgs(input, mode));
         const shape = { mode, lineNumbers: input['-n'] !== false, searchesFile: file !== undefined };
-        return await search(command, decided, shape, input.head_limit ?? DEFAULT_HEAD_LIMIT, timeoutMs, context);
+        const limit = input.head_limit ?? DEFAULT_HEAD_LIMIT;
+        if (permissions !== undefined && location.dir !== undefined) {
+          // As rg reads them: -A or -B after -C overrides -C (both sides), so -C counts only alone.
+          const sides = input['-A'] === undefined && input['-B'] === undefined ? [input['-C']] : [input['-A'], input['-B']];
+          const search = { ws, runner: decided, location, dir: location.dir, pattern: input.pattern, limit, timeoutMs, limits: options.ruled ?? {}, ...shape };
+          const args = {
+            selection: selectionArgs(input),
+            search: searchArgs(input, mode),
+            separated: mode === 'content' && sides.some((n) => n !== undefined && n > 0),
+          };
+          return await searchPinned({ ...search, ...args }, permissions, context);
+        }
+        // Under rules, rg reads the file held here, never its path again: in the sandbox it would be looked up by name, and a
+        // directory on the way swapped for a link could lead it to a file the rules hide.
+        const runner = permissions !== undefined ? { ...decided, sandbox: undefined } : decided;
+        const command = rgCommand(runner, ws, { relative: location.relative, dir: location.dir, file }, rgArgs(input, mode));
+        return await search(command, runner, shape, limit, timeoutMs, context);
       } catch (err) {
         return fileErrorResult(err, given);
       } finally {
@@ -154,7 +181,7 @@ export function createGrepTool(ws: Workspace, options: GrepToolOptions = {}): To
   });
 }
 
-type Opened = { handle: FileHandle } | { refusal: ToolResult };
+type Opened = { handle: FileHandle; links: number } | { refusal: ToolResult };
 
 /**
  * Opens the file a location pins, through its held parent, without following a symlink. A FIFO,
@@ -166,9 +193,9 @@ async function openRegularFile(location: Location, given: string): Promise<Opene
   const special = {
     refusal: errorResult(`Path ${shown} is not a regular file (it is a FIFO, socket or device); Grep searches regular files and directories.`),
   };
-  const stats = await lstat(heldPath(location.parent, location.name));
-  if (stats.isSymbolicLink()) return changed;
-  if (!stats.isFile()) return special;
+  const entry = await lstat(heldPath(location.parent, location.name));
+  if (entry.isSymbolicLink()) return changed;
+  if (!entry.isFile()) return special;
   let handle: FileHandle;
   try {
     handle = await open(heldPath(location.parent, location.name), OPEN_FILE);
@@ -176,14 +203,14 @@ async function openRegularFile(location: Location, given: string): Promise<Opene
     if ((err as NodeJS.ErrnoException).code === 'ELOOP') return changed;
     throw err;
   }
-  let isFile: boolean;
+  let stats: Stats;
   try {
-    isFile = (await handle.stat()).isFile();
+    stats = await handle.stat();
   } catch (err) {
     await handle.close();
     throw err;
   }
-  if (isFile) return { handle };
+  if (stats.isFile()) return { handle, links: stats.nlink };
   await handle.close();
   return special;
 }
@@ -197,82 +224,36 @@ interface OutputShape {
 
 /** Runs one rg process and turns what it printed into the result. */
 async function search(command: RgCommand, runner: RgRunner, shape: OutputShape, limit: number, timeoutMs: number, context: ToolContext): Promise<ToolResult> {
-  const { mode } = shape;
-  const rename = renamer(command);
   // Paths are renamed and escaped record by record (see RgRecords); the lines come out final.
   const lines = new LineCollector(limit, (line) => line);
   const file = shape.searchesFile ? command.args.at(-1) : undefined;
-  const records = new RgRecords({ mode, lineNumbers: shape.lineNumbers, file, rename: rename.line }, (line) => lines.write(Buffer.from(`${line}\n`)));
-  const stderr: Buffer[] = [];
-  let stderrBytes = 0;
-  const outcome = await runProcess(command.file, command.args, {
-    cwd: command.cwd,
-    env: commandEnv(),
-    timeoutMs,
-    signal: context.signal,
-    onStdout: (chunk) => records.write(chunk),
-    onStderr: (chunk) => {
-      if (stderrBytes < 4 * MAX_STDERR_CHARS) stderr.push(chunk);
-      stderrBytes += chunk.length;
-    },
+  const rename = renamer(command);
+  const records = recordSink({ mode: shape.mode, lineNumbers: shape.lineNumbers, file }, rename, (line) => lines.add(line));
+  const run = await runRg(command, records, timeoutMs, context.signal, rename);
+  const failure = failedRun(run, runner, lines.total > 0, context);
+  if (failure !== undefined) return failure;
+  return grepResult(lines, shape.mode, {
+    timedOutAfterMs: run.outcome.timedOut ? timeoutMs : undefined,
+    errors: run.outcome.exitCode === 2 ? run.errors : '',
   });
-  if (outcome.spawnError) {
-    if (runner.sandbox !== undefined) return errorResult(`Grep could not start its sandbox (bubblewrap): ${outcome.spawnError.code ?? 'error'}.`);
-    return errorResult(
-      outcome.spawnError.code === 'ENOENT'
-        ? `ripgrep (${runner.rg}) is not installed on the server, so Grep cannot run. Install it: apt-get install ripgrep (Debian/Ubuntu), or see https://github.com/BurntSushi/ripgrep#installation.`
-        : // Node's message names the program's path on the server.
-          `ripgrep could not be started (${outcome.spawnError.code ?? 'error'}).`,
-    );
-  }
-  records.end();
-  lines.end();
-  const stderrText = Buffer.concat(stderr).toString('utf8').trim();
-  if (outcome.abortReason !== undefined) return errorResult(`Grep was aborted: ${describeAbortReason(outcome.abortReason)}`);
-  if (isSandboxFailure(runner, stderrText)) {
-    // bwrap's messages name server paths; the client is told only that it failed.
-    context.log.error({ tool: 'Grep', stderr: stderrText.slice(0, MAX_STDERR_CHARS) }, 'Grep sandbox failed');
-    return errorResult('Grep could not start its sandbox (bubblewrap); try again. The server log says why.');
-  }
-  const errors = capText(rename.errors(stderrText), MAX_STDERR_CHARS).text;
-  if (outcome.exitCode === 2 && lines.total === 0) return errorResult(`ripgrep failed: ${errors || 'exit code 2'}`);
-  if (outcome.exitCode !== 0 && outcome.exitCode !== 1 && outcome.exitCode !== 2 && !outcome.timedOut) {
-    return errorResult(`ripgrep failed (${outcome.exitSignal ?? `exit code ${outcome.exitCode}`}): ${errors}`);
-  }
-
-  const kept = lines.kept;
-  const files = `${lines.total} file${lines.total === 1 ? '' : 's'}`;
-  const header =
-    lines.total === 0
-      ? ['No matches found']
-      : mode === 'files_with_matches'
-        ? [`Found ${files}`]
-        : mode === 'count'
-          ? [`Found ${lines.countSum} matching line${lines.countSum === 1 ? '' : 's'} in ${files}`]
-          : [];
-  const notes: string[] = [];
-  if (lines.total > kept.length) {
-    const shown = `Showing the first ${kept.length} of ${lines.total} ${mode === 'content' ? 'lines' : 'entries'}`;
-    notes.push(
-      lines.full
-        ? `[${shown}: the output is limited to ${MAX_OUTPUT_CHARS} characters; narrow the search with path, glob or type to see more]`
-        : `[${shown}; raise head_limit or narrow the search to see more]`,
-    );
-  }
-  if (outcome.timedOut) notes.push(`(ripgrep timed out after ${timeoutMs} ms; results are incomplete. Narrow the search with path, glob or type.)`);
-  if (outcome.exitCode === 2 && errors) notes.push(`(ripgrep reported errors: ${errors})`);
-  // concat, not push(...kept): spreading a long array overflows the call stack.
-  return textResult(capText(header.concat(kept, notes).join('\n'), MAX_OUTPUT_CHARS).text, outcome.timedOut);
 }
 
-/** rg's options for a search, up to `--` and the pattern; the path to search comes after. */
-function rgArgs(input: GrepInput, mode: string): string[] {
-  const args = ['--color=never', '--no-heading', '--with-filename', '--no-follow', '--sort=path', ...RECORD_ARGS];
-  args.push(`--max-columns=${MAX_COLUMNS}`, '--max-columns-preview', '--glob=!node_modules/');
-  if (input['-i']) args.push('--ignore-case');
-  if (input.multiline) args.push('--multiline', '--multiline-dotall');
+/** rg's options that choose which files a walk searches: the client's glob and type, never node_modules or the server's own files. */
+function selectionArgs(input: GrepInput): string[] {
+  const args = ['--no-follow', '--glob=!node_modules/'];
   if (input.glob !== undefined) args.push('--glob', input.glob);
   if (input.type !== undefined) args.push('--type', input.type);
+  // Last, so they win over the client's glob: the server's own temporary and lock files.
+  for (const own of OWN_FILE_GLOBS) args.push(`--glob=!${own}`);
+  return args;
+}
+
+/** rg's options for how it searches and prints, whichever files it is given. */
+function searchArgs(input: GrepInput, mode: string): string[] {
+  const args = ['--color=never', '--no-heading', '--with-filename', '--sort=path', ...RECORD_ARGS];
+  args.push(`--max-columns=${MAX_COLUMNS}`, '--max-columns-preview');
+  if (input['-i']) args.push('--ignore-case');
+  if (input.multiline) args.push('--multiline', '--multiline-dotall');
   if (mode === 'files_with_matches') args.push('--files-with-matches');
   else if (mode === 'count') args.push('--count');
   else {
@@ -283,9 +264,11 @@ function rgArgs(input: GrepInput, mode: string): string[] {
     if (input['-A'] !== undefined) args.push('--after-context', String(input['-A']));
     if (input['-B'] !== undefined) args.push('--before-context', String(input['-B']));
   }
-  // Last, so they win over the client's glob: the server's own temporary and lock files.
-  for (const own of OWN_FILE_GLOBS) args.push(`--glob=!${own}`);
-  // `--` ends the options: a pattern or path starting with "-" is taken as text.
-  args.push('--', input.pattern);
   return args;
+}
+
+/** rg's options for a search, up to `--` and the pattern; the path to search comes after. */
+function rgArgs(input: GrepInput, mode: string): string[] {
+  // `--` ends the options: a pattern or path starting with "-" is taken as text.
+  return [...searchArgs(input, mode), ...selectionArgs(input), '--', input.pattern];
 }

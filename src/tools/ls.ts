@@ -4,11 +4,13 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
+import type { Permissions } from '../core/permissions.js';
 import { errorResult } from '../core/result.js';
 import type { Static } from 'typebox';
 import type { ErrorResult, ToolDef, ToolResult } from '../core/types.js';
 import { displayName, QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult } from './file-errors.js';
+import { checkPathRules } from './file-rules.js';
 import { quotePath } from '../os/fs/describe.js';
 import { MAX_PATTERN_LENGTH } from './glob.js';
 import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
@@ -88,7 +90,9 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
     // Declared once, above: every workspace's LS shares the schema object, so it is compiled once.
     outputSchema: LsOutputSchema,
     annotations: { title: 'List directory', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    async execute({ path: given, ignore }, { signal }) {
+    rules: { access: 'read' },
+    async execute({ path: given, ignore }, context) {
+      const { signal } = context;
       for (const pattern of ignore ?? []) {
         const problem = patternProblem(pattern);
         if (problem !== undefined) return errorResult(`Ignore pattern ${quotePath(pattern)} ${problem}`);
@@ -101,8 +105,13 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
         return failed(fileErrorResult(err, given));
       }
       try {
+        checkPathRules(context, 'LS', 'read', location, given);
         if (location.kind === 'missing') return failed(fileErrorResult(systemError('ENOENT'), given));
         if (location.dir === undefined) return errorResult(`Path ${shown} is a file, not a directory; use Read to read it.`);
+        // What the rules hide is left out as if absent; without rules for reading, nothing is looked up.
+        const rules = context.permissions?.governs('read') === true ? context.permissions : undefined;
+        const dirPath = location.relative;
+        const hidden = rules && ((name: string, directory: boolean): boolean => !rules.visible(dirPath === '.' ? name : `${dirPath}/${name}`, directory));
         let ignored: ((name: string) => boolean) | undefined;
         try {
           ignored = ignore && ignore.length > 0 ? picomatch([...ignore], { dot: true }) : undefined;
@@ -112,11 +121,11 @@ export function createLsTool(ws: Workspace, options: LsToolOptions = {}): ToolDe
         let first: FirstEntries;
         try {
           // Through the descriptor the walk ended on: the directory that was checked, wherever it is now.
-          first = await firstEntries(location.dir, ignored, signal);
+          first = await firstEntries(location.dir, ignored, hidden, signal);
         } catch (err) {
           return failed(fileErrorResult(err, given));
         }
-        return await listing(ws, location.relative, shown, first, maxLinks, signal);
+        return await listing(ws, location.relative, shown, first, { maxLinks, rules }, signal);
       } finally {
         await location.close();
       }
@@ -136,12 +145,17 @@ interface FirstEntries {
  * Reads the held directory as a stream and keeps only the first entries by name: a directory of
  * a million entries costs the memory of a thousand, whatever its size.
  */
-async function firstEntries(dir: FileHandle, ignored: ((name: string) => boolean) | undefined, signal: AbortSignal): Promise<FirstEntries> {
+async function firstEntries(
+  dir: FileHandle,
+  ignored: ((name: string) => boolean) | undefined,
+  hidden: ((name: string, directory: boolean) => boolean) | undefined,
+  signal: AbortSignal,
+): Promise<FirstEntries> {
   const kept: Dirent[] = [];
   let total = 0;
   let ignoredCount = 0;
   for await (const entry of await opendir(heldPath(dir), { bufferSize: 256 })) {
-    if (isOwnFileName(entry.name)) continue;
+    if (isOwnFileName(entry.name) || hidden?.(entry.name, entry.isDirectory()) === true) continue;
     if (ignored && (ignored(entry.name) || (entry.isDirectory() && ignored(`${entry.name}/`)))) {
       ignoredCount += 1;
       continue;
@@ -169,7 +183,7 @@ async function listing(
   relative: string,
   shown: string,
   { kept, total, ignored }: FirstEntries,
-  maxLinks: number,
+  { maxLinks, rules }: { maxLinks: number; rules: Permissions | undefined },
   signal: AbortSignal,
 ): Promise<{ content: ToolResult['content']; structuredContent: LsOutput }> {
   const ignoredNote = ignored > 0 ? ` (${ignored} ignored)` : '';
@@ -192,7 +206,7 @@ async function listing(
       lines.push(`${name}${ARROW}(not resolved: too many links)`);
       entries.push({ name: entry.name, type: 'symlink' });
     } else {
-      const target = await linkTarget(ws, relative, entry.name);
+      const target = await linkTarget(ws, relative, entry.name, rules);
       const slash = target?.directory === true ? '/' : '';
       lines.push(`${name}${ARROW}${target === undefined ? '(outside the workspace or broken)' : `${displayName(target.relative, ARROW)}${slash}`}`);
       entries.push(target === undefined ? { name: entry.name, type: 'symlink' } : { name: entry.name, type: 'symlink', target: `${target.relative}${slash}` });
@@ -216,14 +230,22 @@ function failed(result: ToolResult): ErrorResult {
 /**
  * Where a symlink in the listed directory leads (relative to the workspace root), found by walking
  * `<directory>/<name>` through the workspace, which expands links by its own confined rules, never
- * by following one: undefined for a target outside or missing, and nothing about it is said.
+ * by following one: undefined for a target outside or missing, and nothing about it is said. A
+ * target the rules hide is absent to the caller, so its link reads as broken.
  */
-async function linkTarget(ws: Workspace, relative: string, name: string): Promise<{ relative: string; directory: boolean } | undefined> {
+async function linkTarget(
+  ws: Workspace,
+  relative: string,
+  name: string,
+  rules: Permissions | undefined,
+): Promise<{ relative: string; directory: boolean } | undefined> {
   let target: Location | undefined;
   try {
     target = await ws.locate(relative === '.' ? name : path.join(relative, name));
     if (target.kind === 'missing') throw systemError('ENOENT');
-    return { relative: target.relative, directory: target.kind === 'directory' };
+    const directory = target.kind === 'directory';
+    if (rules !== undefined && !rules.visible(target.relative, directory)) return undefined;
+    return { relative: target.relative, directory };
   } catch {
     return undefined;
   } finally {

@@ -3,6 +3,7 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { fileErrorResult } from './file-errors.js';
+import { checkLinkCount, checkPathRules } from './file-rules.js';
 import { formatBytes, quotePath } from '../os/fs/describe.js';
 import { imageMediaType, looksBinary } from './file-kind.js';
 import { countLines, linesFrom, numberLine } from './numbered-lines.js';
@@ -38,13 +39,16 @@ export function createReadTool(ws: Workspace): ToolDef {
       { additionalProperties: false },
     ),
     annotations: { title: 'Read file', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    async execute({ file_path, offset, limit }, { signal }) {
+    rules: { specifier: 'path', access: 'read' },
+    async execute({ file_path, offset, limit }, context) {
+      const { signal } = context;
       const shown = quotePath(file_path);
       let loaded: LoadedFile;
       try {
         const location = await ws.locate(file_path);
         try {
-          loaded = await loadRegularFile(location, file_path, signal);
+          checkPathRules(context, 'Read', 'read', location, file_path);
+          loaded = await loadRegularFile(location, file_path, signal, (stats) => checkLinkCount(context, 'Read', file_path, stats.nlink));
         } finally {
           await location.close();
         }

@@ -5,6 +5,7 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from '../os/fs/atomic-write.js';
+import { checkPathRules } from './file-rules.js';
 import { fileErrorResult, ownNameRefusal, quotaRefusal, systemErrorCode, writeConflictResult } from './file-errors.js';
 import { quotePath } from '../os/fs/describe.js';
 import { withFileLock } from '../os/fs/file-lock.js';
@@ -42,7 +43,9 @@ export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {})
       { additionalProperties: false },
     ),
     annotations: { title: 'Write file', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    async execute({ file_path, content, expected_version }, { signal }) {
+    rules: { specifier: 'path', access: 'write' },
+    async execute({ file_path, content, expected_version }, context) {
+      const { signal } = context;
       const shown = quotePath(file_path);
       let existed = false;
       let reservation: Reservation | string | undefined;
@@ -50,6 +53,9 @@ export function createWriteTool(ws: Workspace, { usage }: FileWriteOptions = {})
         const location = await ws.locate(file_path);
         let parent: FileHandle | undefined;
         try {
+          checkPathRules(context, 'Write', 'write', location, file_path);
+          // Comparing versions reads the file: the rules for reading apply to that.
+          if (expected_version !== undefined) checkPathRules(context, 'Write', 'read', location, file_path);
           if (location.kind === 'directory') return errorResult(`Path ${shown} is a directory; Write writes files. Name a file inside it instead.`);
           if (isOwnFileName(location.name)) return ownNameRefusal(shown);
           if (location.kind === 'missing' && expected_version !== undefined) return versionMismatch(shown, 'does not exist');

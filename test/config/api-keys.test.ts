@@ -140,7 +140,7 @@ test('a key shorter than 16 characters in the file stops start-up without showin
 test('an unknown property in an entry stops start-up naming it', async () => {
   assert.equal(
     await fileError('unknown-property.json'),
-    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("ci-bot"): unknown property "scope" (allowed: label, key, tools, workspace).',
+    'Invalid TOOLPORT_API_KEYS_FILE "FILE": entry 1 ("ci-bot"): unknown property "scope" (allowed: label, key, tools, workspace, permissions).',
   );
 });
 

@@ -13,7 +13,7 @@ const KEYS = [
 
 test('identify names the key a token matches by label, scope and workspace, and nothing for any other token', () => {
   const keyring = new Keyring(KEYS);
-  assert.deepEqual(keyring.identify('full-secret-0123456789abcdef'), { label: 'full', tools: undefined, workspace: undefined });
+  assert.deepEqual(keyring.identify('full-secret-0123456789abcdef'), { label: 'full', tools: undefined, workspace: undefined, permissions: undefined });
   assert.equal(keyring.identify('c-secret-0123456789abcdef')?.label, 'c');
   assert.equal(keyring.identify('c-secret-0123456789abcdef')?.workspace, '/srv/workspaces/c');
   assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['LS']);
@@ -85,7 +85,7 @@ test('replace: a remembered token of a key whose tools changed answers with the 
   ]);
   assert.deepEqual([...(keyring.identify('c-secret-0123456789abcdef')?.tools ?? [])], ['Grep', 'LS']);
   assert.equal(keyring.identify('c-secret-0123456789abcdef')?.workspace, undefined);
-  assert.deepEqual(keyring.identify('new-secret-0123456789abcdef'), { label: 'new', tools: undefined, workspace: undefined });
+  assert.deepEqual(keyring.identify('new-secret-0123456789abcdef'), { label: 'new', tools: undefined, workspace: undefined, permissions: undefined });
   assert.deepEqual(
     keyring.scopes.map((scope) => [...scope]),
     [

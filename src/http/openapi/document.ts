@@ -8,6 +8,8 @@ import { PUBLISHED_SCHEMAS } from './response-schemas.js';
 import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
 import { liveDocument } from './live-tools.js';
 import type { ToolRegistry } from '../../core/registry.js';
+import type { IssuerMetadata } from '../../auth/issuer-metadata.js';
+import { securitySchemes } from './security.js';
 
 const CONTRACT = `
 Every error body is itself a ToolResult (\`isError: true\`, one text block) with a machine-readable
@@ -37,7 +39,11 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * that turn every operation into a tool (`/openapi.tools.json`, see `toolsDocument`) and,
  * optionally, the document's browser (`/docs`).
  */
-export async function registerOpenAPI(app: FastifyInstance, options: { docs: boolean; registry: ToolRegistry }): Promise<void> {
+export async function registerOpenAPI(
+  app: FastifyInstance,
+  options: { docs: boolean; registry: ToolRegistry; oauth?: { issuer: IssuerMetadata; scopes: readonly string[] } | undefined },
+): Promise<void> {
+  const security = securitySchemes(options.oauth);
   for (const schema of namedSchemas(PUBLISHED_SCHEMAS)) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
@@ -50,13 +56,9 @@ export async function registerOpenAPI(app: FastifyInstance, options: { docs: boo
       },
       // Relative: the document describes the server that serves it, whatever name reaches it.
       servers: [{ url: '/', description: 'The server that serves this document.' }],
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, when the server is configured with keys.' },
-        },
-      },
+      components: { securitySchemes: security.schemes },
       // Keys are optional: a server without keys takes calls without one.
-      security: [{}, { bearerAuth: [] }],
+      security: security.requirements,
       tags: [
         { name: 'tools', description: 'One operation per tool: POST the tool input, get a ToolResult.' },
         { name: 'calls', description: 'An assistant\'s turn in, in its provider\'s shape; the results out, as the next turn.' },

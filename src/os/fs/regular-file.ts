@@ -31,9 +31,9 @@ export function contentVersion(data: Uint8Array | string): string {
  * holds. The checks run on the opened descriptor, so what is checked is what is read: a
  * directory, a FIFO, socket or device (which could block or never end) and a file over
  * `MAX_FILE_BYTES` are reported instead of read. A missing file throws ENOENT; other file-system
- * errors are thrown as they are.
+ * errors are thrown as they are. `beforeRead` sees the opened file's stats and may throw to stop it being read.
  */
-export async function loadRegularFile(location: Location, given: string, signal?: AbortSignal): Promise<LoadedFile> {
+export async function loadRegularFile(location: Location, given: string, signal?: AbortSignal, beforeRead?: (stats: BigIntStats) => void): Promise<LoadedFile> {
   if (location.kind === 'directory') return { kind: 'directory' };
   if (location.kind === 'missing') throw systemError('ENOENT');
   const handle = await open(heldPath(location.parent, location.name), OPEN_FILE).catch((err: unknown) => {
@@ -45,6 +45,8 @@ export async function loadRegularFile(location: Location, given: string, signal?
     if (stats.isDirectory()) return { kind: 'directory' };
     if (!stats.isFile()) return { kind: 'special' };
     if (stats.size > MAX_FILE_BYTES) return { kind: 'too-large', size: Number(stats.size) };
+    // The caller's last word on the file it opened, before a byte of it is read.
+    beforeRead?.(stats);
     const data = await readAtMost(handle, MAX_FILE_BYTES, signal);
     // The file may have grown between the check and the read.
     if (data === undefined) return { kind: 'too-large', size: Math.max(MAX_FILE_BYTES + 1, Number(stats.size)) };

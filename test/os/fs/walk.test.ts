@@ -107,5 +107,6 @@ test("walkHeld ends with the visitor's error, closing what it opened", async (t)
     }),
     /^Error: visitor failed$/,
   );
-  assert.equal(openDescriptors(), before);
+  // At most as many as before: a handle of an earlier test may be closed meanwhile, never one more left open.
+  assert.ok(openDescriptors() <= before, `${openDescriptors()} descriptors open, ${before} before`);
 });

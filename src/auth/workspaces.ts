@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import type { KeySpec } from '../core/keyring.js';
+import type { GrantRule, OAuthMapping } from './mapping.js';
+
+const LABEL = 'oauth ';
+
+/**
+ * The callers of access tokens as keys, for `openKeyWorkspaces`, so that the workspaces a mapping
+ * gives subjects and groups are opened and checked as keys' are (they exist, do not nest, Bash is
+ * sandboxed when there are several): one per rule with a workspace, in the mapping's order, and
+ * one for every token caller without a workspace of its own, who works in the server's. Their
+ * secrets are random and never used. Throws for a key whose label would look like a token's caller.
+ */
+export function tokenCallersAsKeys(mapping: OAuthMapping | undefined, keys: readonly KeySpec[]): KeySpec[] {
+  const clash = keys.find((key) => key.label.startsWith('sub:'));
+  if (clash !== undefined) {
+    throw new Error(`Invalid key label "${clash.label}": with TOOLPORT_OAUTH_ISSUER set, labels starting "sub:" name the callers of access tokens`);
+  }
+  const anyone: KeySpec = { label: `${LABEL}callers without a workspace of their own`, key: secret() };
+  return [anyone, ...rulesWithWorkspaces(mapping).map(([name, rule]) => ({ label: `${LABEL}${name}`, key: secret(), workspace: rule.workspace }))];
+}
+
+/** The mapping with each workspace as `openKeyWorkspaces` made it canonical (`opened`: its keys for `tokenCallersAsKeys`' keys, in order). */
+export function withWorkspaces(mapping: OAuthMapping, opened: readonly KeySpec[]): OAuthMapping {
+  const roots = opened.slice(1).map((key) => key.workspace);
+  let next = 0;
+  const canonical = (rules: Readonly<Record<string, GrantRule>>): Record<string, GrantRule> =>
+    Object.fromEntries(Object.entries(rules).map(([name, rule]) => [name, rule.workspace === undefined ? rule : { ...rule, workspace: roots[next++] }]));
+  return { ...mapping, subjects: canonical(mapping.subjects), groups: canonical(mapping.groups) };
+}
+
+function rulesWithWorkspaces(mapping: OAuthMapping | undefined): Array<[string, GrantRule]> {
+  if (mapping === undefined) return [];
+  const named = (kind: string, rules: Readonly<Record<string, GrantRule>>): Array<[string, GrantRule]> =>
+    Object.entries(rules).map(([name, rule]) => [`${kind} ${JSON.stringify(name)}`, rule]);
+  return [...named('subject', mapping.subjects), ...named('group', mapping.groups)].filter(([, rule]) => rule.workspace !== undefined);
+}
+
+function secret(): string {
+  return randomBytes(32).toString('hex');
+}

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { IdentityMapper, isTokenIdentity } from '../../src/auth/identity.js';
+import { parseMapping } from '../../src/auth/mapping.js';
+import { TokenRefusal } from '../../src/auth/token-refusal.js';
+import { ruleCatalog } from '../../src/assembly/rule-catalog.js';
+import { defineTool } from '../../src/core/define-tool.js';
+import { Type } from 'typebox';
+
+const TOOLS = [
+  defineTool({ name: 'Read', description: 'r', inputSchema: Type.Object({}), rules: { specifier: 'path' }, execute: () => ({ content: [] }) }),
+  defineTool({ name: 'Write', description: 'w', inputSchema: Type.Object({}), rules: { specifier: 'path' }, execute: () => ({ content: [] }) }),
+  defineTool({ name: 'Bash', description: 'b', inputSchema: Type.Object({}), rules: { specifier: 'command' }, execute: () => ({ content: [] }) }),
+];
+
+const ISS = 'https://idp.example.com';
+const EXP = 1_900_000_000_000;
+const tools = (identity: { tools: ReadonlySet<string> | undefined }) => (identity.tools === undefined ? undefined : [...identity.tools]);
+
+describe('IdentityMapper', () => {
+  test('the subject becomes the label; tools:<name> scopes become the tool scope; other scopes grant nothing', () => {
+    const identity = new IdentityMapper().identify({ iss: ISS, sub: 'alice', client_id: 'claude', scope: 'openid tools:Read tools:github__* email' }, EXP);
+    assert.equal(identity.label, 'sub:alice');
+    assert.equal(identity.subject, 'alice');
+    assert.equal(identity.client, 'claude');
+    assert.equal(identity.expiresAt, EXP);
+    assert.deepEqual(tools(identity), ['Read', 'github__*']);
+    assert.equal(identity.tools?.has('github__search'), true);
+    assert.equal(identity.tools?.has('Write'), false);
+    assert.ok(isTokenIdentity(identity));
+  });
+
+  test('tools:* grants every tool', () => {
+    assert.equal(new IdentityMapper().identify({ iss: ISS, sub: 'a', scope: 'tools:* tools:Read' }, EXP).tools, undefined);
+  });
+
+  test('a token with no tool scope may use no tool', () => {
+    assert.deepEqual(tools(new IdentityMapper().identify({ iss: ISS, sub: 'a', scope: 'openid' }, EXP)), []);
+  });
+
+  test('scp (Entra ID, Okta) is read when scope is absent, and a claim may grant tools as scopes do', () => {
+    const mapper = new IdentityMapper({ toolsClaim: 'realm_access.roles' });
+    const identity = mapper.identify({ iss: ISS, sub: 'a', scp: ['tools:Read'], realm_access: { roles: ['tools:Grep', 'offline_access'] } }, EXP);
+    assert.deepEqual(tools(identity), ['Read', 'Grep']);
+  });
+
+  test('tokens granting the same tools share one scope object', () => {
+    const mapper = new IdentityMapper();
+    const a = mapper.identify({ iss: ISS, sub: 'a', scope: 'tools:Read tools:Grep' }, EXP);
+    const b = mapper.identify({ iss: ISS, sub: 'b', scope: 'tools:Grep tools:Read' }, EXP);
+    assert.equal(a.tools, b.tools);
+  });
+
+  test('the mapping names scopes, and gives subjects and groups tools, a workspace and permission rules', () => {
+    const mapping = parseMapping(
+      {
+        scopes: { reader: ['Read', 'Grep'], admin: ['*'] },
+        subjects: { alice: { workspace: '/srv/alice', permissions: { deny: ['Bash(rm:*)', 'Read(.env)'] } } },
+        groups: { ops: { tools: ['Bash'], workspace: '/srv/ops' } },
+      },
+      'oauth.json',
+    );
+    const mapper = new IdentityMapper({ mapping, permissions: { defaults: { deny: ['Write'] }, catalog: ruleCatalog(TOOLS, []) } });
+    const alice = mapper.identify({ iss: ISS, sub: 'alice', scope: 'reader', groups: ['ops'] }, EXP);
+    assert.deepEqual(tools(alice), ['Read', 'Grep', 'Bash']);
+    assert.equal(alice.workspace, '/srv/alice');
+    // The subject's rules, over the server's default, as a key's are.
+    assert.equal(alice.permissions?.pathRefusal('Read', 'read', '.env')?.message, 'Path ".env" is denied by Read(.env).');
+    assert.equal(alice.permissions?.toolRefusal('Write')?.message, 'Tool "Write" is denied by Write.');
+    assert.equal(alice.tools?.permissions, alice.permissions);
+    const bob = mapper.identify({ iss: ISS, sub: 'bob', scope: 'reader', groups: ['ops'] }, EXP);
+    assert.equal(bob.workspace, '/srv/ops');
+    assert.equal(bob.permissions?.pathRefusal('Read', 'read', '.env'), undefined);
+    assert.equal(bob.permissions?.toolRefusal('Write')?.message, 'Tool "Write" is denied by Write.');
+    // Every tool, with the default rules stated in its lists.
+    const carol = mapper.identify({ iss: ISS, sub: 'carol', scope: 'admin' }, EXP);
+    assert.equal(carol.tools?.has('Anything'), true);
+    assert.equal(carol.tools?.permissions, carol.permissions);
+  });
+
+  test("a mapping entry's rule that cannot be read stops start-up, naming the entry and the rule", () => {
+    const mapping = parseMapping({ groups: { ops: { permissions: { allow: ['Nope'] } } } }, 'oauth.json');
+    assert.throws(() => new IdentityMapper({ mapping, permissions: { defaults: undefined, catalog: ruleCatalog(TOOLS, []) } }), {
+      name: 'PermissionRuleError',
+      message: 'TOOLPORT_OAUTH_MAPPING groups["ops"], "permissions": rule "Nope" names "Nope", which is not a served tool',
+    });
+  });
+
+  test('with several issuers the label names the issuer too', () => {
+    assert.equal(new IdentityMapper({ severalIssuers: true }).identify({ iss: ISS, sub: 'alice' }, EXP).label, `sub:alice@${ISS}`);
+  });
+
+  test('a client credentials token without sub is known by its client; one with neither is refused', () => {
+    assert.equal(new IdentityMapper().identify({ iss: ISS, azp: 'ci-runner' }, EXP).label, 'sub:ci-runner');
+    assert.throws(
+      () => new IdentityMapper().identify({ iss: ISS }, EXP),
+      (err: unknown) => err instanceof TokenRefusal && err.message === 'The access token names no subject (sub) and no client (client_id, azp).',
+    );
+  });
+});
