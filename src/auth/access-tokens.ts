@@ -1,8 +1,8 @@
 import type { IdentityMapper, TokenIdentity } from './identity.js';
 import type { Introspector } from './introspection.js';
-import { CLOCK_SKEW_SECONDS, looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
+import { CLOCK_SKEW_SECONDS, looksLikeJwt, MAX_TOKEN_BYTES, type JwtVerifier } from './jwt-verifier.js';
 import { TokenCache } from './token-cache.js';
-import type { TokenRefusal } from './token-refusal.js';
+import { TokenRefusal } from './token-refusal.js';
 
 /** How long an opaque token the issuer called inactive is refused without asking it again. */
 export const REFUSAL_CACHE_MS = 10_000;
@@ -50,6 +50,9 @@ export class AccessTokens {
   verify(token: string): Promise<TokenIdentity> | undefined {
     const jwt = looksLikeJwt(token);
     if (!jwt && this.#introspector === undefined) return undefined;
+    // Bounded as a JWT is, before anything is asked: the issuer is not sent whatever a client sends.
+    if (!jwt && token.length > MAX_TOKEN_BYTES)
+      return Promise.reject(new TokenRefusal('invalid_token', `The access token is larger than ${MAX_TOKEN_BYTES} bytes.`));
     const pending = this.#pending.get(token);
     if (pending !== undefined) return pending;
     const refused = this.#refused.get(token, this.#now());
@@ -74,7 +77,7 @@ export class AccessTokens {
       this.#known.set(token, identity, reuseUntil);
       return identity;
     } catch (err) {
-      if (err instanceof Error && err.name === 'TokenRefusal') this.#refused.set(token, err as TokenRefusal, this.#now() + REFUSAL_CACHE_MS);
+      if (err instanceof TokenRefusal) this.#refused.set(token, err, this.#now() + REFUSAL_CACHE_MS);
       throw err;
     }
   }

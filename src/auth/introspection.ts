@@ -27,8 +27,9 @@ export interface IntrospectedToken {
 
 /**
  * Asks the issuer about an opaque token (RFC 7662), with toolport's own client credentials. An
- * inactive token, one for another audience, or one already expired is a `TokenRefusal`; an
- * introspection endpoint that does not answer is an Error (not the token's fault).
+ * inactive token, one of another issuer or for another audience, one bound to a key (`cnf`), or
+ * one already expired is a `TokenRefusal`; an introspection endpoint that does not answer, or
+ * answers something other than a JSON object, is an Error (not the token's fault).
  */
 export class Introspector {
   readonly #options: IntrospectionOptions;
@@ -40,7 +41,7 @@ export class Introspector {
   }
 
   async introspect(token: string): Promise<IntrospectedToken> {
-    const { endpoint, client, issuer, audiences, fetchFn = fetch } = this.#options;
+    const { endpoint, client, fetchFn = fetch } = this.#options;
     const response = await fetchFn(endpoint, {
       method: 'POST',
       headers: {
@@ -56,13 +57,26 @@ export class Introspector {
       await response.body?.cancel();
       throw new Error(`the introspection endpoint answered HTTP ${response.status}`);
     }
-    const answer = (await response.json()) as Record<string, unknown>;
+    const answer: unknown = await response.json();
+    if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+      throw new Error('the introspection endpoint answered something other than a JSON object');
+    return this.#checked(answer as Record<string, unknown>);
+  }
+
+  #checked(answer: Record<string, unknown>): IntrospectedToken {
+    const { issuer, audiences } = this.#options;
     if (answer.active !== true) throw new TokenRefusal('invalid_token', 'The access token is not active: it expired, was revoked, or was never issued.');
     if (answer.iss !== undefined && answer.iss !== issuer)
       throw new TokenRefusal('invalid_token', 'The access token was issued by an issuer this server does not accept.');
     const aud = typeof answer.aud === 'string' ? [answer.aud] : Array.isArray(answer.aud) ? answer.aud : [];
     if (!aud.some((a) => audiences.includes(a as string))) {
       throw new TokenRefusal('invalid_token', audienceMessage(audiences));
+    }
+    // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) is worth nothing to a thief only
+    // if its proof is checked, which a bearer resource server cannot do: taken as a bearer token,
+    // a stolen one would work.
+    if (answer.cnf !== undefined) {
+      throw new TokenRefusal('invalid_token', 'The access token is bound to a key (cnf) and cannot be used as a bearer token here.');
     }
     const now = this.#now();
     const expiresAt = typeof answer.exp === 'number' ? answer.exp * 1000 : now + INTROSPECTION_CACHE_MS;

@@ -93,6 +93,10 @@ export class JwtVerifier {
       if (typeof payload.iat === 'number' && payload.iat > this.#now() / 1000 + CLOCK_SKEW_SECONDS) {
         throw new TokenRefusal('invalid_token', 'The access token is not valid yet.');
       }
+      // A token bound to a key (DPoP, mTLS: RFC 9449, RFC 8705) is worth nothing without its key, which a bearer header does not prove.
+      if (payload.cnf !== undefined) {
+        throw new TokenRefusal('invalid_token', 'The access token is bound to a key (cnf) and cannot be used as a bearer token here.');
+      }
       return { claims: payload, expiresAt: (payload.exp as number) * 1000 };
     } catch (err) {
       if (err instanceof TokenRefusal) throw err;

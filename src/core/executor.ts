@@ -78,6 +78,8 @@ export interface CallOptions {
    * slots and queue, and waiting callers take turns. Undefined: the tool's limits only.
    */
   caller?: string;
+  /** For an access token's caller: the application it was issued to, in the audit line. */
+  client?: string | undefined;
   /** The caller's permission rules, given to the tool (`ToolContext.permissions`); a refusal it throws rejects the call. */
   permissions?: Permissions | undefined;
 }
@@ -250,7 +252,18 @@ export class ToolExecutor {
    */
   #audit(reqId: string, tool: string, { outcome, err }: Settled, seconds: number | undefined, waitMs: number | undefined, options: CallOptions): void {
     const ms = seconds === undefined ? 0 : roundMs(seconds * 1000);
-    const fields = { reqId, tool, ms, waitMs, outcome, inputBytes: options.inputBytes, key: options.keyLabel, transport: options.transport, err };
+    const fields = {
+      reqId,
+      tool,
+      ms,
+      waitMs,
+      outcome,
+      inputBytes: options.inputBytes,
+      key: options.keyLabel,
+      client: options.client,
+      transport: options.transport,
+      err,
+    };
     if (err === undefined) this.#log.info(fields, 'tool call');
     else this.#log.warn(fields, 'tool call');
     this.#observer?.callFinished(tool, outcome, seconds, options.transport);

@@ -28,6 +28,10 @@ export interface Caller {
   readonly ip?: string | undefined;
   /** The workspace the caller's tools work in, a key of the gateway's `toolsets`; undefined: the server's. */
   readonly workspace?: string | undefined;
+  /** How the caller proved who it is: an API key (the default) or an access token, for the words of a refusal. */
+  readonly credential?: 'key' | 'token';
+  /** For an access token: the application it was issued to (`client_id` or `azp`), in the audit lines. */
+  readonly client?: string | undefined;
   /** The rules the caller's calls must pass (its key's, the server's default included); undefined: the server's default. */
   readonly permissions?: Permissions | undefined;
   /**
@@ -207,6 +211,7 @@ export class Gateway {
         abort,
         inputBytes: request.inputBytes,
         keyLabel: request.caller.label,
+        client: request.caller.client,
         transport: request.transport,
         onProgress: request.onProgress,
         registry,
@@ -244,7 +249,17 @@ export class Gateway {
     const { caller } = call;
     const rule = error instanceof PermissionDenied ? error.rule : undefined;
     this.#log.info(
-      { reqId: call.requestId, tool: call.tool, key: caller.label, ip: caller.ip, transport: call.transport, status: error.statusCode, code: error.code, rule },
+      {
+        reqId: call.requestId,
+        tool: call.tool,
+        key: caller.label,
+        client: caller.client,
+        ip: caller.ip,
+        transport: call.transport,
+        status: error.statusCode,
+        code: error.code,
+        rule,
+      },
       'tool call refused',
     );
     this.#observer?.callRefused(error.code, call.transport);
@@ -259,7 +274,8 @@ export class Gateway {
     const scope = caller.scope;
     if (scope === undefined || scope.has(tool)) return undefined;
     const allowed = [...scope];
-    return new ToolportError('FORBIDDEN', `API key "${caller.label}" may not use tool ${JSON.stringify(tool)}; it may use ${allowed.join(', ')}.`, {
+    const who = caller.credential === 'token' ? 'The access token of' : 'API key';
+    return new ToolportError('FORBIDDEN', `${who} "${caller.label}" may not use tool ${JSON.stringify(tool)}; it may use ${allowed.join(', ')}.`, {
       tool,
       available: allowed,
     });

@@ -3,6 +3,7 @@ import type { ToolportError } from '../core/errors.js';
 import type { Caller } from '../core/gateway.js';
 import type { ToolScope } from '../core/keyring.js';
 import type { Permissions } from '../core/permissions.js';
+import { isTokenIdentity } from '../auth/identity.js';
 import { countAnotherCall } from './guards/protection.js';
 
 /**
@@ -28,6 +29,15 @@ export class RequestCaller implements Caller {
 
   get workspace(): string | undefined {
     return this.#request.apiKey?.workspace;
+  }
+
+  get credential(): 'key' | 'token' {
+    return isTokenIdentity(this.#request.apiKey) ? 'token' : 'key';
+  }
+
+  get client(): string | undefined {
+    const identity = this.#request.apiKey;
+    return isTokenIdentity(identity) ? identity.client : undefined;
   }
 
   get permissions(): Permissions | undefined {

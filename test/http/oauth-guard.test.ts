@@ -121,6 +121,12 @@ describe('access tokens of the configured issuer', () => {
     await assertRefused(await echo(app, 'not-a-key-nor-a-jwt'), invalidToken('The API key is not valid.'));
   });
 
+  test('a token bound to a key (DPoP) is refused as a bearer token: it is worth nothing without its key', async (t) => {
+    const app = await toolport(t);
+    const bound = await idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:*', dpop: true });
+    await assertRefused(await echo(app, bound), invalidToken('The access token is bound to a key (cnf) and cannot be used as a bearer token here.'));
+  });
+
   test('a verified token is accepted up to the clock skew past its expiry, then refused', async (t) => {
     let now = Date.now();
     const app = await toolport(t, () => now);

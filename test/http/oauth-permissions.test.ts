@@ -10,6 +10,7 @@ import { buildApp } from '../../src/http/app.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { startTestIssuer, SERVICE_CLIENT, type TestIssuer } from '../support/oidc-provider.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
+import { capturedLog } from '../support/log-capture.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 
@@ -46,9 +47,10 @@ test("a token's caller gets the permission rules its mapping entry gives, over t
     },
     { mapping, permissions },
   );
-  const app = await buildApp({ registry, oauth, permissions });
+  const log = capturedLog();
+  const app = await buildApp({ registry, oauth, permissions, logger: log.logger });
   t.after(() => app.close());
-  const token = await idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:Read tools:Write tools:Echo' });
+  const token = await idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:Read tools:Write' });
   const call = (tool: string, input: unknown) =>
     app.inject({
       method: 'POST',
@@ -57,7 +59,10 @@ test("a token's caller gets the permission rules its mapping entry gives, over t
       payload: JSON.stringify(input),
     });
 
+  log.lines.length = 0;
   const env = await call('Read', { file_path: '.env' });
+  const refused = log.lines.find((line) => line.msg === 'tool call refused')!;
+  assert.deepEqual([refused.key, refused.client, refused.rule], [`sub:${SERVICE_CLIENT.id}`, SERVICE_CLIENT.id, 'Read(.env)']);
   assert.equal(env.statusCode, 403);
   assert.deepEqual(env.json(), {
     content: [{ type: 'text', text: 'Path ".env" is denied by Read(.env).' }],
@@ -69,6 +74,26 @@ test("a token's caller gets the permission rules its mapping entry gives, over t
   assert.equal((outside.json() as { error: { message: string } }).error.message, 'Path "notes.md" is not allowed by any rule for Write.');
   assert.equal((await call('Write', { file_path: 'docs/b.md', content: 'b\n' })).statusCode, 200);
   assert.equal((await call('Read', { file_path: 'docs/a.md' })).statusCode, 200);
+  const ran = log.lines.find((line) => line.msg === 'tool call' && line.tool === 'Read')!;
+  assert.deepEqual([ran.key, ran.client], [`sub:${SERVICE_CLIENT.id}`, SERVICE_CLIENT.id]);
+  // A tool its scopes do not grant, through /calls: the refusal speaks of the token, not of a key.
+  const calls = await app.inject({
+    method: 'POST',
+    url: '/calls',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    payload: JSON.stringify([{ type: 'tool_use', id: 'toolu_1', name: 'Echo', input: { text: 'x' } }]),
+  });
+  assert.deepEqual(calls.json(), {
+    role: 'user',
+    content: [
+      {
+        type: 'tool_result',
+        tool_use_id: 'toolu_1',
+        content: [{ type: 'text', text: `The access token of "sub:${SERVICE_CLIENT.id}" may not use tool "Echo"; it may use Read, Write.` }],
+        is_error: true,
+      },
+    ],
+  });
   const list = await app.inject({ method: 'GET', url: '/tools', headers: { authorization: `Bearer ${token}` } });
   const write = (list.json() as Array<{ name: string; description: string }>).find((tool) => tool.name === 'Write')!;
   assert.equal(write.description.split('\n').at(-1), 'Allowed for this key: Write(docs/**).');

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 
 /** The scopes the test authorization server grants for toolport's resource (and any other resource indicator). */
 export const RESOURCE_SCOPES = ['tools:*', 'tools:Echo', 'tools:NoArgs', 'tools:Read', 'tools:Write', 'tools:Glob', 'tools:github__*', 'reader'];
@@ -10,6 +10,10 @@ export const RESOURCE_SCOPES = ['tools:*', 'tools:Echo', 'tools:NoArgs', 'tools:
 export const SERVICE_CLIENT = { id: 'service', secret: 'service-secret-that-is-long-enough-for-hs256' };
 /** A confidential client whose tokens carry 9000 bytes of padding. */
 export const HUGE_CLIENT = { id: 'huge', secret: 'huge-secret-that-is-long-enough-for-hs256-signing' };
+/** A confidential client whose access tokens, resource indicator or not, are opaque (introspected, RFC 7662) rather than JWTs. */
+export const OPAQUE_CLIENT = { id: 'opaque', secret: 'opaque-secret-that-is-long-enough-for-hs256-signing' };
+/** toolport's own confidential client, which gets no tokens but may introspect them. */
+export const INTROSPECTION_CLIENT = { id: 'toolport', secret: 'toolport-secret-that-is-long-enough-for-hs256' };
 /** The public client of the authorization code flow (PKCE, no secret). */
 export const APP_CLIENT = { id: 'app', redirectUri: 'http://127.0.0.1:1/callback' };
 /** The subject the test's "browser" logs in as. */
@@ -41,21 +45,29 @@ export interface TestIssuer {
   readonly issuer: string;
   /** The private key the access tokens are signed with now (`kid` included). */
   readonly signingKey: JWK;
-  /** An access token through client credentials, for `resource` (RFC 8707) with `scope`. */
-  clientCredentials(options: { resource: string; scope: string; client?: { id: string; secret: string } }): Promise<string>;
+  /**
+   * An access token through client credentials, for `resource` (RFC 8707; without one, an opaque
+   * token with no audience) with `scope`; with `dpop`, bound to a fresh key by a DPoP proof (RFC 9449).
+   */
+  clientCredentials(options: { resource: string | undefined; scope: string; client?: { id: string; secret: string }; dpop?: boolean }): Promise<string>;
   /** An access token through the authorization code flow with PKCE, the test playing the browser with automatic login and consent. */
   authorizationCode(options: { resource: string; scope: string }): Promise<string>;
   /** A new signing key with a new `kid` in place of the old one, which leaves the JWKS; the issuer stays the same. */
   rotateKeys(): Promise<void>;
   /** How many times the JWKS was fetched. */
   readonly jwksFetches: number;
+  /** How many introspection requests (RFC 7662) the issuer answered. */
+  readonly introspections: number;
+  /** Revokes a token (RFC 7009) as the client it was issued to would. */
+  revoke(token: string, client: { id: string; secret: string }): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
  * Starts oidc-provider on a loopback port: client credentials, the authorization code flow
- * (PKCE required), dynamic client registration, introspection and resource indicators, whose
- * access tokens are JWTs (RFC 9068) with the resource as audience. Login and consent are granted
+ * (PKCE required), dynamic client registration, introspection, revocation and resource indicators,
+ * whose access tokens are JWTs (RFC 9068) with the resource as audience, except `OPAQUE_CLIENT`'s
+ * (and any token asked for without a resource), which are opaque. Login and consent are granted
  * to whoever follows the redirects (`followAuthorization`).
  */
 export async function startTestIssuer(): Promise<TestIssuer> {
@@ -66,8 +78,10 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   let signingKey = await newSigningKey();
   let provider = new Provider(issuer, providerConfiguration(signingKey));
   let jwksFetches = 0;
+  let introspections = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (req.url?.startsWith('/jwks')) jwksFetches += 1;
+    if (req.url?.startsWith(INTROSPECTION_PATH)) introspections += 1;
     if (req.url?.startsWith('/interaction/')) {
       grantEverything(provider, req, res).catch((err: unknown) => {
         res.statusCode = 500;
@@ -77,9 +91,9 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     }
     provider.callback()(req, res);
   });
-  const tokenAt = async (body: URLSearchParams, client?: { id: string; secret: string }): Promise<string> => {
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (client !== undefined) headers.authorization = `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`;
+  const tokenAt = async (body: URLSearchParams, client?: { id: string; secret: string }, dpop = false): Promise<string> => {
+    const headers = formHeaders(client);
+    if (dpop) headers.dpop = await dpopProof('POST', `${issuer}/token`);
     const response = await fetch(`${issuer}/token`, { method: 'POST', headers, body });
     const answer = (await response.json()) as { access_token?: string };
     if (answer.access_token === undefined) throw new Error(`token request failed: ${response.status} ${JSON.stringify(answer)}`);
@@ -93,8 +107,16 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     get jwksFetches() {
       return jwksFetches;
     },
-    clientCredentials: ({ resource, scope, client = SERVICE_CLIENT }) =>
-      tokenAt(new URLSearchParams({ grant_type: 'client_credentials', resource, scope }), client),
+    get introspections() {
+      return introspections;
+    },
+    async revoke(token, client) {
+      const response = await fetch(`${issuer}/token/revocation`, { method: 'POST', headers: formHeaders(client), body: new URLSearchParams({ token }) });
+      if (!response.ok) throw new Error(`revocation failed: ${response.status} ${await response.text()}`);
+      await response.arrayBuffer();
+    },
+    clientCredentials: ({ resource, scope, client = SERVICE_CLIENT, dpop }) =>
+      tokenAt(new URLSearchParams({ grant_type: 'client_credentials', scope, ...(resource === undefined ? {} : { resource }) }), client, dpop),
     async authorizationCode({ resource, scope }) {
       const verifier = randomBytes(32).toString('base64url');
       const url = new URL(`${issuer}/auth`);
@@ -126,6 +148,24 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     },
     close: () => closeServer(server),
   };
+}
+
+/** oidc-provider's introspection endpoint, as its metadata names it. */
+const INTROSPECTION_PATH = '/token/introspection';
+
+function formHeaders(client: { id: string; secret: string } | undefined): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (client !== undefined) headers.authorization = `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`;
+  return headers;
+}
+
+/** A DPoP proof (RFC 9449) for one request, by a key made for it: the token it gets is bound to that key. */
+async function dpopProof(method: string, url: string): Promise<string> {
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  return new SignJWT({ htm: method, htu: url, jti: randomBytes(16).toString('hex') })
+    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(publicKey) })
+    .setIssuedAt()
+    .sign(privateKey);
 }
 
 /**
@@ -184,6 +224,8 @@ function providerConfiguration(signingKey: JWK): object {
     clients: [
       { client_id: SERVICE_CLIENT.id, client_secret: SERVICE_CLIENT.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
       { client_id: HUGE_CLIENT.id, client_secret: HUGE_CLIENT.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
+      { client_id: OPAQUE_CLIENT.id, client_secret: OPAQUE_CLIENT.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
+      { client_id: INTROSPECTION_CLIENT.id, client_secret: INTROSPECTION_CLIENT.secret, grant_types: [], redirect_uris: [], response_types: [] },
       {
         client_id: APP_CLIENT.id,
         token_endpoint_auth_method: 'none',
@@ -204,19 +246,25 @@ function providerConfiguration(signingKey: JWK): object {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
+      // Set, so the provider does not warn about the defaults: confidential clients may introspect any token, a client revokes its own.
+      introspection: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: { clientAuthMethod: string; clientId: string }, token: { clientId: string }) =>
+          client.clientAuthMethod !== 'none' || token.clientId === client.clientId,
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: { clientId: string }, token: { clientId: string }) => token.clientId === client.clientId,
+      },
       registration: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: (_ctx: unknown, _client: unknown, oneOf?: string | string[]) => oneOf,
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx: unknown, resource: string) => ({
-          scope: RESOURCE_SCOPES.join(' '),
-          audience: resource,
-          accessTokenTTL: 3600,
-          accessTokenFormat: 'jwt',
-          jwt: { sign: { alg: 'RS256' } },
-        }),
+        getResourceServerInfo: (_ctx: unknown, resource: string, client: { clientId: string }) =>
+          client.clientId === OPAQUE_CLIENT.id
+            ? { scope: RESOURCE_SCOPES.join(' '), audience: resource, accessTokenTTL: 3600, accessTokenFormat: 'opaque' }
+            : { scope: RESOURCE_SCOPES.join(' '), audience: resource, accessTokenTTL: 3600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } },
       },
     },
   };
