@@ -1,8 +1,16 @@
+import { ToolportError } from '../core/errors.js';
 import type { IdentityMapper, TokenIdentity } from './identity.js';
 import type { Introspector } from './introspection.js';
 import { CLOCK_SKEW_SECONDS, looksLikeJwt, MAX_TOKEN_BYTES, type JwtVerifier } from './jwt-verifier.js';
 import { TokenCache } from './token-cache.js';
 import { TokenRefusal } from './token-refusal.js';
+
+/**
+ * Most introspections asked of the issuer at once. Anyone may send opaque tokens, valid or not, and
+ * each new one is a request to the issuer: past this, the request is refused as overloaded (503)
+ * rather than passed on, so a flood of made-up tokens cannot become a flood at the identity provider.
+ */
+export const MAX_INTROSPECTIONS = 16;
 
 /** How long an opaque token the issuer called inactive is refused without asking it again. */
 export const REFUSAL_CACHE_MS = 10_000;
@@ -29,6 +37,7 @@ export class AccessTokens {
   readonly #known = new TokenCache<TokenIdentity>();
   readonly #refused = new TokenCache<TokenRefusal>();
   readonly #pending = new Map<string, Promise<TokenIdentity>>();
+  #introspecting = 0;
 
   constructor(options: AccessTokensOptions) {
     this.#verifier = options.verifier;
@@ -57,6 +66,9 @@ export class AccessTokens {
     if (pending !== undefined) return pending;
     const refused = this.#refused.get(token, this.#now());
     if (refused !== undefined) return Promise.reject(refused);
+    if (!jwt && this.#introspecting >= MAX_INTROSPECTIONS) {
+      return Promise.reject(new ToolportError('OVERLOADED', 'Too many access tokens are being checked with the identity provider at once; try again shortly.'));
+    }
     const verified = (jwt ? this.#verifyJwt(token) : this.#introspect(token)).finally(() => this.#pending.delete(token));
     this.#pending.set(token, verified);
     return verified;
@@ -71,6 +83,7 @@ export class AccessTokens {
   }
 
   async #introspect(token: string): Promise<TokenIdentity> {
+    this.#introspecting += 1;
     try {
       const { claims, expiresAt, reuseUntil } = await this.#introspector!.introspect(token);
       const identity = this.#mapper.identify(claims, expiresAt);
@@ -79,6 +92,8 @@ export class AccessTokens {
     } catch (err) {
       if (err instanceof TokenRefusal) this.#refused.set(token, err, this.#now() + REFUSAL_CACHE_MS);
       throw err;
+    } finally {
+      this.#introspecting -= 1;
     }
   }
 }

@@ -110,8 +110,8 @@ export class IdentityMapper {
 
   /** The tools a scope (or a claim value) names; none for a scope toolport does not know (`openid`, `email`). */
   #toolsOf(scope: string): readonly string[] {
-    const named = this.#mapping.scopes[scope];
-    if (named !== undefined) return named;
+    // An own property only: a scope named `constructor` must not find Object's.
+    if (Object.hasOwn(this.#mapping.scopes, scope)) return this.#mapping.scopes[scope]!;
     if (!scope.startsWith(TOOL_SCOPE_PREFIX) || scope.length === TOOL_SCOPE_PREFIX.length) return [];
     return [scope.slice(TOOL_SCOPE_PREFIX.length)];
   }

@@ -81,7 +81,7 @@ export class JwtVerifier {
     const keys = typeof issuer === 'string' ? this.#keys.get(issuer) : undefined;
     if (keys === undefined) throw new TokenRefusal('invalid_token', 'The access token was issued by an issuer this server does not accept.');
     try {
-      const { payload } = await jwtVerify(token, keys, {
+      const { payload, protectedHeader } = await jwtVerify(token, keys, {
         issuer: issuer as string,
         audience: this.#audiences,
         algorithms: [...ACCEPTED_ALGORITHMS],
@@ -92,6 +92,14 @@ export class JwtVerifier {
       // jose checks iat only with a maximum age; a token issued ahead of the clock is not valid yet.
       if (typeof payload.iat === 'number' && payload.iat > this.#now() / 1000 + CLOCK_SKEW_SECONDS) {
         throw new TokenRefusal('invalid_token', 'The access token is not valid yet.');
+      }
+      const type = protectedHeader.typ?.toLowerCase();
+      if (type !== undefined && !ACCEPTED_TYPES.has(type.replace(/^application\//, ''))) {
+        throw new TokenRefusal('invalid_token', `The token's type (typ) is ${JSON.stringify(protectedHeader.typ)}, not an access token's (at+jwt).`);
+      }
+      // An ID token is for the client that asked for it, not for a resource server (RFC 9068 section 4; OpenID Connect).
+      if (payload.nonce !== undefined || payload.at_hash !== undefined || payload.typ === 'ID') {
+        throw new TokenRefusal('invalid_token', 'The token is an ID token, not an access token.');
       }
       // A token bound to a key (DPoP, mTLS: RFC 9449, RFC 8705) is worth nothing without its key, which a bearer header does not prove.
       if (payload.cnf !== undefined) {
@@ -104,6 +112,9 @@ export class JwtVerifier {
     }
   }
 }
+
+// RFC 9068's `at+jwt`; `JWT` (or none) is what Keycloak, Entra ID and others write on access tokens.
+const ACCEPTED_TYPES = new Set(['at+jwt', 'jwt']);
 
 function refusalFor(err: unknown, audiences: readonly string[]): TokenRefusal | Error {
   const invalid = (message: string): TokenRefusal => new TokenRefusal('invalid_token', message);
@@ -125,6 +136,8 @@ function refusalFor(err: unknown, audiences: readonly string[]): TokenRefusal | 
   if (err instanceof errors.JWSSignatureVerificationFailed) return invalid("The access token's signature does not verify.");
   if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid || err instanceof errors.JOSEAlgNotAllowed)
     return invalid('The access token is not a well-formed JWT.');
+  // A header this server cannot honour (an unknown `crit` extension, an unsupported key or algorithm): the token's doing.
+  if (err instanceof errors.JOSENotSupported) return invalid('The access token uses a JOSE feature this server does not support.');
   // The issuer's keys could not be fetched (down, slow, not JSON): not the token's fault.
   return err instanceof Error ? err : new Error(String(err));
 }

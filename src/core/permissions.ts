@@ -128,6 +128,11 @@ function pathPattern(specifier: string, fail: (problem: string) => never): strin
   return pattern.replace(/ +$/, (spaces) => '\\ '.repeat(spaces.length));
 }
 
+/** Whether a deny rule takes paths from the tools of `families`: a path rule of one of them, or one of them named alone. */
+function deniesPaths(rule: Rule, families: readonly string[]): boolean {
+  return !rule.group && families.includes(rule.tool) && (rule.path !== undefined || rule.specifier === undefined);
+}
+
 function matchesTool(rule: Rule, tool: string): boolean {
   return rule.group ? tool.startsWith(rule.tool) : rule.tool === tool;
 }
@@ -194,7 +199,9 @@ export class Permissions {
   /** Whether any rule could refuse or filter this access; without, tools skip the checks (and their cost). */
   governs(access: PathAccess): boolean {
     const families = FAMILIES[access];
-    return this.#layers.some((layer) => [...layer.allow, ...layer.deny].some((r) => r.path !== undefined && families.includes(r.tool)));
+    return this.#layers.some(
+      (layer) => layer.allow.some((r) => r.path !== undefined && families.includes(r.tool)) || layer.deny.some((r) => deniesPaths(r, families)),
+    );
   }
 
   /**
@@ -207,7 +214,8 @@ export class Permissions {
     const path = gitPath(relative, directory);
     const families = FAMILIES[access];
     for (const layer of this.#layers) {
-      const denied = layer.deny.find((r) => r.path !== undefined && families.includes(r.tool) && path !== undefined && r.path.ignores(path));
+      // A bare `Read` denies every path to every tool that reads, as `Read(**)` would.
+      const denied = layer.deny.find((r) => deniesPaths(r, families) && (r.path === undefined || (path !== undefined && r.path.ignores(path))));
       if (denied !== undefined) return new PermissionDenied(`Path ${JSON.stringify(shown)} is denied by ${denied.text}.`, denied.text, tool);
       if (directory) continue;
       const allows = layer.allow.filter((r) => families.includes(r.tool) && (r.specifier === undefined || r.path !== undefined));
@@ -255,7 +263,8 @@ export class Permissions {
    */
   summary(tool: string, access: PathAccess | undefined): string | undefined {
     const families = access === undefined ? [] : SHOWN[access];
-    const applies = (r: Rule): boolean => matchesTool(r, tool) || (r.path !== undefined && families.includes(r.tool));
+    const applies = (r: Rule): boolean =>
+      matchesTool(r, tool) || (!r.group && families.includes(r.tool) && (r.path !== undefined || r.specifier === undefined));
     const allowed = unique(this.#layers.flatMap((l) => l.allow.filter(applies).map((r) => r.text)));
     const denied = unique(this.#layers.flatMap((l) => l.deny.filter(applies).map((r) => r.text)));
     const parts = [

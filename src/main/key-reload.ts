@@ -11,6 +11,8 @@ export interface KeyReloadOptions {
   config: Pick<Config, 'apiKeys' | 'apiKeysFile'>;
   /** The names of the served tools: a key's `tools` may name only these. */
   servedTools: readonly string[];
+  /** Checks start-up makes on the keys beyond the file's own (a label that would pass for an access token's caller); throws to refuse them. */
+  checkKeys?: (keys: readonly KeySpec[]) => void;
   /** The default rules and what keys' rules are checked against; undefined: rules are refused (none are expected). */
   permissions?: ServerPermissions;
   /** The keys in use now, as `openKeyWorkspaces` gave them; the log of a reload says what changed since. */
@@ -39,7 +41,9 @@ export function keysReloader(options: KeyReloadOptions): () => Promise<ReloadOut
     }
     let keys: KeySpec[];
     try {
-      keys = await options.workspaces.admit(await loadApiKeys(config, options.servedTools, options.permissions));
+      const loaded = await loadApiKeys(config, options.servedTools, options.permissions);
+      options.checkKeys?.(loaded);
+      keys = await options.workspaces.admit(loaded);
       options.replaceKeys(keys);
     } catch (err) {
       log.warn({ reason: (err as Error).message }, 'API keys not reloaded; the keys in use are kept');

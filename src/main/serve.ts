@@ -141,6 +141,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
       servedTools: [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)],
       keys: apiKeys,
       permissions,
+      // A reload checks what start-up checked: no key may pass for an access token's caller.
+      checkKeys: config.oauth === undefined ? undefined : (keys) => void tokenCallersAsKeys(undefined, keys),
       workspaces,
       replaceKeys: (keys) => app.toolport.replaceKeys(keys),
       log: logger,

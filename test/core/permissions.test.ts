@@ -120,6 +120,17 @@ describe('permission rules', () => {
     assert.equal(p.toolRefusal('Bash'), undefined);
   });
 
+  it('take a bare Read or Edit in deny as every path, for every tool that reads or changes files', () => {
+    const p = rules({ deny: ['Read', 'Edit'] });
+    assert.equal(refusal(p, 'Grep', 'read', 'src/a.ts'), 'Path "src/a.ts" is denied by Read.');
+    assert.equal(refusal(p, 'LS', 'read', '.', true), 'Path "." is denied by Read.');
+    assert.equal(refusal(p, 'Write', 'write', 'docs/a.md'), 'Path "docs/a.md" is denied by Edit.');
+    assert.equal(p.visible('src/a.ts', false), false);
+    assert.equal(p.governs('read'), true);
+    assert.equal(p.summary('Glob', 'read'), 'Denied for this key: Read.');
+    assert.equal(p.toolRefusal('Read')?.message, 'Tool "Read" is denied by Read.');
+  });
+
   it('deny whole tools by name or group, naming the rule', () => {
     const p = rules({ deny: ['Bash', 'github__*'] });
     const bash = p.toolRefusal('Bash');

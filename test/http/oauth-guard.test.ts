@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createPrivateKey, sign as cryptoSign, type JsonWebKey } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, SignJWT } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import { openResourceServer, type OAuthSettings } from '../../src/auth/open.js';
@@ -253,5 +254,30 @@ describe('access tokens of the configured issuer', () => {
       .setProtectedHeader({ alg: 'RS256', kid: idp.signingKey.kid! })
       .sign(await importJWK(idp.signingKey, 'RS256'));
     assert.equal((await echo(app, signed)).statusCode, 200);
+  });
+
+  test("an ID token, a token of another type, or one with a header this server cannot honour is refused, signed by the issuer's own key", async (t) => {
+    const app = await toolport(t);
+    const real = await idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:*' });
+    const key = await importJWK(idp.signingKey, 'RS256');
+    const kid = idp.signingKey.kid!;
+    const sign = (claims: object, header: object) =>
+      new SignJWT({ ...decodeJwt(real), ...claims }).setProtectedHeader({ alg: 'RS256', kid, ...header }).sign(key);
+    await assertRefused(await echo(app, await sign({ nonce: 'n-0S6_WzA2Mj' }, { typ: 'JWT' })), invalidToken('The token is an ID token, not an access token.'));
+    await assertRefused(await echo(app, await sign({ at_hash: 'x' }, {})), invalidToken('The token is an ID token, not an access token.'));
+    await assertRefused(await echo(app, await sign({ typ: 'ID' }, {})), invalidToken('The token is an ID token, not an access token.'));
+    await assertRefused(
+      await echo(app, await sign({}, { typ: 'logout+jwt' })),
+      invalidToken('The token\'s type (typ) is "logout+jwt", not an access token\'s (at+jwt).'),
+    );
+    // jose will not sign an unknown `crit` extension: signed by hand, as an attacker would.
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const input = `${b64({ alg: 'RS256', kid, typ: 'at+jwt', crit: ['zz'], zz: 1 })}.${b64(decodeJwt(real))}`;
+    const privateKey = createPrivateKey({ key: idp.signingKey as JsonWebKey, format: 'jwk' });
+    const critical = `${input}.${cryptoSign('RSA-SHA256', Buffer.from(input), privateKey).toString('base64url')}`;
+    await assertRefused(await echo(app, critical), invalidToken('The access token uses a JOSE feature this server does not support.'));
+    // What providers write on access tokens is accepted: `at+jwt`, `JWT`, or no type.
+    for (const typ of ['at+jwt', 'JWT', undefined])
+      assert.equal((await echo(app, await sign({}, typ === undefined ? {} : { typ }))).statusCode, 200, String(typ));
   });
 });

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { loadApiKeys } from '../../src/config/api-keys.js';
 import { buildApp } from '../../src/http/app.js';
 import { keysReloader } from '../../src/main/key-reload.js';
+import { tokenCallersAsKeys } from '../../src/auth/workspaces.js';
 import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
@@ -27,7 +28,11 @@ const INVALID = {
  * A server built as `serve` builds it, in-process: a workspace, `a` and `b` for keys of their own,
  * a keys file beside them (`keys`), and a reloader whose log lines are collected.
  */
-async function server(t: TestContext, keys: KeySpec[] | ((dir: (name: string) => string) => KeySpec[]), { keysFile = true } = {}) {
+async function server(
+  t: TestContext,
+  keys: KeySpec[] | ((dir: (name: string) => string) => KeySpec[]),
+  { keysFile = true, checkKeys }: { keysFile?: boolean; checkKeys?: (keys: readonly KeySpec[]) => void } = {},
+) {
   const base = await temporaryDirectory(t, 'toolport-reload-');
   for (const name of ['server', 'a', 'b']) {
     await mkdir(path.join(base, name));
@@ -74,6 +79,7 @@ async function server(t: TestContext, keys: KeySpec[] | ((dir: (name: string) =>
     config,
     servedTools,
     keys: workspaces.keys,
+    checkKeys,
     workspaces,
     replaceKeys: (next) => app.toolport.replaceKeys(next),
     log: pino({ level: 'info' }, destination),
@@ -174,6 +180,17 @@ test("a key moved to another workspace open works there from its next request on
   assert.equal(await s.reload(), 'reloaded');
   assert.deepEqual(await readFirstLine(s.app, teamA, 'a.txt'), { status: 200, text: '     1\tthe file of a' });
   assert.deepEqual(await readFirstLine(s.app, entry('team-c'), 'b.txt'), { status: 200, text: '     1\tthe file of b' });
+});
+
+test("with OAuth on, a reload refuses a key labelled as an access token's caller would be, as start-up does", async (t) => {
+  const admin = entry('admin');
+  const s = await server(t, [admin], { checkKeys: (keys) => void tokenCallersAsKeys(undefined, keys) });
+  s.lines.length = 0;
+  const alice = { ...entry('alice'), label: 'sub:alice' };
+  await s.write([admin, alice]);
+  assert.equal(await s.reload(), 'kept');
+  assert.equal(s.lines[0]?.reason, 'Invalid key label "sub:alice": with TOOLPORT_OAUTH_ISSUER set, labels starting "sub:" name the callers of access tokens');
+  assert.equal((await s.app.inject({ url: '/tools', headers: bearer(alice) })).statusCode, 401);
 });
 
 test('without a keys file, a reload changes nothing and says there is nothing to reload', async (t) => {
