@@ -28,6 +28,7 @@ import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdi
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 import { startTokenRow, TOKEN_ROW } from './token-row.js';
+import { REDIS_ROW, startRedisRow } from './redis-row.js';
 
 // The rows that are not wrk's, named for --only.
 const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
@@ -76,11 +77,15 @@ async function main(): Promise<number> {
     STDIO_START_ROW.id,
     ...UPSTREAM_ROWS.map((row) => row.id),
     TOKEN_ROW.id,
+    REDIS_ROW.id,
   ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   // Started only when selected: a real authorization server, and one access token from it.
   const token = selected(options, TOKEN_ROW, ids) ? await startTokenRow() : undefined;
   if (token !== undefined) rows.splice(rows.findIndex((row) => row.id === 'echo-keyed') + 1, 0, { ...token.row, env: () => token.env });
+  // Issue 22 part 5 (redis-row.ts): keyed Echo counted in Redis against the same counting in the process; its own redis-server.
+  const redisRow = selected(options, REDIS_ROW, ids) ? await startRedisRow(pinning, say) : undefined;
+  if (redisRow !== undefined) rows.push(redisRow.row);
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
@@ -208,6 +213,7 @@ async function main(): Promise<number> {
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
   await token?.issuer.close();
+  await redisRow?.stop();
   console.log(`results: ${path.relative(process.cwd(), options.out)}`);
 
   if (failures.length > 0) {

@@ -29,8 +29,9 @@ export interface ProtectionOptions {
   /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
   rateLimit: number;
   /**
-   * Keep the counts in this Redis, shared by every replica, instead of in the process; when it
-   * cannot answer, a request is counted in the process (see `sharedRateLimitStore`).
+   * Keep the counts in this Redis, shared by every replica, instead of in the process, in at most one
+   * command per request (`sharedRateLimitStore`: from 1,000 calls a minute, a few calls per replica
+   * may pass the limit, `callsAheadOfRedis`); when it cannot answer, a request is counted in the process.
    */
   redis?: Redis | undefined;
   /** Called for each request Redis could not count. */
@@ -68,26 +69,24 @@ export async function installProtection(app: FastifyInstance, options: Protectio
 
 async function installRateLimit(app: FastifyInstance, max: number, { redis, onStoreError }: Pick<ProtectionOptions, 'redis' | 'onStoreError'>): Promise<void> {
   const store: RateLimitStore = redis
-    ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, log: app.log, onStoreError })
+    ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, limit: max, log: app.log, onStoreError })
     : localRateLimitStore(RATE_WINDOW_MS);
+  // Calls answered ahead of Redis reach it before the app (and the connection, closed after it) goes.
+  app.addHook('onClose', async () => store.close?.());
   // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
   const count = (request: FastifyRequest, reply: FastifyReply | undefined, done: (refusal: ToolportError | undefined) => void): void => {
-    store.incr(
-      request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`,
-      (err, counted) => {
-        // The stores never fail (Redis falls back to this process); a count that did is not held against the caller.
-        if (err !== null || counted === undefined) return done(undefined);
-        const over = counted.current > max;
-        if (reply !== undefined) {
-          reply
-            .header('x-ratelimit-limit', max)
-            .header('x-ratelimit-remaining', over ? 0 : max - counted.current)
-            .header('x-ratelimit-reset', Math.ceil(counted.ttl / 1000));
-        }
-        done(over ? rateLimited(request, max, counted.ttl) : undefined);
-      },
-      RATE_WINDOW_MS,
-    );
+    store.incr(request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`, (err, counted) => {
+      // The stores never fail (Redis falls back to this process); a count that did is not held against the caller.
+      if (err !== null || counted === undefined) return done(undefined);
+      const over = counted.current > max;
+      if (reply !== undefined) {
+        reply
+          .header('x-ratelimit-limit', max)
+          .header('x-ratelimit-remaining', over ? 0 : max - counted.current)
+          .header('x-ratelimit-reset', Math.ceil(counted.ttl / 1000));
+      }
+      done(over ? rateLimited(request, max, counted.ttl) : undefined);
+    });
   };
   const limit = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => count(request, reply, (refusal) => done(refusal));
   // Route-level, so that it runs after the app-level hooks (authentication among them).
