@@ -1,15 +1,23 @@
 import type { Node } from 'web-tree-sitter';
+import { evaluationRefusal } from './bash-rules-eval.js';
+import { quotedHeredoc } from './bash-rules-join.js';
 import { assignmentWord, shellWord, type ShellWord } from './bash-rules-words.js';
 
-/** A simple command found in a line: its text as written, and its words (prefix assignments and redirects left out). */
+/** A simple command found in a line: its text as written, its words (prefix assignments and redirects left out), and the variables it sets for itself. */
 export interface SimpleCommand {
   readonly text: string;
   readonly words: readonly ShellWord[];
+  /** The names of the assignments before it (`LANG=C git status` sets `LANG`), subscripts included as written. */
+  readonly assignments: readonly string[];
 }
 
-/** Every simple command of a parsed line, or why the line cannot be trusted. */
+/**
+ * Every simple command of a parsed line, or why the line cannot be trusted. `refusal` says why the
+ * line is refused whatever its commands are (it makes bash evaluate a value as code, or sets a
+ * variable that changes what runs); the commands are still given, so a deny rule can be named first.
+ */
 export type CommandScan =
-  | { readonly kind: 'commands'; readonly commands: readonly SimpleCommand[] }
+  | { readonly kind: 'commands'; readonly commands: readonly SimpleCommand[]; readonly refusal?: string }
   | { readonly kind: 'unreadable'; readonly detail: string }
   | { readonly kind: 'too-many' };
 
@@ -20,6 +28,8 @@ const OPENERS = ['$((', '$(', '$[', '`', '<(', '>('];
 const LITERALS = new Set(['raw_string', 'ansi_c_string']);
 const REDIRECTS = new Set(['file_redirect', 'heredoc_redirect', 'herestring_redirect']);
 const COMMENT_BOUNDARY = /[ \t\n;&|()<>]/;
+// Inside backticks bash removes a backslash before `, $ and \, and reads the result again: `echo \`cat .env\``.
+const BACKTICK_ESCAPE = /\\[`$\\]/;
 
 /**
  * Walks the whole tree, in source order, for every simple command the line would run: in lists,
@@ -30,6 +40,7 @@ const COMMENT_BOUNDARY = /[ \t\n;&|()<>]/;
  */
 export function collectCommands(root: Node, source: string, max: number): CommandScan {
   const commands: SimpleCommand[] = [];
+  let refusal: string | undefined;
   const stack: Node[] = [root];
   for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
     if (node.type === 'comment') {
@@ -40,17 +51,26 @@ export function collectCommands(root: Node, source: string, max: number): Comman
     const children = node.namedChildren;
     const hidden = hiddenSubstitution(source, node, children);
     if (hidden !== undefined) return unreadable(`"${hidden}" read as text`);
+    if (node.type === 'command_substitution' && node.text.startsWith('`') && BACKTICK_ESCAPE.test(node.text)) {
+      refusal ??= `an escaped "\`", "$" or "\\" inside backticks is refused (${node.text.length > 80 ? `${node.text.slice(0, 80)}…` : node.text}): write $(...) instead`;
+    }
+    refusal ??= evaluationRefusal(node, source);
     const words = commandWords(node);
     if (words === null) return unreadable('a part of a command the rules do not know');
     if (words !== undefined) {
-      commands.push({ text: node.text, words });
+      commands.push({ text: node.text, words, assignments: prefixAssignments(node) });
       if (commands.length > max) return { kind: 'too-many' };
     }
     // A quoted here-document delimiter (<<'EOF') makes the body plain text.
     const walked = node.type === 'heredoc_redirect' && quotedHeredoc(node) ? children.filter((child) => child.type !== 'heredoc_body') : children;
     for (let i = walked.length - 1; i >= 0; i--) stack.push(walked[i] as Node);
   }
-  return { kind: 'commands', commands };
+  return refusal === undefined ? { kind: 'commands', commands } : { kind: 'commands', commands, refusal };
+}
+
+function prefixAssignments(node: Node): string[] {
+  if (node.type !== 'command') return [];
+  return node.namedChildren.filter((child) => child.type === 'variable_assignment').map((child) => child.childForFieldName('name')?.text ?? child.text);
 }
 
 function unreadable(detail: string): CommandScan {
@@ -84,11 +104,6 @@ function declarationWord(node: Node): ShellWord {
   if (node.type === 'variable_assignment') return assignmentWord(node);
   if (node.type === 'variable_name') return { text: node.text, value: node.text };
   return shellWord(node);
-}
-
-function quotedHeredoc(node: Node): boolean {
-  const start = node.namedChildren.find((child) => child.type === 'heredoc_start');
-  return start !== undefined && /['"\\]/.test(start.text);
 }
 
 // A `$(` or backtick in the text of a node outside its children (and its own opening and closing

@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
 import { Language, Parser, type Tree } from 'web-tree-sitter';
+import { joinContinuations } from './bash-rules-join.js';
 import { collectCommands } from './bash-rules-scan.js';
 import type { ParseJob, ParseOutcome } from './bash-rules-parse.js';
 
@@ -25,6 +26,31 @@ port.postMessage({ kind: 'ready' } satisfies ParseOutcome);
 
 function parse({ source, max, budgetMs }: ParseJob): ParseOutcome {
   const deadline = performance.now() + budgetMs;
+  const first = parseTree(source, deadline);
+  if (first.kind !== 'tree') return first;
+  let tree: Tree | undefined = first.tree;
+  let line = source;
+  try {
+    if (tree.rootNode.hasError) return { kind: 'unparsable' };
+    // Bash joins backslash-newline before it splits words: check the line it reads.
+    const joined = joinContinuations(tree.rootNode, source);
+    if (joined !== undefined) {
+      tree.delete();
+      tree = undefined;
+      const second = parseTree(joined, deadline);
+      if (second.kind !== 'tree') return second;
+      tree = second.tree;
+      line = joined;
+      if (tree.rootNode.hasError) return { kind: 'unparsable' };
+      if (joinContinuations(tree.rootNode, joined) !== undefined) return { kind: 'unreadable', detail: 'a backslash-newline that joins lines twice' };
+    }
+    return collectCommands(tree.rootNode, line, max);
+  } finally {
+    tree?.delete();
+  }
+}
+
+function parseTree(source: string, deadline: number): { readonly kind: 'tree'; readonly tree: Tree } | ParseOutcome {
   let tree: Tree | null;
   try {
     // Returning true cancels the parse; tree-sitter asks every hundred or so steps.
@@ -38,9 +64,5 @@ function parse({ source, max, budgetMs }: ParseJob): ParseOutcome {
     parser.reset();
     return { kind: 'too-slow' };
   }
-  try {
-    return tree.rootNode.hasError ? { kind: 'unparsable' } : collectCommands(tree.rootNode, source, max);
-  } finally {
-    tree.delete();
-  }
+  return { kind: 'tree', tree };
 }

@@ -3,8 +3,8 @@ import type { ShellWord } from './bash-rules-words.js';
 
 /** What a simple command runs, one layer down. */
 export type Unwrapped =
-  /** A wrapper (`env X=1`, `timeout 5`, `nohup`...) around these words, the command it runs. */
-  | { readonly kind: 'inner'; readonly words: readonly ShellWord[] }
+  /** A wrapper (`env X=1`, `timeout 5`, `nohup`...) around these words, the command it runs, with the variables it sets for it (env's `NAME=value`). */
+  | { readonly kind: 'inner'; readonly words: readonly ShellWord[]; readonly assignments: readonly string[] }
   /** Not a wrapper: the words are the command that runs. */
   | { readonly kind: 'plain' }
   /** Runs no command at all (`exec >log`, `eval`). */
@@ -79,21 +79,24 @@ const SHELL_OPTIONS: OptionSpec = {
 };
 
 const DURATION = /^(\d+\.?\d*|\.\d+)[smhd]?$/;
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=/;
 
 /** One layer of a simple command: the command a wrapper runs, the line a shell runs, or the command itself. */
 export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
   const name = programName(words[0]?.value ?? '');
   if (SHELLS.has(name)) return shellLine(name, words);
   if (name === 'eval') return evalLine(words);
+  if (name === 'trap') return trapLine(words);
   const wrapper = WRAPPERS[name];
   if (wrapper === undefined) return { kind: 'plain' };
   const scanned = scanOptions(name, wrapper.options, words);
   if ('reason' in scanned) return { kind: 'refused', reason: scanned.reason };
   if (wrapper.queries !== undefined && [...scanned.letters].some((letter) => wrapper.queries?.includes(letter))) return { kind: 'plain' };
   let next = scanned.next;
+  const assignments: string[] = [];
   if (wrapper.operands === 'assignments') {
-    while (ASSIGNMENT.test(words[next]?.value ?? '')) next++;
+    for (let set = ASSIGNMENT.exec(words[next]?.value ?? ''); set !== null; set = ASSIGNMENT.exec(words[++next]?.value ?? ''))
+      assignments.push(set[1] as string);
   } else if (wrapper.operands === 'duration' && words[next]?.value !== undefined) {
     const duration = words[next] as ShellWord;
     if (!DURATION.test(duration.value as string)) return { kind: 'refused', reason: `the rules cannot read the duration of ${name} (${duration.text})` };
@@ -103,7 +106,7 @@ export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
   if (first === undefined) return { kind: wrapper.alone };
   // Not literal, it may be an option, an operand or several words: what runs is unknown.
   if (first.value === undefined) return { kind: 'refused', reason: notLiteralReason(name, first) };
-  return { kind: 'inner', words: words.slice(next) };
+  return { kind: 'inner', words: words.slice(next), assignments };
 }
 
 function shellLine(name: string, words: readonly ShellWord[]): Unwrapped {
@@ -127,6 +130,15 @@ function evalLine(words: readonly ShellWord[]): Unwrapped {
   if (dynamic !== undefined) return { kind: 'refused', reason: `the arguments of eval are not literal (${dynamic.text})` };
   if (args.length === 0) return { kind: 'nothing' };
   return { kind: 'line', line: args.map((word) => word.value).join(' '), via: 'eval' };
+}
+
+// `trap 'cmd' EXIT` runs cmd later: a line like eval's. `trap -p`, `trap -l`, `trap - INT` and `trap INT` run nothing.
+function trapLine(words: readonly ShellWord[]): Unwrapped {
+  const args = words[1]?.value === '--' ? words.slice(2) : words.slice(1);
+  const action = args[0];
+  if (action === undefined || args.length === 1 || action.value === '-' || action.value === '-p' || action.value === '-l') return { kind: 'plain' };
+  if (action.value === undefined) return { kind: 'refused', reason: `the command string of trap is not literal (${action.text})` };
+  return { kind: 'line', line: action.value, via: 'trap' };
 }
 
 function notLiteralReason(name: string, word: ShellWord): string {

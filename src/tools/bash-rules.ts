@@ -1,4 +1,6 @@
+import { builtinRefusal } from './bash-rules-builtins.js';
 import { allowMatches, denyMatches } from './bash-rules-match.js';
+import { dangerousVariable, harmlessVariable, HARMLESS_SHOWN } from './bash-rules-names.js';
 import { parseCommands } from './bash-rules-parse.js';
 import type { CommandPattern } from './bash-rules-pattern.js';
 import type { SimpleCommand } from './bash-rules-scan.js';
@@ -56,6 +58,8 @@ export async function checkCommandLine(line: string, rules: CommandRules): Promi
 
 class LineCheck {
   private checked = 0;
+  // A refusal that does not name a rule, held back so a deny rule matching a later command is named instead.
+  private unsafe: CommandVerdict | undefined;
   private readonly deadline = performance.now() + MAX_PARSE_MS;
 
   constructor(private readonly rules: CommandRules) {}
@@ -73,12 +77,14 @@ class LineCheck {
       const verdict = await this.command(command, depth);
       if (!verdict.allowed) return verdict;
     }
-    return ALLOWED;
+    if (outcome.refusal !== undefined) this.unsafe ??= refused(outcome.refusal);
+    return depth === 0 && this.unsafe !== undefined ? this.unsafe : ALLOWED;
   }
 
   // One simple command, layer by layer: deny rules apply to each layer, allow rules to the command that runs.
   private async command(command: SimpleCommand, depth: number): Promise<CommandVerdict> {
     let words = command.words;
+    let assignments = command.assignments;
     for (;;) {
       const name = words[0];
       if (name === undefined) return ALLOWED;
@@ -86,9 +92,12 @@ class LineCheck {
       if (SHELL_KEYWORDS.has(name.value)) return refused(`the command line could not be parsed ("${name.value}" where a command name should be)`, command);
       const denied = this.rules.deny.find((pattern) => denyMatches(pattern, words));
       if (denied !== undefined) return { ...refused(`denied by Bash(${denied.text})`, command), rule: denied };
+      const assigned = this.assignmentRefusal(assignments, name.text);
+      if (assigned !== undefined) this.unsafe ??= refused(assigned, command);
       const layer = unwrapCommand(words);
       if (layer.kind === 'inner') {
         words = layer.words;
+        assignments = layer.assignments;
         continue;
       }
       if (layer.kind === 'nothing') return ALLOWED;
@@ -97,9 +106,23 @@ class LineCheck {
         if (depth >= MAX_NESTING) return refused(`the command line nests bash -c, sh -c or eval more than ${MAX_NESTING} levels deep`, command);
         return this.line(layer.line, layer.via === 'eval' ? 'the arguments of eval' : `the command string of ${layer.via}`, depth + 1);
       }
+      const evaluated = builtinRefusal(words);
+      if (evaluated !== undefined) this.unsafe ??= refused(evaluated, command);
       if (this.rules.allow === undefined || this.rules.allow.some((pattern) => allowMatches(pattern, words))) return ALLOWED;
       return refused(`\`${shown(textOf(words))}\` is not allowed by any rule for Bash`, command);
     }
+  }
+
+  // Variables set for one command change what it does unseen (GIT_CONFIG_*, NODE_OPTIONS, LD_PRELOAD): under an
+  // allow list only harmless ones may be set, under deny rules alone the dangerous ones are refused.
+  private assignmentRefusal(names: readonly string[], before: string | undefined): string | undefined {
+    const strict = this.rules.allow !== undefined;
+    const name = names.find((variable) => (strict ? !harmlessVariable(variable) : dangerousVariable(variable)));
+    if (name === undefined) return undefined;
+    const command = before === undefined ? 'a command' : shown(before);
+    return strict
+      ? `setting ${name} for ${command} is refused: before a command only ${HARMLESS_SHOWN} may be set`
+      : `setting ${name} for ${command} is refused: it changes what the command runs`;
   }
 }
 

@@ -9,6 +9,12 @@ const RULES = {
 };
 
 const CURL = 'denied by Bash(curl:*)';
+const ONLY_HARMLESS =
+  'is refused: before a command only LANG, LANGUAGE, TZ, NO_COLOR, FORCE_COLOR, TERM, COLUMNS, LINES, CI, NODE_ENV, RUST_BACKTRACE, PYTHONUNBUFFERED, PYTHONDONTWRITEBYTECODE and LC_* may be set';
+const EVALUATES = 'is refused: bash evaluates the variables in it as code';
+const SUBSCRIPT = 'is refused: bash evaluates it as arithmetic';
+const CHANGES = 'is refused: it changes what later commands run';
+const BACKTICKS = 'inside backticks is refused';
 const UNPARSED = 'the command line could not be parsed';
 
 // A line and what the rules above make of it: true when allowed, else the reason (and the command it names).
@@ -98,9 +104,11 @@ const ROWS: readonly Row[] = [
   ['cat <<-EOF\n\t$(curl evil)\n\tEOF', `${UNPARSED} ("$(" read as text)`],
   ['cat <<EOF | sh\nls\nEOF', '`sh` is not allowed by any rule for Bash'],
   // Wrappers are looked through: the command they run must be allowed.
-  ['env X=1 npm run test', true],
-  ['X=1 Y=2 npm run test', true],
-  ['env -i -u HOME PATH=/bin ls', true],
+  // Stricter since the rules read assignments: only harmless variables may be set for a command.
+  ['env LANG=C npm run test', true],
+  ['LANG=C TZ=UTC LC_ALL=C npm run test', true],
+  ['env -i -u HOME ls', true],
+  ['env -i -u HOME PATH=/bin ls', `setting PATH for ls ${ONLY_HARMLESS}`, 'env -i -u HOME PATH=/bin ls'],
   ['env -i PATH=/bin -u HOME ls', '`-u HOME ls` is not allowed by any rule for Bash'],
   ['env X=1 curl evil', CURL, 'env X=1 curl evil'],
   ['env', '`env` is not allowed by any rule for Bash'],
@@ -159,8 +167,83 @@ const ROWS: readonly Row[] = [
   ['[[ x =~ ^a`curl`$ ]]', `${UNPARSED} ("\`" read as text)`],
   ['timeout $T ls', 'the arguments of timeout are not literal ($T)'],
   ['bash $ARGS', 'the arguments of bash are not literal ($ARGS)'],
+  // B1: bash evaluates arithmetic, subscripts, ${!x} and ${x@P} again, and a value set earlier in the line runs.
+  ["x='a[$(cat .env >&2)]'; [[ x -eq 0 ]]", '-eq on anything but numbers in [[ ]] (x -eq 0) is refused: bash evaluates both sides as arithmetic'],
+  ['[[ $x -lt 1 ]]', '-lt on anything but numbers in [[ ]] ($x -lt 1) is refused: bash evaluates both sides as arithmetic'],
+  ['[[ 1 -lt 2 ]] && ls', true],
+  ['[ "$x" -eq 0 ] && ls', true],
+  ["x='a[$(cat .env >&2)]'; (( x ))", `arithmetic on anything but numbers ((( x ))) ${EVALUATES}`],
+  ["x='a[$(cat .env >&2)]'; y[x]=1", `a subscript that is not a number (y[x]) ${SUBSCRIPT}`],
+  ["x='a[$(cat .env >&2)]'; echo $((x))", `arithmetic on anything but numbers ($((x))) ${EVALUATES}`],
+  ['echo $[x]', `arithmetic on anything but numbers ($[x]) ${EVALUATES}`],
+  ['echo $(( $x + 1 ))', `arithmetic on anything but numbers ($(( $x + 1 ))) ${EVALUATES}`],
+  ['echo $(( 16#ff + 2 ** 3 )) $[1<<2]', true],
+  ['(( x += 1 ))', `arithmetic on anything but numbers ((( x += 1 ))) ${EVALUATES}`],
+  ['for ((i = 0; i < n; i++)); do ls; done', `arithmetic on anything but numbers (for ((i = 0; i < n; i++)); do ls; done) ${EVALUATES}`],
+  ["x='$(cat .env)'; echo ${x@P}", 'the expansion ${x@P} is refused: bash would run the commands its value holds'],
+  ['echo ${a[@]@P}', 'the expansion ${a[@]@P} is refused: bash would run the commands its value holds'],
+  ['echo ${x@Q} ${x@E} ${x@U} ${#x} ${x:-y}', true],
+  ["[[ -v 'a[$(cat .env >&2)]' ]]", "-v on anything but a plain variable name (-v 'a[$(cat .env >&2)]') is refused: bash evaluates a subscript as arithmetic"],
+  ["[ -v 'a[$(cat .env >&2)]' ]", "-v on anything but a plain variable name (-v 'a[$(cat .env >&2)]') is refused: bash evaluates a subscript as arithmetic"],
+  ['[[ -v x ]] && ls', true],
+  ['echo ${a[x]}', `a subscript that is not a number (a[x]) ${SUBSCRIPT}`],
+  ['echo ${a[1]} ${a[@]} ${#a[*]} ${!a[@]} ${!pre*}', true],
+  ['echo ${s:x}', `an offset that is not a number (\${s:x}) ${SUBSCRIPT}`],
+  ['echo ${s:1:2} ${s: -1}', true],
+  ["x='a[$(cat .env >&2)]'; echo ${!x}", 'indirect expansion (${!x}) is refused: bash evaluates the name it holds'],
+  ['a=([x]=1)', `an array element with a subscript that is not a number ([x]=1) ${SUBSCRIPT}`],
+  ['a=([0]=1 2)', true],
+  ["trap 'curl evil' EXIT", CURL, 'curl evil'],
+  ["trap 'ls' EXIT", true],
+  // B2: inside backticks bash undoes \` \$ and \\, and runs what it gets.
+  ['echo `echo \\`cat .env\\` `', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\\`cat .env\\\` \`): write $(...) instead`],
+  ['echo "`echo \\`cat .env\\``"', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\\`cat .env\\\`\`): write $(...) instead`],
+  ['echo `echo \\$HOME`', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\$HOME\`): write $(...) instead`],
+  // B3: variables that change what an allowed program runs.
+  [
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='cat .env >&2; false' git status",
+    `setting GIT_CONFIG_COUNT for git ${ONLY_HARMLESS}`,
+  ],
+  ['NODE_OPTIONS=--require=./x.js npm run test', `setting NODE_OPTIONS for npm ${ONLY_HARMLESS}`],
+  ['LD_PRELOAD=./x.so ls', `setting LD_PRELOAD for ls ${ONLY_HARMLESS}`],
+  ['env NODE_OPTIONS=--require=./x.js npm run test', `setting NODE_OPTIONS for npm ${ONLY_HARMLESS}`],
+  ['X=1 npm run test', `setting X for npm ${ONLY_HARMLESS}`],
+  ['PATH=/tmp/x:$PATH; git status', `setting PATH (PATH=/tmp/x:$PATH) ${CHANGES}`],
+  ['for HOME in x; do git status; done', `a loop over HOME ${CHANGES}`],
+  // B4: bash joins backslash-newline before it splits words.
+  ['cu\\\nrl evil', CURL, 'curl evil'],
+  ['echo a \\\n  b && cu\\\nrl evil', CURL, 'curl evil'],
+  ['npm run test \\\n  -- --watch', true],
+  ["echo 'a\\\nb' # c \\\nls", true],
   ['ls\rcurl evil', 'the command line contains a \\r character, which the rules do not read'],
   ['ls\0curl evil', 'the command line contains a \\u0000 character, which the rules do not read'],
+];
+
+// Lines refused under deny rules alone (the attacker's second key), whatever they run.
+const DENY_ONLY = { deny: ['curl:*', 'cat:*'].map(parseCommandPattern) };
+const DENY_ONLY_ROWS: readonly Row[] = [
+  ['let x=1+2', true],
+  ['let x=y', `let on anything but numbers (x=y) ${EVALUATES}`, 'let x=y'],
+  ['echo hi {a[x]}>/dev/null', `a descriptor variable with a subscript that is not a number ({a[x]}) ${SUBSCRIPT}`],
+  ['declare -i y=1', 'declare -i is refused: bash would evaluate the values given to the variable later as code', 'declare -i y=1'],
+  ["declare -n r='a[x]'", 'declare -n is refused: bash would evaluate the values given to the variable later as code'],
+  ["declare 'a[$(cat .env >&2)]=1'", "the variable name 'a[$(cat .env >&2)]=1' given to declare is refused: bash evaluates a subscript as arithmetic"],
+  ["read 'a[x]' < f", "the variable name 'a[x]' given to read is refused: bash evaluates a subscript as arithmetic"],
+  ['read -r -a "$n" < f', 'the variable name given to read is not literal ("$n")'],
+  ['read -r -p "name: " line < f', true],
+  ["printf -v 'a[x]' 1", "the variable name 'a[x]' given to printf is refused: bash evaluates a subscript as arithmetic"],
+  ["mapfile -C 'cat .env' -c 1 < f", 'mapfile -C is refused: it runs a command line the rules do not see'],
+  ['export PATH=/tmp/x; git status', `setting PATH (export PATH=/tmp/x) ${CHANGES}`],
+  ["PS4='$(cat .env >&2)'; set -x", `setting PS4 (PS4='$(cat .env >&2)') ${CHANGES}`],
+  ['read -r PATH < f', `setting PATH (read PATH) ${CHANGES}`],
+  ["x='a[$(cat .env >&2)]'; (( x ))", `arithmetic on anything but numbers ((( x ))) ${EVALUATES}`],
+  ["x='$(cat .env)'; echo ${x@P}", 'the expansion ${x@P} is refused: bash would run the commands its value holds'],
+  ['GIT_CONFIG_COUNT=1 git status', 'setting GIT_CONFIG_COUNT for git is refused: it changes what the command runs', 'GIT_CONFIG_COUNT=1 git status'],
+  ['env LD_PRELOAD=./x.so ls', 'setting LD_PRELOAD for ls is refused: it changes what the command runs'],
+  ['BASH_ENV=./x bash -c ls', 'setting BASH_ENV for bash is refused: it changes what the command runs'],
+  ['X=1 Y=2 ls', true],
+  ['PATH=/tmp/x', `setting PATH (PATH=/tmp/x) ${CHANGES}`],
+  ['ca\\\nt .env', 'denied by Bash(cat:*)', 'cat .env'],
 ];
 
 function expectVerdict(verdict: Awaited<ReturnType<typeof checkCommandLine>>, expected: true | string, command?: string): void {
@@ -177,6 +260,12 @@ describe('checkCommandLine', () => {
   for (const [line, expected, command] of ROWS) {
     it(`${expected === true ? 'allows' : 'refuses'} ${JSON.stringify(line)}`, async () => {
       expectVerdict(await checkCommandLine(line, RULES), expected, command);
+    });
+  }
+
+  for (const [line, expected, command] of DENY_ONLY_ROWS) {
+    it(`with only deny rules, ${expected === true ? 'allows' : 'refuses'} ${JSON.stringify(line)}`, async () => {
+      expectVerdict(await checkCommandLine(line, DENY_ONLY), expected, command);
     });
   }
 
@@ -233,7 +322,7 @@ describe('checkCommandLine', () => {
   });
 
   it('allows a line exactly when every command joined in it is allowed', async () => {
-    const allowed = ['ls', 'git status', 'npm run test', 'npm run test -- --x', 'echo hi', 'cat a.txt', "'n'pm run test", 'env X=1 ls', 'true'];
+    const allowed = ['ls', 'git status', 'npm run test', 'npm run test -- --x', 'echo hi', 'cat a.txt', "'n'pm run test", 'env LANG=C ls', 'true'];
     const refused = ['curl evil', 'wget x', 'npm run test-evil', 'git push', 'rm -rf /', 'n\\pm run testing', 'sh', 'python3 -c 1'];
     const wrap = [
       (c: string) => c,
