@@ -11,6 +11,8 @@
  * SIGTERM); goals not met are reported, never a failure. `--quick` (CI) is one round of 1 s slots.
  * Issue 19's rows (upstreams.ts) time sequential MCP `tools/call`s proxied by toolport to the
  * reference everything server, over stdio and over HTTP, against the SDK client calling it directly.
+ * Issue 22's tool-count rows (tool-count.ts; `--only tools-10,tools-100,tools-1000`) start toolport
+ * with 10, 100 and 1,000 generated tools and time start-up, RSS, the lists and one call.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +30,7 @@ import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdi
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
 import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 import { startTokenRow, TOKEN_ROW } from './token-row.js';
+import { summariseToolCounts, TOOL_COUNT_ROWS, toolCountSlot, type ToolCountSlot } from './tool-count.js';
 import { REDIS_ROW, startRedisRow } from './redis-row.js';
 
 // The rows that are not wrk's, named for --only.
@@ -78,6 +81,7 @@ async function main(): Promise<number> {
     ...UPSTREAM_ROWS.map((row) => row.id),
     TOKEN_ROW.id,
     REDIS_ROW.id,
+    ...TOOL_COUNT_ROWS.map((row) => row.id),
   ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   // Started only when selected: a real authorization server, and one access token from it.
@@ -90,7 +94,8 @@ async function main(): Promise<number> {
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
   const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
-  if (rows.length === 0 && token === undefined && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0)
+  const toolCountRows = TOOL_COUNT_ROWS.filter((row) => selected(options, row, ids));
+  if (rows.length === 0 && token === undefined && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0 && toolCountRows.length === 0)
     throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
@@ -102,6 +107,7 @@ async function main(): Promise<number> {
   const starts: StartSlot[] = [];
   const stdioStarts: StdioStartSlot[] = [];
   const upstreams = new Map(upstreamRows.map((row) => [row.id, { toolport: [] as LatencySlot[], direct: [] as LatencySlot[] }]));
+  const toolCounts: ToolCountSlot[] = [];
   const collect = <T extends { failures: string[] }>(slot: T): T => {
     failures.push(...slot.failures);
     return slot;
@@ -153,6 +159,14 @@ async function main(): Promise<number> {
         );
       }
     }
+    for (const row of toolCountRows) {
+      const slot = collect(await toolCountSlot(ctx, row, round));
+      toolCounts.push(slot);
+      const call = median(slot.latenciesMs.call ?? []);
+      say(
+        `${tag}  ${row.id}: start ${fixed(slot.readyMs)} ms, list ${slot.listBytes?.identity ?? '?'} B (br ${slot.listBytes?.br ?? '?'} B), call median ${fixed(call)} ms${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`,
+      );
+    }
   }
 
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
@@ -168,6 +182,7 @@ async function main(): Promise<number> {
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
     ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
     ...upstreamRows.map((row) => summariseUpstream(row, upstreams.get(row.id)!.toolport, upstreams.get(row.id)!.direct)),
+    ...summariseToolCounts(toolCounts),
   ];
   const about = machine(nproc, wrk, pinning.note);
   const printed = [
@@ -209,6 +224,10 @@ async function main(): Promise<number> {
       upstreams: Object.fromEntries(
         [...upstreams].map(([id, { toolport, direct }]) => [id, { toolport: toolport.map(latencyFigures), direct: direct.map(latencyFigures) }]),
       ),
+      toolCounts: toolCounts.map(({ latenciesMs, ...slot }) => ({
+        ...slot,
+        p50Ms: Object.fromEntries(Object.entries(latenciesMs).map(([measure, values]) => [measure, median(values)])),
+      })),
     },
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);

@@ -2,16 +2,7 @@ import { pino, type Logger } from 'pino';
 import { CallAbort, type AbortSource } from './call-abort.js';
 import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './errors.js';
 import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
-import {
-  API_FORMATS,
-  hasStrictMode,
-  type AnthropicTool,
-  type APIFormat,
-  type ListOptions,
-  type MCPTool,
-  type OpenAIResponsesTool,
-  type OpenAITool,
-} from './formats.js';
+import { type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
 import { toolScope, type ServerPermissions, type ToolScope } from './keyring.js';
 import { PermissionDenied, Permissions } from './permissions.js';
@@ -170,16 +161,13 @@ export class Gateway {
   }
 
   /**
-   * Makes the tool lists of every scope given (and of no scope) now, so no request pays for them:
-   * at start-up, and for the scopes of keys put in place by a reload.
+   * Makes the default list (the Anthropic format) of every scope given, and of no scope, now, so the
+   * list most clients ask for costs no request anything: at start-up, and for the scopes of keys put
+   * in place by a reload. The other formats are made by the first request for them, and kept: with
+   * a thousand tools, all six formats of every scope took most of a second of start-up.
    */
   prepareLists(scopes: readonly ToolScope[]): void {
-    for (const scope of [this.#defaultScope, ...scopes]) {
-      for (const format of API_FORMATS) {
-        this.registry.listBytes(format, scope);
-        if (hasStrictMode(format)) this.registry.listBytes(format, scope, { strict: true });
-      }
-    }
+    for (const scope of [this.#defaultScope, ...scopes]) this.registry.listBytes('anthropic', scope);
   }
 
   /**

@@ -142,7 +142,10 @@ export class ToolRegistry {
 
   /**
    * Checks a tool against every rule and compiles its schemas with `compiler` (or keeps those of
-   * `compiler`, an earlier entry with the same schemas); throws `ToolRegistrationError`.
+   * `compiler`, an earlier entry with the same schemas); throws `ToolRegistrationError`. A tool
+   * registered alone (the operator's code: built-ins, plug-ins) has its schemas checked now and
+   * compiled on its first call (see `CompileOptions.lazy`), so a thousand tools start in a
+   * fraction of the time and memory; a source's schemas, not the operator's, compile now.
    */
   #check(tool: ToolDef, source = '', compiler: Entry | (() => Ajv) = () => this.#ajv): Entry {
     const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
@@ -169,21 +172,21 @@ export class ToolRegistry {
     const ajv = compiler();
     let validate: InputValidator;
     try {
-      validate = compileInputSchema(tool.inputSchema, ajv);
+      validate = compileInputSchema(tool.inputSchema, ajv, { lazy: source === '' });
     } catch (err) {
       throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
     }
-    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, ajv);
+    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, ajv, source === '');
     return { tool, source, validate, checkOutput, ajv };
   }
 
   /** The output schema checked as input schemas are, where MCP's rules allow: its root an object. */
-  #compileOutput(name: string, schema: unknown, ajv: Ajv): OutputValidator {
+  #compileOutput(name: string, schema: unknown, ajv: Ajv, lazy: boolean): OutputValidator {
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
       throw new ToolRegistrationError(name, 'the output schema\'s root must be { "type": "object" }');
     }
     try {
-      return compileOutputSchema(schema as ObjectSchema, ajv);
+      return compileOutputSchema(schema as ObjectSchema, ajv, { lazy });
     } catch (err) {
       throw new ToolRegistrationError(name, `the output schema does not compile: ${(err as Error).message}`);
     }
@@ -199,12 +202,12 @@ export class ToolRegistry {
     return [...this.#entries.values()].map((e) => e.tool);
   }
 
-  /** The tool's compiled input validator (compiled once, at registration). */
+  /** The tool's input validator (its schema checked at registration, compiled once: then or on first use). */
   validator(name: string): InputValidator | undefined {
     return this.#entries.get(name)?.validate;
   }
 
-  /** The tool's compiled output validator, when it declares an output schema (compiled once, at registration). */
+  /** The tool's output validator, when it declares an output schema (compiled once, as the input validator). */
   outputValidator(name: string): OutputValidator | undefined {
     return this.#entries.get(name)?.checkOutput;
   }

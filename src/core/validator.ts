@@ -165,32 +165,46 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
   return twins;
 }
 
+/** How `compileInputSchema` and `compileOutputSchema` compile. */
+export interface CompileOptions {
+  /**
+   * Check the schema now, without compiling it (its dialect's meta-schema, its regular
+   * expressions, its local `$ref`s: what compiling would refuse), and compile it on first use.
+   * Compiling is most of what registering a tool costs, in time and memory, and most tools of a
+   * large set are never called. A schema only compiling can vouch for (an `$id`, an anchor, a
+   * reference to another document) compiles now all the same.
+   */
+  lazy?: boolean;
+}
+
 /**
- * Compiles a tool's input schema; throws Ajv's own error when the schema is invalid. Input nested
- * too deeply for the checks (a recursive schema and a deeper input overflow the stack) is invalid,
- * not an internal error.
+ * Compiles a tool's input schema; throws Ajv's own error when the schema is invalid (with `lazy`,
+ * the schema is checked now and compiled on first use). Input nested too deeply for the checks (a
+ * recursive schema and a deeper input overflow the stack) is invalid, not an internal error.
  */
-export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): InputValidator {
-  const { firstOnly, collectAll } = compiled(schema, ajv);
+export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv(), options: CompileOptions = {}): InputValidator {
+  const { firstOnly, collectAll } = compiled(schema, ajv, options.lazy === true);
   const check = (input: unknown): input is ToolInput => {
     try {
-      return firstOnly(input);
+      return firstOnly()(input);
     } catch (err) {
       if (err instanceof RangeError) return false;
       throw err;
     }
   };
-  const plan = nullPlan(schema);
+  // What null may be dropped where: worked out with the first input, as the checks are.
+  let plan: NullPlan | undefined | null = null;
   return Object.assign(check, {
     explain: (input: unknown) => {
       try {
-        return explain(input, firstOnly, collectAll());
+        return explain(input, firstOnly(), collectAll());
       } catch (err) {
         if (!(err instanceof RangeError)) throw err;
         return { violations: [{ path: '$', message: 'is nested too deeply to check' }], omitted: 0, complete: true };
       }
     },
     dropNulls: (input: ToolInput) => {
+      if (plan === null) plan = nullPlan(schema);
       if (plan === undefined) return input;
       try {
         return applyNullPlan(input, plan) as ToolInput;
@@ -214,14 +228,14 @@ export interface OutputValidator {
 
 /**
  * Compiles a tool's output schema, with the rules of input schemas (dialect, formats, no
- * coercion); throws Ajv's own error when the schema is invalid. A value nested too deeply to
- * check fails, with that said.
+ * coercion); throws Ajv's own error when the schema is invalid (with `lazy`, as
+ * `compileInputSchema`). A value nested too deeply to check fails, with that said.
  */
-export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()): OutputValidator {
-  const { firstOnly, collectAll } = compiled(schema, ajv);
+export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv(), options: CompileOptions = {}): OutputValidator {
+  const { firstOnly, collectAll } = compiled(schema, ajv, options.lazy === true);
   const check = (value: unknown): boolean => {
     try {
-      return firstOnly(value);
+      return firstOnly()(value);
     } catch (err) {
       if (err instanceof RangeError) return false;
       throw err;
@@ -230,7 +244,7 @@ export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()
   return Object.assign(check, {
     explain: (value: unknown): ViolationReport => {
       try {
-        return explain(value, firstOnly, collectAll());
+        return explain(value, firstOnly(), collectAll());
       } catch (err) {
         if (!(err instanceof RangeError)) throw err;
         return { violations: [{ path: '$', message: 'is nested too deeply to check' }], omitted: 0, complete: true };
@@ -239,9 +253,9 @@ export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()
   });
 }
 
-/** The two compiled forms of a schema; the one that collects every error only once an input fails. */
+/** The two compiled forms of a schema, each compiled when first asked for (the first-error one at once unless lazy). */
 interface Compiled {
-  firstOnly: ValidateFunction<ToolInput>;
+  firstOnly: () => ValidateFunction<ToolInput>;
   collectAll: () => ValidateFunction<ToolInput>;
 }
 
@@ -250,21 +264,69 @@ interface Compiled {
 const compiledSchemas = new WeakMap<ObjectSchema, Compiled>();
 
 /**
- * Compiles `schema` for checking now (which also checks the schema itself, so a bad one fails at
- * registration) and for explaining later, on the first input that fails.
+ * Compiles `schema` for checking (which also checks the schema itself, so a bad one fails at
+ * registration) and for explaining later, on the first input that fails. `lazy`: checked now by
+ * `checkWithoutCompiling` where it can vouch for the schema, compiled on first use.
  */
-function compiled(schema: ObjectSchema, ajv: Ajv): Compiled {
-  const shareable = standardInstances.has(ajv) && standsAlone(schema);
+function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): Compiled {
+  const alone = standsAlone(schema);
+  const shareable = standardInstances.has(ajv) && alone;
   const known = shareable ? compiledSchemas.get(schema) : undefined;
   if (known !== undefined) return known;
   const dialect = ajvFor(schema, ajv);
-  // Compiled ahead of time for the built-in tools, from a schema with this very text.
-  const precompiled = standardInstances.has(ajv) && dialect.all === ajv ? PRECOMPILED_VALIDATORS.get(JSON.stringify(schema)) : undefined;
-  const firstOnly = (precompiled as ValidateFunction<ToolInput> | undefined) ?? dialect.first.compile<ToolInput>(schema);
+  let firstOnly: ValidateFunction<ToolInput> | undefined;
+  const compileFirst = (): ValidateFunction<ToolInput> => {
+    // Compiled ahead of time for the built-in tools, from a schema with this very text.
+    const precompiled = standardInstances.has(ajv) && dialect.all === ajv ? PRECOMPILED_VALIDATORS.get(JSON.stringify(schema)) : undefined;
+    return (precompiled as ValidateFunction<ToolInput> | undefined) ?? dialect.first.compile<ToolInput>(schema);
+  };
+  if (!(lazy && alone && checkWithoutCompiling(schema, dialect.first))) firstOnly = compileFirst();
   let collectAll: ValidateFunction<ToolInput> | undefined;
-  const result = { firstOnly, collectAll: () => (collectAll ??= dialect.all.compile<ToolInput>(schema)) };
+  const result = { firstOnly: () => (firstOnly ??= compileFirst()), collectAll: () => (collectAll ??= dialect.all.compile<ToolInput>(schema)) };
   if (shareable) compiledSchemas.set(schema, result);
   return result;
+}
+
+/**
+ * Finds, without compiling, what compiling a schema that stands alone would refuse, and throws
+ * it with Ajv's own words: a schema its dialect's meta-schema refuses, a `pattern` or
+ * `patternProperties` key that is not a regular expression (Ajv's meta-schema check leaves those
+ * to compiling), a local `$ref` to nowhere. False when the schema holds a reference only compiling
+ * can follow (an anchor's name), so it is compiled now.
+ */
+function checkWithoutCompiling(schema: ObjectSchema, ajv: Ajv): boolean {
+  if (!ajv.validateSchema(schema)) throw new Error(`schema is invalid: ${ajv.errorsText(ajv.errors)}`);
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      stack.push(...node);
+      continue;
+    }
+    for (const [keyword, value] of Object.entries(node)) {
+      // Ajv's own flags: its regular expressions are Unicode ones.
+      if (keyword === 'pattern' && typeof value === 'string') new RegExp(value, 'u');
+      else if (keyword === 'patternProperties' && isObject(value)) for (const key of Object.keys(value)) new RegExp(key, 'u');
+      else if (keyword === '$ref' && typeof value === 'string' && value !== '#') {
+        if (!value.startsWith('#/')) return false;
+        if (!pointsSomewhere(schema, value)) throw new Error(`can't resolve reference ${value} from id #`);
+      }
+      if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
+    }
+  }
+  return true;
+}
+
+/** Whether a local JSON Pointer reference (`#/...`) names a value inside `root`. */
+function pointsSomewhere(root: unknown, ref: string): boolean {
+  let target: unknown = root;
+  for (const token of ref.slice(2).split('/')) {
+    const key = safeDecode(token).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (!(isObject(target) || Array.isArray(target)) || !Object.hasOwn(target, key)) return false;
+    target = (target as Record<string, unknown>)[key];
+  }
+  return true;
 }
 
 /**

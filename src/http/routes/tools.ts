@@ -6,7 +6,7 @@ import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
 import type { ObjectSchema, ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
-import { entityTag, noneMatch } from '../entity-tag.js';
+import { sendPrebuilt } from '../compressed-lists.js';
 import { toolResultComponent } from '../openapi/tools-document.js';
 import { asToolportError, sendError } from '../error-handler.js';
 import {
@@ -110,14 +110,10 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
       // The list is JSON made once, as bytes; a schema-driven serialiser would only be in the way.
       serializerCompiler: stringify,
     },
-    // Not async: a list is answered without a promise.
+    // Not async: a list is answered without a promise (once compressed, if it is).
     (request, reply) => {
       const { format, strict } = listQuery(request.query);
-      const body = gateway.listBytes(new RequestCaller(request), format, { strict });
-      const tag = entityTag(body);
-      reply.header('etag', tag).header('cache-control', 'no-cache');
-      if (noneMatch(request.headers['if-none-match'], tag)) reply.code(304).send();
-      else reply.type(JSON_TYPE).send(body);
+      sendPrebuilt(request, reply, gateway.listBytes(new RequestCaller(request), format, { strict }), JSON_TYPE);
     },
   );
 

@@ -35,6 +35,7 @@ test('GET /tools answers the list as bytes with a strong ETag and Cache-Control:
     'x-request-id': 'list-1',
     etag,
     'cache-control': 'no-cache',
+    vary: 'Accept-Encoding',
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(first.body)),
   });
@@ -57,7 +58,7 @@ test('GET /tools with If-None-Match naming its ETag is a 304 with no body; anoth
     const res = await app.inject({ url: '/tools', headers: { 'if-none-match': given, 'x-request-id': 'revalidate-1' } });
     assert.equal(res.statusCode, 304, given);
     assert.equal(res.body, '');
-    assert.deepEqual(headersOf(res), { 'x-request-id': 'revalidate-1', etag, 'cache-control': 'no-cache' }, given);
+    assert.deepEqual(headersOf(res), { 'x-request-id': 'revalidate-1', etag, 'cache-control': 'no-cache', vary: 'Accept-Encoding' }, given);
   }
   const stale = await app.inject({ url: '/tools', headers: { 'if-none-match': '"stale"' } });
   assert.equal(stale.statusCode, 200);
