@@ -3,8 +3,9 @@
  *
  * Builds `dist/` (unless `--skip-build`), records toolport's answers to each benchmarked request,
  * then runs interleaved rounds in which every slot gets a fresh server process pinned to one CPU,
- * loaded by `wrk` pinned to another: per round, each path against toolport and then against a raw
- * node:http server sending the same bytes (raw-server.ts); sequential Bash `true` against toolport
+ * loaded by `wrk` pinned to another: per round, each path against toolport, then against a bare raw
+ * node:http server sending the same bytes and against one doing toolport's per-call work too (key
+ * check, counts, audit lines; raw-server.ts), with wrk's requests counted per second; sequential Bash `true` against toolport
  * and against a bare spawn; cold starts of `node dist/server.js` and of a bare Fastify. Prints the
  * medians with their ratios and issue 10's goals, and writes everything as JSON for comparison
  * between commits. Exits 1 when any path answered with an error (or toolport did not exit 0 on
@@ -24,11 +25,11 @@ import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
 import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
 import { BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
-import { bashSlot, coldStartSlot, throughputSlot, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
+import { bashSlot, coldStartSlot, throughputSlot, throughputTargets, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
-import { writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
+import { perSecondSpread, writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 import { startTokenRow, TOKEN_ROW } from './token-row.js';
 import { summariseToolCounts, TOOL_COUNT_ROWS, toolCountSlot, type ToolCountSlot } from './tool-count.js';
 import { REDIS_ROW, startRedisRow } from './redis-row.js';
@@ -115,7 +116,7 @@ async function main(): Promise<number> {
   for (let round = 1; round <= options.rounds; round++) {
     const tag = `round ${round}/${options.rounds}`;
     for (const row of recorded.served) {
-      for (const target of ['toolport', 'raw'] as const) {
+      for (const target of throughputTargets(row)) {
         const slot = collect(await throughputSlot(ctx, row, scripts.get(row.id)!, target, round));
         throughput.get(row.id)!.push(slot);
         say(`${tag}  ${row.label}  ${target}: ${describeRun(slot.result)}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`);
@@ -197,8 +198,11 @@ async function main(): Promise<number> {
     '',
     table(summaries),
     '',
-    'ratio: toolport req/s / baseline req/s, or toolport ms / baseline ms for the Bash, cold-start and upstream rows (medians over the rounds);',
-    'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures)',
+    'ratio bare: toolport req/s / baseline req/s (the bare raw node:http server replaying the answer, or the toolport baseline the row names),',
+    '  or toolport ms / baseline ms for the Bash, cold-start and upstream rows (medians over the rounds);',
+    'ratio same work: toolport req/s / req/s of the raw server doing the same work (key check, counts, one audit line per call written as toolport writes it);',
+    'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures);',
+    "slowest s: toolport's slowest whole second as a share of its median second (per-second counts of every slot are in the JSON)",
     ...(upstreamRows.length > 0
       ? [
           "upstream rows: own Echo is the median of toolport's own Echo over the same client, the hop in front of the upstream that the direct call does not make",
@@ -259,7 +263,9 @@ function fixed(n: number | undefined): string {
 
 function describeRun(result: WrkResult | undefined): string {
   if (result === undefined) return 'no result';
-  return `${Math.round(result.requestsPerS)} req/s, p50 ${fixed(result.latencyMs.p50)} ms, p99 ${fixed(result.latencyMs.p99)} ms`;
+  const spread = perSecondSpread(result.perSecond);
+  const seconds = spread === undefined ? '' : `, per second ${spread.min}–${spread.max}`;
+  return `${Math.round(result.requestsPerS)} req/s, p50 ${fixed(result.latencyMs.p50)} ms, p99 ${fixed(result.latencyMs.p99)} ms${seconds}`;
 }
 
 function rssChange(slot: { rssStartBytes: number | undefined; rssEndBytes: number | undefined }): string {

@@ -36,7 +36,7 @@ const USAGE = `npm run bench [-- options]
   --quick             one round of about 1 s per slot; asserts only that every path answered
   --out FILE          results as JSON (default bench/results/latest.json; quick: bench/results/quick.json)
   --duration S        measured seconds per slot (default 10)
-  --warm-up S         unmeasured seconds before each measured run (default 2)
+  --warm-up S         unmeasured seconds before each measured run (default 3)
   --connections N     wrk -c (default 50)
   --threads N         wrk -t (default 1)
   --rounds N          interleaved rounds (default 3)
@@ -84,7 +84,7 @@ export function parseOptions(args: string[]): BenchOptions {
     out: path.resolve(values.out ?? path.join(ROOT, 'bench/results', quick ? 'quick.json' : 'latest.json')),
     // wrk takes whole seconds.
     durationS: count('--duration', values.duration ?? (quick ? '1' : '10'), 1),
-    warmUpS: count('--warm-up', values['warm-up'] ?? (quick ? '0' : '2'), 0),
+    warmUpS: count('--warm-up', values['warm-up'] ?? (quick ? '0' : '3'), 0),
     connections: count('--connections', values.connections, 1),
     threads: count('--threads', values.threads, 1),
     rounds: count('--rounds', values.rounds ?? (quick ? '1' : '3'), 1),

@@ -10,11 +10,19 @@
  * - `POST /tools/Bash`: runs the body's command with `spawn('bash', ['-c', command])`, collects
  *   its output, and answers a ToolResult when it has exited.
  *
- * So a ratio compares toolport with the least a server must do to give the same answer.
+ * So a ratio compares toolport with the least a server must do to give the same answer (`ratio bare`).
+ *
+ * With `RAW_SAME_WORK=1` it also does the work every toolport call does (`ratio same work`): with
+ * `RAW_API_KEY` set, a constant-time check of the bearer key (401 otherwise) and a count per key
+ * and minute (the rate limit's); a count per tool (the metrics'); and one audit line per tool
+ * call (three for `/calls` with three blocks) as toolport writes it: a pino JSON line at info,
+ * gathered into 16 KB batches or every 250 ms and written off the event loop to standard output.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { timingSafeEqual } from 'node:crypto';
+import { readFileSync, write } from 'node:fs';
 import http from 'node:http';
+import { hostname } from 'node:os';
 
 /** What toolport answered to one request, recorded by the benchmark before the run. */
 interface RecordedReply {
@@ -36,6 +44,69 @@ const replies = new Map<string, Prepared>();
 for (const [key, reply] of Object.entries(recorded)) {
   const body = Buffer.from(reply.body);
   replies.set(key, { status: reply.status, headers: { 'content-type': reply.contentType, 'content-length': body.length }, body });
+}
+
+const SAME_WORK = process.env.RAW_SAME_WORK === '1';
+const API_KEY = process.env.RAW_API_KEY === undefined ? undefined : Buffer.from(`Bearer ${process.env.RAW_API_KEY}`);
+// What toolport's log destination batches (src/infra/log-destination.ts): hand over at 16 KB or every 250 ms.
+const LOG_BATCH_BYTES = 16 * 1024;
+const LOG_FLUSH_INTERVAL_MS = 250;
+const LOG_PREFIX = `{"level":30,"time":`;
+const LOG_BINDINGS = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
+
+const callsPerKeyAndMinute = new Map<string, number>();
+const callsPerTool = new Map<string, number>();
+let requestIds = 0;
+let lines: string[] = [];
+let pendingBytes = 0;
+let writing = false;
+
+/** Writes the batch off the event loop, as sonic-boom does; one write at a time. */
+function handOver(): void {
+  if (pendingBytes === 0 || writing) return;
+  const batch = Buffer.from(lines.join(''));
+  lines = [];
+  pendingBytes = 0;
+  writing = true;
+  write(1, batch, () => {
+    writing = false;
+    if (pendingBytes >= LOG_BATCH_BYTES) handOver();
+  });
+}
+if (SAME_WORK) setInterval(handOver, LOG_FLUSH_INTERVAL_MS).unref();
+
+/** One tool call's audit line and counts, with the fields toolport's executor logs for the same call. */
+function audit(tool: string, transport: 'rest' | 'calls' | 'mcp', inputBytes?: number): void {
+  callsPerTool.set(tool, (callsPerTool.get(tool) ?? 0) + 1);
+  const fields = { reqId: `req-${(++requestIds).toString(36)}`, tool, ms: 0.01, outcome: 'ok', inputBytes, key: API_KEY ? 'key-1' : undefined, transport };
+  const line = `${LOG_PREFIX}${Date.now()}${LOG_BINDINGS},${JSON.stringify(fields).slice(1, -1)},"msg":"tool call"}\n`;
+  lines.push(line);
+  pendingBytes += line.length;
+  if (pendingBytes >= LOG_BATCH_BYTES) handOver();
+}
+
+/** The key check and the rate limit's count; false (and a 401 sent) when the key is wrong. */
+function admitted(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (API_KEY === undefined) return true;
+  const given = Buffer.from(req.headers.authorization ?? '');
+  if (given.length !== API_KEY.length || !timingSafeEqual(given, API_KEY)) {
+    sendJson(res, 401, { error: 'unauthorized' });
+    return false;
+  }
+  const window = `bench ${Math.floor(Date.now() / 60_000)}`;
+  callsPerKeyAndMinute.set(window, (callsPerKeyAndMinute.get(window) ?? 0) + 1);
+  return true;
+}
+
+/** The audit lines of one request: one per tool it calls. */
+function auditCalls(url: string, message: unknown, inputBytes: number): void {
+  if (url.startsWith('/tools/')) return audit(url.slice('/tools/'.length), 'rest', inputBytes);
+  if (url === '/calls' && Array.isArray(message)) {
+    for (const block of message as { name?: unknown }[]) audit(String(block.name), 'calls');
+    return;
+  }
+  const rpc = message as { method?: unknown; params?: { name?: unknown } } | null;
+  if (url === '/mcp' && rpc?.method === 'tools/call') audit(String(rpc.params?.name), 'mcp');
 }
 
 function send(res: http.ServerResponse, reply: Prepared | undefined): void {
@@ -72,6 +143,10 @@ function runBash(res: http.ServerResponse, input: unknown): void {
 
 const server = http.createServer((req, res) => {
   const url = req.url ?? '/';
+  if (SAME_WORK && url !== '/healthz' && !admitted(req, res)) {
+    req.resume();
+    return;
+  }
   if (req.method !== 'POST') {
     req.resume();
     return send(res, replies.get(`${req.method} ${url}`));
@@ -79,17 +154,23 @@ const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
+    const body = Buffer.concat(chunks);
     let message: unknown;
     try {
-      message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      message = JSON.parse(body.toString('utf8'));
     } catch {
       return sendJson(res, 400, { error: 'the body is not JSON' });
     }
     if (url === '/tools/Bash') return runBash(res, message);
+    if (SAME_WORK) auditCalls(url, message, body.length);
     const method = (message as { method?: unknown } | null)?.method;
     send(res, replies.get(url === '/mcp' ? `POST /mcp ${String(method)}` : `POST ${url}`));
   });
 });
 server.keepAliveTimeout = 72_000;
 server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1');
-process.on('SIGTERM', () => process.exit(0));
+process.on('SIGTERM', () => {
+  // What waits is written before the exit, as toolport's destination does.
+  if (pendingBytes > 0) process.stdout.write(lines.join(''), () => process.exit(0));
+  else process.exit(0);
+});

@@ -1,5 +1,6 @@
 import type { Goal } from './rows.js';
 import type { LatencySlot, StartSlot, ThroughputSlot } from './slots.js';
+import { perSecondSpread } from './wrk.js';
 
 /** One line of the table, every figure a median over the rounds. */
 export interface RowSummary {
@@ -20,6 +21,16 @@ export interface RowSummary {
   ratio?: number;
   /** The lowest and highest ratio of a single round: how much the machine's other work moved the figures. */
   ratioRange?: [number, number];
+  /** Throughput rows against raw servers: the req/s of the raw server doing toolport's per-call work too (raw-server.ts). */
+  sameWork?: number;
+  /** toolport req/s / sameWork req/s, and its range over the rounds. */
+  ratioSameWork?: number;
+  ratioSameWorkRange?: [number, number];
+  /**
+   * Throughput rows: toolport's slowest whole second as a share of its median second (the median
+   * over the rounds); well below 1 with a steady median means a periodic cost, a sawtooth.
+   */
+  slowestSecond?: number;
   goal?: Goal;
   goalMet?: boolean;
   rssStartBytes?: number;
@@ -62,12 +73,16 @@ function rangeOfRounds(
 const roundsOf = (slots: readonly { round: number }[]): number[] => [...new Set(slots.map((s) => s.round))];
 
 function judged(summary: RowSummary): RowSummary {
-  const { goal, ratio } = summary;
+  const { goal } = summary;
+  const ratio = goal?.against === 'same work' ? summary.ratioSameWork : summary.ratio;
   if (goal === undefined || ratio === undefined) return summary;
   return { ...summary, goalMet: goal.bound === 'at least' ? ratio >= goal.ratio : ratio <= goal.ratio };
 }
 
-/** A wrk row: toolport's medians over the rounds, the raw baseline's median req/s, their ratio. */
+/**
+ * A wrk row: toolport's medians over the rounds, the bare raw baseline's median req/s (or the
+ * row's own toolport baseline's), the raw server doing the same work's, and the ratios to each.
+ */
 export function summariseThroughput(
   id: string,
   label: string,
@@ -79,6 +94,19 @@ export function summariseThroughput(
   const toolport = of('toolport');
   const requestsPerS = median(defined(toolport.map((s) => s.result?.requestsPerS)));
   const baseline = median(defined(of('raw').map((s) => s.result?.requestsPerS)));
+  const sameWork = median(defined(of('raw-same-work').map((s) => s.result?.requestsPerS)));
+  const roundRatio = (target: string) =>
+    rangeOfRounds(
+      roundsOf(slots),
+      (round) => toolport.find((s) => s.round === round)?.result?.requestsPerS,
+      (round) => of(target).find((s) => s.round === round)?.result?.requestsPerS,
+    );
+  const slowest = defined(
+    toolport.map((s) => {
+      const spread = perSecondSpread(s.result?.perSecond ?? []);
+      return spread && spread.median > 0 ? spread.min / spread.median : undefined;
+    }),
+  );
   return judged({
     id,
     label,
@@ -90,11 +118,11 @@ export function summariseThroughput(
     baseline,
     baselineName,
     ratio: requestsPerS !== undefined && baseline ? requestsPerS / baseline : undefined,
-    ratioRange: rangeOfRounds(
-      roundsOf(slots),
-      (round) => toolport.find((s) => s.round === round)?.result?.requestsPerS,
-      (round) => of('raw').find((s) => s.round === round)?.result?.requestsPerS,
-    ),
+    ratioRange: roundRatio('raw'),
+    sameWork,
+    ratioSameWork: requestsPerS !== undefined && sameWork ? requestsPerS / sameWork : undefined,
+    ratioSameWorkRange: roundRatio('raw-same-work'),
+    slowestSecond: median(slowest),
     goal,
     rssStartBytes: median(defined(toolport.map((s) => s.rssStartBytes))),
     rssEndBytes: median(defined(toolport.map((s) => s.rssEndBytes))),
@@ -161,19 +189,39 @@ export function summariseColdStart(id: string, label: string, goal: Goal | undef
 export function table(rows: readonly RowSummary[]): string {
   const fixed = (n: number | undefined, digits: number): string => (n === undefined ? '—' : n.toFixed(digits));
   const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(0));
-  const head = ['path', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'baseline', 'ratio', 'rounds', 'goal', 'RSS MiB before → after'];
+  const range = (r: [number, number] | undefined): string => (r === undefined ? '—' : `${r[0].toFixed(2)}–${r[1].toFixed(2)}`);
+  const head = [
+    'path',
+    'req/s',
+    'p50 ms',
+    'p90 ms',
+    'p99 ms',
+    'slowest s',
+    'baseline',
+    'ratio bare',
+    'rounds',
+    'same work',
+    'ratio same work',
+    'rounds',
+    'goal',
+    'RSS MiB before → after',
+  ];
   const lines = rows.map((r) => [
     r.label,
     r.note ?? (r.requestsPerS === undefined ? '—' : Math.round(r.requestsPerS).toLocaleString('en-US')),
     fixed(r.p50Ms, 2),
     fixed(r.p90Ms, 2),
     fixed(r.p99Ms, 2),
+    fixed(r.slowestSecond, 2),
     r.baseline === undefined ? '—' : r.kind === 'throughput' ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s` : `${r.baseline.toFixed(2)} ms`,
     r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,
-    r.ratioRange === undefined ? '—' : `${r.ratioRange[0].toFixed(2)}–${r.ratioRange[1].toFixed(2)}`,
+    range(r.ratioRange),
+    r.sameWork === undefined ? '—' : `${Math.round(r.sameWork).toLocaleString('en-US')} req/s`,
+    r.ratioSameWork === undefined ? '—' : `${r.ratioSameWork.toFixed(2)}x`,
+    range(r.ratioSameWorkRange),
     r.goal === undefined
       ? '—'
-      : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
+      : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goal.against === undefined ? '' : ` ${r.goal.against}`}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
     r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)}`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));

@@ -2,11 +2,13 @@ import { CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY } from '../../src/mcp/era
 import { MODERN_VERSIONS } from '../../src/mcp/protocol-versions.js';
 import type { RequestSpec } from './wrk.js';
 
-/** A goal of issue 10: a throughput ratio to reach (`at least`) or a latency ratio to stay under (`at most`). */
+/** A goal of issues 10 and 22: a throughput ratio to reach (`at least`) or a latency ratio to stay under (`at most`). */
 export interface Goal {
   text: string;
   bound: 'at least' | 'at most';
   ratio: number;
+  /** Throughput rows: judged on the ratio to the raw server doing the same work rather than to the bare one. */
+  against?: 'same work';
 }
 
 /** A path measured with wrk against toolport and against the raw baseline. */
@@ -69,14 +71,15 @@ const atMost = (ratio: number): Goal => ({ text: `${ratio}x`, bound: 'at most', 
 export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
   { id: 'get-tools', label: 'GET /tools, no key', request: get, keyed: false, rateLimit: 0, goal: atLeast(0.9) },
   { id: 'get-tools-keyed', label: 'GET /tools, key and rate limit', request: get, keyed: true, rateLimit: HIGH_RATE_LIMIT, goal: atLeast(0.9) },
-  { id: 'echo', label: 'POST /tools/Echo, info audit line to a file', request: echo, keyed: false, rateLimit: 0, goal: undefined },
+  { id: 'echo', label: 'POST /tools/Echo, info audit line to a file', request: echo, keyed: false, rateLimit: 0, goal: atLeast(0.7) },
   {
     id: 'echo-keyed',
     label: 'POST /tools/Echo, key, audit line, metrics, rate limit',
     request: echo,
     keyed: true,
     rateLimit: HIGH_RATE_LIMIT,
-    goal: atLeast(0.5, '0.5x, then 0.7x'),
+    // Issue 22: at least 0.7x the raw server doing the same work.
+    goal: { ...atLeast(0.7), against: 'same work' },
   },
   {
     id: 'mcp-tools-list',
@@ -102,7 +105,7 @@ export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
     },
     keyed: false,
     rateLimit: 0,
-    goal: atLeast(0.3),
+    goal: atLeast(0.6),
   },
   {
     id: 'read-rules',
@@ -120,7 +123,7 @@ export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
     request: { method: 'POST', path: '/calls', headers: JSON_HEADERS, body: JSON.stringify(calls) },
     keyed: false,
     rateLimit: 0,
-    goal: undefined,
+    goal: atLeast(0.5),
     optional: true,
   },
 ];

@@ -5,8 +5,16 @@ import { sequentialLatencies } from './sequential.js';
 import { bareFastifySpec, rawSpec, rowRequest, toolportDefaultsSpec, toolportSpec, type BenchContext } from './targets.js';
 import { errorTotal, runWrk, type WrkResult } from './wrk.js';
 
-/** Which server a slot measured; `direct`: an upstream MCP server called without toolport. */
-export type Target = 'toolport' | 'raw' | 'fastify' | 'direct';
+/**
+ * Which server a slot measured; `raw-same-work`: the raw server doing toolport's per-call work too
+ * (raw-server.ts); `direct`: an upstream MCP server called without toolport.
+ */
+export type Target = 'toolport' | 'raw' | 'raw-same-work' | 'fastify' | 'direct';
+
+/** The servers of a throughput row: a row with a toolport baseline of its own has no raw ones. */
+export function throughputTargets(row: ThroughputRow): readonly ('toolport' | 'raw' | 'raw-same-work')[] {
+  return row.baseline === undefined ? ['toolport', 'raw', 'raw-same-work'] : ['toolport', 'raw'];
+}
 
 interface SlotBase {
   target: Target;
@@ -78,7 +86,7 @@ export async function throughputSlot(
   ctx: BenchContext,
   row: ThroughputRow,
   script: string,
-  target: 'toolport' | 'raw',
+  target: 'toolport' | 'raw' | 'raw-same-work',
   round: number,
 ): Promise<ThroughputSlot> {
   const keys: Record<string, string> = row.keyed && row.env === undefined ? { TOOLPORT_API_KEYS: ctx.apiKey } : {};
@@ -87,9 +95,11 @@ export async function throughputSlot(
   const spec =
     target === 'toolport'
       ? toolportSpec(ctx, row.id, env)
-      : row.baseline === undefined
-        ? rawSpec(ctx, row.id)
-        : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
+      : target === 'raw-same-work'
+        ? rawSpec(ctx, `${row.id}-same-work`, { apiKey: row.keyed ? ctx.apiKey : undefined })
+        : row.baseline === undefined
+          ? rawSpec(ctx, row.id)
+          : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
   const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
   const { options, pinning } = ctx;
   await withServer(spec, target, slot.failures, async (server) => {

@@ -37,7 +37,8 @@ export const logFile = (ctx: BenchContext, name: string): string => path.join(ct
 /**
  * `node dist/server.js` as it runs in production, with an info log written to a file: Bash without
  * its sandbox (so that Bash is compared with a bare spawn), a queue deep enough for every
- * connection, the rate limit off unless `env` sets it.
+ * connection, also for one caller (a keyed row's connections are all one key's), the rate limit
+ * off unless `env` sets it.
  */
 export function toolportSpec(ctx: BenchContext, name: string, env: Record<string, string> = {}): ServerSpec {
   return {
@@ -50,6 +51,7 @@ export function toolportSpec(ctx: BenchContext, name: string, env: Record<string
       TOOLPORT_BASH_SANDBOX: 'false',
       TOOLPORT_RATE_LIMIT: '0',
       TOOLPORT_QUEUE_SIZE: String(Math.max(64, ctx.options.connections)),
+      TOOLPORT_QUEUE_PER_CALLER: String(Math.max(64, ctx.options.connections)),
       ...env,
     },
     logFile: logFile(ctx, `toolport-${name}`),
@@ -62,13 +64,18 @@ export function toolportDefaultsSpec(ctx: BenchContext, name: string): ServerSpe
   return { ...toolportSpec(ctx, name), env: { TOOLPORT_WORKSPACE: ctx.workspace } };
 }
 
-/** The raw node:http baseline, replaying the recorded replies. */
-export function rawSpec(ctx: BenchContext, name: string): ServerSpec {
+/**
+ * The raw node:http baseline, replaying the recorded replies: bare, or doing the same work as
+ * toolport's call (`sameWork`: the key check when `apiKey` is given, the counts, the audit lines).
+ */
+export function rawSpec(ctx: BenchContext, name: string, sameWork?: { apiKey: string | undefined }): ServerSpec {
+  const env: Record<string, string> =
+    sameWork === undefined ? {} : { RAW_SAME_WORK: '1', ...(sameWork.apiKey !== undefined && { RAW_API_KEY: sameWork.apiKey }) };
   return {
     command: process.execPath,
     args: [...typeScriptEntry(RAW_SERVER), ctx.repliesFile],
     cwd: ROOT,
-    env: {},
+    env,
     logFile: logFile(ctx, `raw-${name}`),
     cpu: ctx.pinning.serverCpu,
   };
