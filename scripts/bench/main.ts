@@ -87,7 +87,7 @@ async function main(): Promise<number> {
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   // Started only when selected: a real authorization server, and one access token from it.
   const token = selected(options, TOKEN_ROW, ids) ? await startTokenRow() : undefined;
-  if (token !== undefined) rows.splice(rows.findIndex((row) => row.id === 'echo-keyed') + 1, 0, { ...token.row, env: () => token.env });
+  if (token !== undefined) rows.splice(rows.findIndex((row) => row.id === 'echo-keyed') + 1, 0, token.row);
   // Issue 22 part 5 (redis-row.ts): keyed Echo counted in Redis against the same counting in the process; its own redis-server.
   const redisRow = selected(options, REDIS_ROW, ids) ? await startRedisRow(pinning, say) : undefined;
   if (redisRow !== undefined) rows.push(redisRow.row);
