@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { StdioUpstream } from './config.js';
 import { CLOSE_SLACK_MS, killProcessGroup, trackGroup } from '../os/proc/process.js';
+import { NotJsonRpcError, parseMessage } from './json-rpc.js';
 import { LineSplitter, MessageTooLargeError } from './line-splitter.js';
 
 const MiB = 1024 * 1024;
@@ -117,7 +118,10 @@ export class StdioProcessTransport implements Transport {
       });
     } catch (err) {
       // A line that is not JSON-RPC, or one past the bound: the stream cannot be trusted further.
-      this.exit ??= err instanceof MessageTooLargeError ? err.message : `sent what is not a JSON-RPC message (${(err as Error).message.split('\n')[0]})`;
+      this.exit ??=
+        err instanceof MessageTooLargeError
+          ? err.message
+          : `sent what is not a JSON-RPC message${err instanceof NotJsonRpcError ? '' : ` (${(err as Error).message.split('\n')[0]})`}`;
       this.onerror?.(err as Error);
       void this.close();
     }
@@ -137,7 +141,7 @@ export class StdioProcessTransport implements Transport {
       void this.close();
       return Promise.reject(new Error(`the upstream process ${this.exit}`));
     }
-    stdin.write(serializeMessage(message));
+    stdin.write(`${JSON.stringify(message)}\n`);
     return Promise.resolve();
   }
 
@@ -176,11 +180,11 @@ export class StdioProcessTransport implements Transport {
   }
 }
 
-/** A line on stdout as a message: undefined for a line that is not JSON (skipped, as the SDK's transport does); throws for JSON that is not JSON-RPC. */
+/** A line on stdout as a message: undefined for a line that is not JSON (skipped, as the SDK's transport does); throws `NotJsonRpcError` for JSON that is not JSON-RPC. */
 function parseLine(line: Buffer): JSONRPCMessage | undefined {
   const text = line.toString('utf8', 0, line.length > 0 && line[line.length - 1] === 0x0d ? line.length - 1 : line.length);
   try {
-    return deserializeMessage(text);
+    return parseMessage(text);
   } catch (err) {
     if (err instanceof SyntaxError) return undefined;
     throw err;

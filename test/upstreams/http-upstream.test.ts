@@ -36,7 +36,7 @@ function upstreamAt(t: Cleanup, url: string, options: Partial<UpstreamOptions> =
 const echo = (upstream: Upstream) => upstream.call('echo', { message: 'hi' }, { signal: new AbortController().signal });
 const ECHOED = { content: [{ type: 'text', text: 'Echo: hi' }] };
 // What undici says of a server that is gone depends on whether a pooled connection saw it go first.
-const GONE = /^fetch failed: (ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET)$/;
+const GONE = /^the request failed: (ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET)$/;
 
 describe('an HTTP upstream that goes away', () => {
   it('is noticed by the next call, which says it went away; it is down until the server is back, then serves again', async (t) => {
