@@ -49,7 +49,8 @@ const USAGE = `npm run bench [-- options]
                       TEXT; repeatable, or ids separated by commas (ids: get-tools,
                       get-tools-keyed, echo, echo-keyed, mcp-tools-list, mcp-tools-call, calls,
                       bash, bash-default, cold-start, mcp-stdio-start, upstream-stdio,
-                      upstream-http, echo-token, read-rules, echo-keyed-redis, tools-10,
+                      upstream-http, upstream-stdio-mcp, upstream-stdio-mcp-slow,
+                      upstream-http-slow, echo-token, read-rules, echo-keyed-redis, tools-10,
                       tools-100, tools-1000)`;
 
 /** Reads the command line; throws with the usage on a bad flag or value. */
