@@ -11,7 +11,7 @@ import { Echo } from '../../src/tools/echo.js';
 import { NoArgs } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
 import type { Logger } from 'pino';
-import { HUGE_CLIENT, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { HUGE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
@@ -28,17 +28,7 @@ after(async () => {
 });
 
 function settings(overrides: Partial<OAuthSettings> = {}): OAuthSettings {
-  return {
-    issuers: [idp.issuer],
-    publicUrl: PUBLIC_URL,
-    audiences: undefined,
-    jwksUrl: undefined,
-    scopes: undefined,
-    toolsClaim: undefined,
-    mappingFile: undefined,
-    introspectionClient: undefined,
-    ...overrides,
-  };
+  return resourceServerSettings(idp.issuer, PUBLIC_URL, overrides);
 }
 
 /** toolport with Echo and NoArgs, a key, and the test issuer's tokens; `clock` is toolport's clock (epoch ms). */

@@ -4,14 +4,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { REFUSAL_CACHE_MS } from '../../src/auth/access-tokens.js';
 import { INTROSPECTION_CACHE_MS } from '../../src/auth/introspection.js';
-import { openResourceServer, type OAuthSettings } from '../../src/auth/open.js';
+import { openResourceServer } from '../../src/auth/open.js';
 import type { KeySpec } from '../../src/core/keyring.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { NoArgs } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
-import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
@@ -41,16 +41,7 @@ async function toolport(t: { after(fn: () => Promise<unknown>): void }, options:
   const registry = new ToolRegistry();
   registry.register(Echo);
   registry.register(NoArgs);
-  const settings: OAuthSettings = {
-    issuers: [idp.issuer],
-    publicUrl: PUBLIC_URL,
-    audiences: undefined,
-    jwksUrl: undefined,
-    scopes: undefined,
-    toolsClaim: undefined,
-    mappingFile: undefined,
-    introspectionClient: 'client' in options ? options.client : INTROSPECTION_CLIENT,
-  };
+  const settings = resourceServerSettings(idp.issuer, PUBLIC_URL, { introspectionClient: 'client' in options ? options.client : INTROSPECTION_CLIENT });
   const oauth = await openResourceServer(settings, { now: clock });
   const app = await buildApp({ registry, apiKeys: keys, oauth, logger });
   t.after(() => app.close());

@@ -8,7 +8,7 @@ import { serverPermissions } from '../../src/assembly/rule-catalog.js';
 import { createToolset } from '../../src/assembly/toolset.js';
 import { buildApp } from '../../src/http/app.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
-import { startTestIssuer, SERVICE_CLIENT, type TestIssuer } from '../support/oidc-provider.js';
+import { resourceServerSettings, startTestIssuer, SERVICE_CLIENT, type TestIssuer } from '../support/oidc-provider.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 import { capturedLog } from '../support/log-capture.js';
 
@@ -34,19 +34,7 @@ test("a token's caller gets the permission rules its mapping entry gives, over t
   const registry = await createToolset({ workspace: root, tools: ['Read', 'Write', 'Echo'], plugins: [], bashSandbox: false }, root, undefined, workspace);
   const permissions = await serverPermissions({}, registry.list(), []);
   const mapping = parseMapping({ subjects: { [SERVICE_CLIENT.id]: { permissions: { allow: ['Write(docs/**)'], deny: ['Read(.env)'] } } } }, 'oauth.json');
-  const oauth = await openResourceServer(
-    {
-      issuers: [idp.issuer],
-      publicUrl: PUBLIC_URL,
-      audiences: undefined,
-      jwksUrl: undefined,
-      scopes: undefined,
-      toolsClaim: undefined,
-      mappingFile: undefined,
-      introspectionClient: undefined,
-    },
-    { mapping, permissions },
-  );
+  const oauth = await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL), { mapping, permissions });
   const log = capturedLog();
   const app = await buildApp({ registry, oauth, permissions, logger: log.logger });
   t.after(() => app.close());

@@ -1,3 +1,4 @@
+import type { OAuthSettings } from '../../src/auth/open.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -273,4 +274,19 @@ function providerConfiguration(signingKey: JWK): object {
 function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+}
+
+/** toolport's OAuth settings for one test issuer, every optional one left out unless `overrides` gives it. */
+export function resourceServerSettings(issuer: string, publicUrl: string, overrides: Partial<OAuthSettings> = {}): OAuthSettings {
+  return {
+    issuers: [issuer],
+    publicUrl,
+    audiences: undefined,
+    jwksUrl: undefined,
+    scopes: undefined,
+    toolsClaim: undefined,
+    mappingFile: undefined,
+    introspectionClient: undefined,
+    ...overrides,
+  };
 }
