@@ -296,6 +296,23 @@ function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): Compiled {
  */
 function checkWithoutCompiling(schema: ObjectSchema, ajv: Ajv): boolean {
   if (!ajv.validateSchema(schema)) throw new Error(`schema is invalid: ${ajv.errorsText(ajv.errors)}`);
+  for (const [keyword, value] of schemaKeywords(schema)) {
+    // Ajv's own flags: its regular expressions are Unicode ones.
+    if (keyword === 'pattern' && typeof value === 'string') new RegExp(value, 'u');
+    else if (keyword === 'patternProperties' && isObject(value)) for (const key of Object.keys(value)) new RegExp(key, 'u');
+    else if (keyword === '$ref' && typeof value === 'string' && value !== '#') {
+      if (!value.startsWith('#/')) return false;
+      if (!pointsSomewhere(schema, value)) throw new Error(`can't resolve reference ${value} from id #`);
+    }
+  }
+  return true;
+}
+
+// Keywords whose values are data, not schemas: a walk over a schema's keywords does not enter them.
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
+
+/** Every keyword of a schema and of the schemas inside it, with its value. */
+function* schemaKeywords(schema: unknown): Generator<[string, unknown]> {
   const stack: unknown[] = [schema];
   while (stack.length > 0) {
     const node = stack.pop();
@@ -305,17 +322,10 @@ function checkWithoutCompiling(schema: ObjectSchema, ajv: Ajv): boolean {
       continue;
     }
     for (const [keyword, value] of Object.entries(node)) {
-      // Ajv's own flags: its regular expressions are Unicode ones.
-      if (keyword === 'pattern' && typeof value === 'string') new RegExp(value, 'u');
-      else if (keyword === 'patternProperties' && isObject(value)) for (const key of Object.keys(value)) new RegExp(key, 'u');
-      else if (keyword === '$ref' && typeof value === 'string' && value !== '#') {
-        if (!value.startsWith('#/')) return false;
-        if (!pointsSomewhere(schema, value)) throw new Error(`can't resolve reference ${value} from id #`);
-      }
-      if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
+      yield [keyword, value];
+      if (!DATA_KEYWORDS.has(keyword)) stack.push(value);
     }
   }
-  return true;
 }
 
 /** Whether a local JSON Pointer reference (`#/...`) names a value inside `root`. */
@@ -334,20 +344,9 @@ function pointsSomewhere(root: unknown, ref: string): boolean {
  * instance, where another schema could refer to it) and no reference outside itself.
  */
 function standsAlone(schema: ObjectSchema): boolean {
-  const stack: unknown[] = [schema];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (typeof node !== 'object' || node === null) continue;
-    if (Array.isArray(node)) {
-      stack.push(...node);
-      continue;
-    }
-    for (const [keyword, value] of Object.entries(node)) {
-      if (keyword === '$id' || keyword === '$anchor' || keyword === '$dynamicAnchor' || keyword === '$recursiveAnchor') return false;
-      if ((keyword === '$ref' || keyword === '$dynamicRef' || keyword === '$recursiveRef') && !(typeof value === 'string' && value.startsWith('#')))
-        return false;
-      if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'default' && keyword !== 'examples') stack.push(value);
-    }
+  for (const [keyword, value] of schemaKeywords(schema)) {
+    if (keyword === '$id' || keyword === '$anchor' || keyword === '$dynamicAnchor' || keyword === '$recursiveAnchor') return false;
+    if ((keyword === '$ref' || keyword === '$dynamicRef' || keyword === '$recursiveRef') && !(typeof value === 'string' && value.startsWith('#'))) return false;
   }
   return true;
 }
