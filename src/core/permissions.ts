@@ -151,6 +151,7 @@ function gitPath(relative: string, directory: boolean): string | undefined {
  */
 export class Permissions {
   readonly #layers: readonly Layer[];
+  readonly #governs = new Map<PathAccess, boolean>();
 
   private constructor(layers: readonly Layer[]) {
     this.#layers = layers;
@@ -198,6 +199,13 @@ export class Permissions {
 
   /** Whether any rule could refuse or filter this access; without, tools skip the checks (and their cost). */
   governs(access: PathAccess): boolean {
+    // Asked on every read of a file (the link count check): the answer never changes, so it is kept.
+    let answer = this.#governs.get(access);
+    if (answer === undefined) this.#governs.set(access, (answer = this.#decideGoverns(access)));
+    return answer;
+  }
+
+  #decideGoverns(access: PathAccess): boolean {
     const families = FAMILIES[access];
     return this.#layers.some(
       (layer) => layer.allow.some((r) => r.path !== undefined && families.includes(r.tool)) || layer.deny.some((r) => deniesPaths(r, families)),
