@@ -24,7 +24,7 @@ import { machine, revision } from './machine.js';
 import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
 import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
-import { BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
+import { BASH_DEFAULT_GOAL, BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, throughputTargets, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
@@ -177,7 +177,13 @@ async function main(): Promise<number> {
     ...(runBash
       ? [
           summariseLatency(BASH_ROW.id, BASH_ROW.label, BASH_GOAL, bash.toolport, bash.raw),
-          summariseLatency(BASH_DEFAULT_ROW.id, `Bash \`true\`, sequential, median (default: sandbox ${sandboxMode})`, undefined, bash.sandbox, bash.raw),
+          summariseLatency(
+            BASH_DEFAULT_ROW.id,
+            `Bash \`true\`, sequential, median (default: sandbox ${sandboxMode})`,
+            BASH_DEFAULT_GOAL,
+            bash.sandbox,
+            bash.raw,
+          ),
         ]
       : []),
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),

@@ -78,7 +78,10 @@ export function parseOptions(args: string[]): BenchOptions {
   } catch (err) {
     throw new Error(`${(err as Error).message}\n${USAGE}`);
   }
-  if (values.help) throw new Error(USAGE);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
   const quick = values.quick;
   const options: BenchOptions = {
     quick,

@@ -13,6 +13,8 @@ import type { Workspace } from '../os/fs/workspace.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 export const MAX_BASH_TIMEOUT_MS = 600_000;
+// Each call is a process tree; a few at once is what one workspace and one machine can take.
+const BASH_CONCURRENCY = 4;
 
 export interface BashToolOptions {
   workspace: Workspace;
@@ -29,6 +31,11 @@ export interface BashToolOptions {
   limits?: BashLimits;
   /** Where to say, once, which mode runs and why. */
   log?: Logger;
+  /**
+   * Shells (in the sandbox: sandboxes) started ahead of calls, each used once, so that starting
+   * one is off the call's path (default: the tool's concurrency; 0 starts each with its call).
+   */
+  spares?: number;
 }
 
 // How each Bash tool made here runs, for start-up checks that need to know (see `bashIsolationOf`).
@@ -77,7 +84,9 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     secretFiles: options.secretFiles,
     hiddenDirectories: options.hiddenDirectories,
     limits: options.limits ?? DEFAULT_BASH_LIMITS,
+    spares: options.spares ?? BASH_CONCURRENCY,
   });
+  options.workspace.onClose(() => isolation.close());
   if (options.log) logBashIsolation(options.log, isolation);
 
   const tool = defineTool({
@@ -87,8 +96,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     annotations: { title: 'Bash', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     // Above the longest command plus the kill grace, so the pipeline's deadline never cuts one short.
     timeoutMs: MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS + 13_000,
-    // Each call is a process tree; a few at once is what one workspace and one machine can take.
-    maxConcurrency: 4,
+    maxConcurrency: BASH_CONCURRENCY,
     rules: { specifier: 'command' },
     async execute({ command, timeout }, context) {
       await checkBashRules(context, command);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { reaperUnavailableReason } from '../../src/os/proc/reaper.js';
 import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
 import { escapees } from '../fixtures/escapees.js';
-import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { processesIn, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 import { requireOrSkip } from '../support/require.js';
 import { temporaryDirectory } from '../support/workspace.js';
@@ -101,4 +101,24 @@ test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where bubblewr
     assert.ok(err.message.includes('toolport: TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH'), err.message);
     return true;
   });
+});
+
+test('the shells and sandboxes Bash starts ahead of calls end with the server, whether it stops or is killed', { timeout: 120_000 }, async (t) => {
+  const noReaper = await reaperUnavailableReason();
+  if (!requireOrSkip(t, 'the subreaper (Perl)', noReaper)) return;
+  const noSandbox = await sandboxUnavailableReason(tmpdir());
+  if (!requireOrSkip(t, 'bubblewrap', noSandbox)) return;
+  for (const sandbox of ['auto', 'false']) {
+    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+      const apiKey = key();
+      const srv = await server(t, { TOOLPORT_API_KEYS: apiKey, TOOLPORT_BASH_SANDBOX: sandbox, TOOLPORT_SHUTDOWN_GRACE_MS: '100' });
+      const workspace = realpathSync(srv.workspace);
+      assert.deepEqual(await bash(srv, apiKey, 'echo once'), { text: 'once', isError: false });
+      // Started after the call: call reapers, (bubblewrap,) and the shells waiting in them, all in the workspace.
+      await waitFor(() => processesIn(workspace).length >= 4, `shells to wait in the workspace (sandbox ${sandbox})`, 10_000);
+      srv.child.kill(signal);
+      await srv.exited;
+      await waitFor(() => processesIn(workspace).length === 0, `nothing left in the workspace after ${signal} (sandbox ${sandbox})`, 10_000);
+    }
+  }
 });

@@ -31,9 +31,10 @@ async function setup(
   t: { after(fn: () => Promise<void> | void): void },
   sandbox: boolean,
   limits: Partial<BashLimits>,
+  spares?: number,
 ): Promise<{ bash: ToolDef; ws: Workspace }> {
   const ws = await temporaryWorkspace(t, 'toolport-bash-limits-');
-  return { bash: await createBashTool({ workspace: ws, sandbox, limits: { ...NO_BASH_LIMITS, ...limits } }), ws };
+  return { bash: await createBashTool({ workspace: ws, sandbox, limits: { ...NO_BASH_LIMITS, ...limits }, spares }), ws };
 }
 
 async function run(bash: ToolDef, command: string): Promise<{ text: string; isError: boolean }> {
@@ -148,8 +149,9 @@ test('Bash in the sandbox: a command cannot raise its hard limits back', async (
 });
 
 test("Bash keeps a call's cgroups for later calls once empty: thirty calls make no more than a few, and leave no process in them", async (t) => {
-  // Without the sandbox, whose cgroup namespace would show the call's cgroup as "/".
-  const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
+  // Without the sandbox, whose cgroup namespace would show the call's cgroup as "/"; without
+  // shells started ahead, whose cgroups hold them while they wait.
+  const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB }, 0);
   if (
     !skipWithout(t, 'a cgroup per call', bashIsolationOf(bash)!.enforced.processes === 'cgroup' ? undefined : bashIsolationOf(bash)!.enforced.notes.join('; '))
   )
@@ -177,7 +179,8 @@ test("Bash keeps a call's cgroups for later calls once empty: thirty calls make 
 });
 
 test("Bash without the sandbox: a cgroup still charged with a call's files in RAM (/dev/shm) is not reused, so the next call gets its whole memory limit", async (t) => {
-  const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB });
+  // Without shells started ahead, so that each call takes a cgroup the moment it starts.
+  const { bash } = await setup(t, false, { maxProcesses: PROCESSES, maxMemory: 64 * MIB }, 0);
   if (
     !skipWithout(
       t,

@@ -91,6 +91,7 @@ export class Workspace {
   readonly root: string;
   readonly #rootDir: FileHandle;
   readonly #prefix: string;
+  readonly #onClose: Array<() => void> = [];
 
   private constructor(root: string, rootDir: FileHandle) {
     this.root = root;
@@ -116,9 +117,15 @@ export class Workspace {
     return new Workspace(canonical, dir);
   }
 
-  /** Closes the root's descriptor; only for embedders and tests that open many workspaces. */
+  /** Closes the root's descriptor, and ends what was bound to it (`onClose`); only for embedders and tests that open many workspaces. */
   async close(): Promise<void> {
+    for (const end of this.#onClose.splice(0)) end();
     if (OPEN_ROOTS.delete(this.#rootDir)) await this.#rootDir.close();
+  }
+
+  /** Ends `end` with the workspace: what works in it and holds processes or descriptors of its own (Bash's waiting shells). */
+  onClose(end: () => void): void {
+    this.#onClose.push(end);
   }
 
   /** The root directory's descriptor; it stays open for the life of the process. */

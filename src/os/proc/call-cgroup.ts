@@ -139,6 +139,11 @@ export class CallCgroup {
     return `{ ${writes}; } 2>/dev/null || { echo "toolport: could not join the call's cgroup" >&2; exit 126; }`;
   }
 
+  /** The files a process writes its pid to to join the call's cgroups (for a joiner that is not a shell). */
+  procsFiles(): string[] {
+    return this.#dirs.map(([, dir]) => path.join(dir, 'cgroup.procs'));
+  }
+
   /** Whether, during this call, the pids controller refused a fork, and the memory controller killed a process. */
   async events(): Promise<CgroupEvents> {
     const now = await this.#counts();

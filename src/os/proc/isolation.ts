@@ -5,6 +5,8 @@ import type { CgroupEvents } from './limit-notes.js';
 import { commandEnv, KILL_GRACE_MS, runProcess, type RunOptions, type RunOutcome } from './process.js';
 import { ResidentReaper } from './reaper.js';
 import { BWRAP, bwrapArgs, hiddenPaths, sandboxUnavailableReason, type HiddenPaths } from './sandbox.js';
+import { SparePool } from './spare-pool.js';
+import { WaitingShell, type ShellStart } from './waiting-shell.js';
 
 /** TOOLPORT_BASH_SANDBOX: `auto` uses the sandbox when it works here, `true` requires it, `false` never uses it. */
 export type BashSandboxSetting = boolean | 'auto';
@@ -51,6 +53,8 @@ export interface BashIsolation {
   readonly enforced: EnforcedLimits;
   /** Runs `bash -c command` this way, in a process group of its own, within the limits; never rejects. */
   run(command: string, options: BashRunOptions): Promise<BashOutcome>;
+  /** Ends the shells started ahead of calls and the reaper; calls still running end as on shutdown. */
+  close(): void;
 }
 
 export interface BashIsolationOptions {
@@ -62,7 +66,13 @@ export interface BashIsolationOptions {
   hiddenDirectories?: readonly string[];
   /** Bounds on each call (default: none). */
   limits?: BashLimits;
+  /** Shells (sandboxes) started ahead of calls, at most: the concurrency of the tool (default 4; 0 for none). */
+  spares?: number;
 }
+
+const DEFAULT_SPARES = 4;
+// A minute without a call ends the waiting sandboxes; the next call starts them again.
+const SPARE_IDLE_MS = 60_000;
 
 /**
  * Decides how Bash runs: tries the sandbox unless it is switched off, falls back (with `auto`)
@@ -95,24 +105,23 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
         ],
       };
       const args = bwrapArgs(root, hidden, limits.tmpSize);
-      return {
-        mode: 'sandbox',
-        reaping: 'pid-namespace',
-        reason: `TOOLPORT_BASH_SANDBOX=${String(setting)} and a trial run of bubblewrap succeeded`,
-        hidden,
-        limits,
-        enforced,
-        run: (command, options) =>
-          runLimited(limits, cgroups, options, (cgroup, cpuSeconds) => {
-            // RLIMIT_NPROC is set inside: set on bwrap, it would also cap the user's processes outside the sandbox's namespace.
-            const inner = ['bash', ...bashArgs(command, ulimitCommands(limits, cpuSeconds, true))];
-            const sandboxed = [BWRAP, ...args, '--', ...inner];
-            // The cgroup is joined outside, where /sys is writable, before bwrap forks anything.
-            const [file, ...rest] = cgroup ? ['bash', '-c', `${cgroup.joinCommand()}; exec "$@"`, 'bash', ...sandboxed] : sandboxed;
-            // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
-            return runProcess(file!, rest, { ...options, env: commandEnv({ TMPDIR: '/tmp' }), killGraceMs: KILL_GRACE_MS, signalOnServerExit: 'SIGKILL' });
-          }),
-      };
+      const reason = `TOOLPORT_BASH_SANDBOX=${String(setting)} and a trial run of bubblewrap succeeded`;
+      const sandbox = { mode: 'sandbox', reaping: 'pid-namespace', hidden, limits, enforced } as const;
+      const reaper = await ResidentReaper.start().catch((err: unknown) => err as Error);
+      if (reaper instanceof Error) {
+        // Without the reaper, each call starts its sandbox itself, on the call's path.
+        enforced.notes.push(`each call starts its own sandbox, none are started ahead (the reaper cannot run: ${reaper.message})`);
+        return {
+          ...sandbox,
+          reason,
+          run: (command, options) => runLimited(limits, cgroups, options, (cgroup, cpuSeconds) => runFresh(args, limits, command, cgroup, cpuSeconds, options)),
+          close: () => {},
+        };
+      }
+      // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
+      const shell = { reaper, wrapper: [BWRAP, ...args, '--'], cwd: root, env: commandEnv({ TMPDIR: '/tmp' }) };
+      // RLIMIT_NPROC is set inside: set on bwrap, it would also cap the user's processes outside the sandbox's namespace.
+      return { ...sandbox, reason, ...waitingShells(shell, cgroups, limits, true, options.spares) };
     }
     if (setting === true) throw new Error(`TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${unavailable}`);
     why = `TOOLPORT_BASH_SANDBOX=auto and bubblewrap does not work here: ${unavailable}`;
@@ -132,13 +141,13 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
       ...(process.getuid?.() === 0 ? ['the server runs as root: without the sandbox a command can raise its resource limits and leave its cgroup'] : []),
     ],
   };
-  // In the command's own shell: the cgroup first (before it forks), then the resource limits.
-  const unconfined = (command: string, cgroup: CallCgroup | undefined, cpuSeconds: number): string[] =>
-    bashArgs(command, [...(cgroup ? [cgroup.joinCommand()] : []), ...ulimitCommands(limits, cpuSeconds, false)]);
   let reaper: ResidentReaper;
   try {
     reaper = await ResidentReaper.start();
   } catch (err) {
+    // In the command's own shell: the cgroup first (before it forks), then the resource limits.
+    const unconfined = (command: string, cgroup: CallCgroup | undefined, cpuSeconds: number): string[] =>
+      bashArgs(command, [...(cgroup ? [cgroup.joinCommand()] : []), ...ulimitCommands(limits, cpuSeconds, false)]);
     return {
       mode: 'unconfined',
       reaping: 'process-group',
@@ -155,6 +164,7 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
             signalOnServerExit: 'SIGKILL',
           }),
         ),
+      close: () => {},
     };
   }
   return {
@@ -164,10 +174,7 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
     hidden: noHidden,
     limits,
     enforced,
-    run: (command, options) =>
-      runLimited(limits, cgroups, options, (cgroup, cpuSeconds) =>
-        reaper.run('bash', unconfined(command, cgroup, cpuSeconds), { ...options, env: commandEnv(), killGraceMs: KILL_GRACE_MS }),
-      ),
+    ...waitingShells({ reaper, wrapper: [], cwd: root, env: commandEnv() }, cgroups, limits, false, options.spares),
   };
 }
 
@@ -188,6 +195,71 @@ async function openCgroups(limits: BashLimits): Promise<{ cgroups: CallCgroups |
       notes.push('TOOLPORT_BASH_MAX_MEMORY does not apply without a memory cgroup (TOOLPORT_BASH_MAX_ADDRESS_SPACE bounds each process instead)');
     return { cgroups: undefined, notes };
   }
+}
+
+/**
+ * How calls run under the reaper: each in a shell started ahead of it (see `WaitingShell`), one
+ * pool of them per isolation. The limits are those of a shell started for the call: the cgroup
+ * joined before anything started, the resource limits set in the shell before the command.
+ * `processes` sets RLIMIT_NPROC too (in the sandbox only: see `ulimitCommands`).
+ */
+function waitingShells(
+  shell: Omit<ShellStart, 'cgroup'>,
+  cgroups: CallCgroups | undefined,
+  limits: BashLimits,
+  processes: boolean,
+  spares = DEFAULT_SPARES,
+): Pick<BashIsolation, 'run' | 'close'> {
+  const pool = new SparePool({
+    start: async (onEnd) => WaitingShell.start({ ...shell, cgroup: await cgroups?.create() }, onEnd),
+    size: spares,
+    idleMs: SPARE_IDLE_MS,
+  });
+  const run: BashIsolation['run'] = async (command, options) => {
+    const cpuSeconds = cpuSecondsFor(limits, options.timeoutMs);
+    const notRun = { exitCode: null, exitSignal: null, timedOut: false, cpuSeconds };
+    if (options.signal?.aborted) return { ...notRun, abortReason: options.signal.reason };
+    // As spawn refuses them: no program can receive a NUL byte in an argument.
+    if (command.includes('\0')) {
+      const error = Object.assign(new TypeError('The command must be a string without null bytes'), { code: 'ERR_INVALID_ARG_VALUE' });
+      return { ...notRun, spawnError: error };
+    }
+    const prelude = ulimitCommands(limits, cpuSeconds, processes).join('; ');
+    try {
+      return await pool.use(async (waiting) => ({ ...(await waiting.run(prelude, command, options)), cpuSeconds }));
+    } catch (err) {
+      return { ...notRun, spawnError: err as NodeJS.ErrnoException };
+    }
+  };
+  const close = (): void => {
+    pool.close();
+    shell.reaper.close();
+  };
+  return { run, close };
+}
+
+/** Runs `command` in a sandbox started for it, on the call's path: the way without the reaper. */
+function runFresh(
+  args: readonly string[],
+  limits: BashLimits,
+  command: string,
+  cgroup: CallCgroup | undefined,
+  cpuSeconds: number,
+  options: BashRunOptions,
+): Promise<RunOutcome> {
+  // RLIMIT_NPROC is set inside: set on bwrap, it would also cap the user's processes outside the sandbox's namespace.
+  const inner = ['bash', ...bashArgs(command, ulimitCommands(limits, cpuSeconds, true))];
+  const sandboxed = [BWRAP, ...args, '--', ...inner];
+  // The cgroup is joined outside, where /sys is writable, before bwrap forks anything.
+  const [file, ...rest] = cgroup ? ['bash', '-c', `${cgroup.joinCommand()}; exec "$@"`, 'bash', ...sandboxed] : sandboxed;
+  // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
+  return runProcess(file!, rest, {
+    ...options,
+    env: commandEnv({ TMPDIR: '/tmp' }),
+    killGraceMs: KILL_GRACE_MS,
+    signalOnServerExit: 'SIGKILL',
+    endsWithLeader: true,
+  });
 }
 
 /** Runs one call in a cgroup of its own (when there are cgroups), then reads what the cgroup counted and releases it. */

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 
@@ -42,6 +42,13 @@ export interface RunOptions {
    * (the reaper, which still has processes outside the group to kill).
    */
   signalOnServerExit?: 'SIGTERM' | 'SIGKILL';
+  /**
+   * The program ends everything it started when it exits (bubblewrap, whose PID namespace dies
+   * with it), so its group is not swept after it exits. A sweep finds the sandbox's init as a
+   * zombie in the group (orphaned to PID 1, which may reap it late) and would poll /proc for the
+   * whole kill grace, on every call.
+   */
+  endsWithLeader?: boolean;
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
 }
@@ -57,28 +64,63 @@ export interface RunOutcome {
   abortReason?: unknown;
 }
 
+/** How `startInGroup` starts a program. */
+export interface StartOptions {
+  cwd: string;
+  env: Record<string, string>;
+  /** What the group gets when the server exits while it may still run (see `RunOptions`). */
+  signalOnServerExit?: 'SIGTERM' | 'SIGKILL';
+  /** Gives the program a pipe from the server as fd 3 (stdin is always /dev/null). */
+  extraPipe?: boolean;
+}
+
+/** A program started in a process group of its own, not yet watched (see `superviseGroup`). */
+export type GroupChild = ChildProcess & { readonly stdout: Readable; readonly stderr: Readable };
+
 /**
- * Runs a program in a process group of its own (`detached`, which also starts a new session, so
- * there is no controlling terminal), stdin from /dev/null, output streamed to the callbacks.
- * On timeout or abort the whole group is killed: SIGTERM, then SIGKILL after the grace period.
- * When the main process exits, what it left running in its group is killed too, so background
- * jobs neither outlive the call nor hold its pipes open. Never rejects.
+ * Starts a program in a process group of its own (`detached`, which also starts a new session, so
+ * there is no controlling terminal), its output piped. Returns the error instead when it cannot
+ * be started at all; what it writes before `superviseGroup` watches it waits in its pipes.
+ */
+export function startInGroup(file: string, args: readonly string[], options: StartOptions): { child: GroupChild } | { spawnError: NodeJS.ErrnoException } {
+  let child: GroupChild;
+  try {
+    child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: options.extraPipe === true ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    }) as GroupChild;
+  } catch (err) {
+    // Thrown synchronously for arguments no program can receive, such as a NUL byte.
+    return { spawnError: err as NodeJS.ErrnoException };
+  }
+  if (child.pid !== undefined) trackGroup(child.pid, options.signalOnServerExit ?? 'SIGKILL');
+  return { child };
+}
+
+/**
+ * Runs a program in a process group of its own, stdin from /dev/null, output streamed to the
+ * callbacks. On timeout or abort the whole group is killed: SIGTERM, then SIGKILL after the grace
+ * period. When the main process exits, what it left running in its group is killed too, so
+ * background jobs neither outlive the call nor hold its pipes open. Never rejects.
  */
 export function runProcess(file: string, args: readonly string[], options: RunOptions): Promise<RunOutcome> {
+  if (options.signal?.aborted) return Promise.resolve({ exitCode: null, exitSignal: null, timedOut: false, abortReason: options.signal.reason });
+  const started = startInGroup(file, args, options);
+  if ('spawnError' in started) return Promise.resolve({ exitCode: null, exitSignal: null, timedOut: false, spawnError: started.spawnError });
+  return superviseGroup(started.child, options);
+}
+
+/**
+ * Watches a program `startInGroup` started, from now on, as `runProcess` does: its output to the
+ * callbacks, its group killed on timeout or abort (an abort already signalled kills it at once),
+ * and what it left in its group killed when it exits. The child must not have exited yet. Never rejects.
+ */
+export function superviseGroup(child: GroupChild, options: Omit<RunOptions, 'cwd' | 'env'>): Promise<RunOutcome> {
   const graceMs = options.killGraceMs ?? KILL_GRACE_MS;
   const { signal } = options;
   const outcome: RunOutcome = { exitCode: null, exitSignal: null, timedOut: false };
-  if (signal?.aborted) return Promise.resolve({ ...outcome, abortReason: signal.reason });
-
-  let child: ChildProcessByStdio<null, Readable, Readable>;
-  try {
-    child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  } catch (err) {
-    // Thrown synchronously for arguments no program can receive, such as a NUL byte.
-    return Promise.resolve({ ...outcome, spawnError: err as NodeJS.ErrnoException });
-  }
-
-  if (child.pid !== undefined) trackGroup(child.pid, options.signalOnServerExit ?? 'SIGKILL');
   return new Promise((resolve) => {
     let finished = false;
     let killing = false;
@@ -105,7 +147,8 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
       outcome.abortReason = signal?.reason;
       killGroup();
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
 
     child.stdout.on('data', options.onStdout);
     child.stderr.on('data', options.onStderr);
@@ -121,7 +164,8 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
       clearTimeout(timer);
       // The leader is reaped, but its group lives on while any member does. The id could only
       // be reused by a new group leader with the same pid: not within the milliseconds this takes.
-      killGroup();
+      if (options.endsWithLeader === true && child.pid !== undefined) forgetGroup(child.pid);
+      else killGroup();
       closeTimer = setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();

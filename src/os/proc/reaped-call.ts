@@ -8,24 +8,37 @@ import { CLOSE_SLACK_MS, forgetGroup, KILL_GRACE_MS, killProcessGroup, trackGrou
  */
 export const REAPER_SLACK_MS = 1_000;
 
+// What a command started ahead may write before its call begins; past it, it waits to write.
+const MAX_HELD_BYTES = 64 * 1024;
+
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]));
 
+/** How a call that was started ahead of its use is then run (see `ReapedCall.begin`). */
+export type BeginOptions = Pick<RunOptions, 'timeoutMs' | 'signal' | 'onStdout' | 'onStderr'>;
+
 /**
- * One command run by the resident reaper, as the server sees it: its two output connections, the
- * call reaper's process group (killed on timeout or abort), and how it ended. `done` settles once
- * the command's status is known and both connections have closed (or, when the call reaper was
- * killed before it could clean up, a grace period later), or at once when it could not start.
- * Never rejects.
+ * One command run by the resident reaper, as the server sees it: its output connections (and
+ * input, when it takes one), the call reaper's process group (killed on timeout or abort), and
+ * how it ended. `done` settles once the command's status is known and both output connections
+ * have closed (or, when the call reaper was killed before it could clean up, a grace period
+ * later), or at once when it could not start. Never rejects.
+ *
+ * A call can be started ahead of its use: made without `RunOptions`, its command waits for its
+ * input while no timer runs and its output waits in the connections, until `begin`.
  */
 export class ReapedCall {
   readonly done: Promise<RunOutcome>;
   readonly #outcome: RunOutcome = { exitCode: null, exitSignal: null, timedOut: false };
-  readonly #options: RunOptions;
+  #options: BeginOptions | undefined;
   // How long the server's SIGTERM of the group waits before SIGKILL.
   readonly #groupGraceMs: number;
   readonly #onFinish: () => void;
-  readonly #timer: NodeJS.Timeout;
+  #timer: NodeJS.Timeout | undefined;
   readonly #sockets: Socket[] = [];
+  // Output that came before `begin`, by connection, in order.
+  readonly #held: Array<{ stream: 'stdout' | 'stderr'; socket: Socket; chunks: Buffer[]; hold: (chunk: Buffer) => void }> = [];
+  #input: Socket | undefined;
+  #pendingInput: string | undefined;
   #resolve: (outcome: RunOutcome) => void = () => {};
   #pid: number | undefined;
   #killing = false;
@@ -35,31 +48,84 @@ export class ReapedCall {
   #closed = 0;
   #closeTimer: NodeJS.Timeout | undefined;
 
-  constructor(options: RunOptions, onFinish: () => void) {
-    this.#options = options;
-    this.#groupGraceMs = (options.killGraceMs ?? KILL_GRACE_MS) + REAPER_SLACK_MS;
+  /** `options` begins the call at once; without them it waits for `begin`. */
+  constructor(killGraceMs: number | undefined, onFinish: () => void, options?: BeginOptions) {
+    this.#groupGraceMs = (killGraceMs ?? KILL_GRACE_MS) + REAPER_SLACK_MS;
     this.#onFinish = onFinish;
     this.done = new Promise((resolve) => (this.#resolve = resolve));
+    if (options !== undefined) void this.begin(options);
+  }
+
+  /** False once it has ended (or been discarded) before `begin`. */
+  get alive(): boolean {
+    return !this.#finished && !this.#ended;
+  }
+
+  /**
+   * Runs the call from now on: its timeout starts, its abort signal counts, its output goes to the
+   * callbacks (what came before first), and `input` goes to its input connection, which is then
+   * closed. Resolves as `done` does.
+   */
+  begin(options: BeginOptions, input?: string): Promise<RunOutcome> {
+    if (this.#options !== undefined) return this.done;
+    this.#options = options;
+    if (this.#finished) return this.done;
     this.#timer = setTimeout(() => {
       this.#outcome.timedOut = true;
       this.#kill();
     }, options.timeoutMs);
-    options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (options.signal?.aborted) this.#onAbort();
+    else options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    for (const { stream, socket, chunks, hold } of this.#held.splice(0)) {
+      socket.off('data', hold);
+      this.#listen(stream, socket, Buffer.concat(chunks));
+    }
+    if (input !== undefined) {
+      if (this.#input !== undefined) this.#input.end(input);
+      else this.#pendingInput = input;
+    }
+    return this.done;
   }
 
-  /** One of the command's output connections, after its opening; `first` is what came with it. */
-  attach(stream: 'stdout' | 'stderr', socket: Socket, first: Buffer): void {
+  /** Ends a call that has not begun, and its command; nothing waits for it. */
+  discard(): void {
+    if (this.#options === undefined) this.#kill();
+  }
+
+  /** One of the command's connections, after its opening; `first` is what came with it. */
+  attach(stream: 'stdout' | 'stderr' | 'stdin', socket: Socket, first: Buffer): void {
     if (this.#finished) {
       socket.destroy();
       return;
     }
     this.#sockets.push(socket);
-    const onData = stream === 'stdout' ? this.#options.onStdout : this.#options.onStderr;
-    if (first.length > 0) onData(first);
-    socket.on('data', onData);
+    if (stream === 'stdin') {
+      this.#input = socket;
+      if (this.#pendingInput !== undefined) socket.end(this.#pendingInput);
+      return;
+    }
     socket.on('close', () => {
       if (++this.#closed === 2 && this.#ended) this.#finish();
     });
+    if (this.#options !== undefined) return this.#listen(stream, socket, first);
+    // Kept until the call begins (a waiting command writes nothing, or why it failed), and read on
+    // meanwhile so that its end is seen: a command that ends before its call ends the call.
+    const chunks = [first];
+    let bytes = first.length;
+    const hold = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      if (bytes > MAX_HELD_BYTES) socket.pause();
+    };
+    socket.on('data', hold);
+    this.#held.push({ stream, socket, chunks, hold });
+  }
+
+  #listen(stream: 'stdout' | 'stderr', socket: Socket, first: Buffer): void {
+    const onData = stream === 'stdout' ? this.#options!.onStdout : this.#options!.onStderr;
+    if (first.length > 0) onData(first);
+    socket.on('data', onData);
+    socket.resume();
   }
 
   /** The resident forked the call reaper: its pid is also its process group's. */
@@ -109,7 +175,7 @@ export class ReapedCall {
   }
 
   readonly #onAbort = (): void => {
-    this.#outcome.abortReason = this.#options.signal?.reason;
+    this.#outcome.abortReason = this.#options?.signal?.reason;
     this.#kill();
   };
 
@@ -143,7 +209,7 @@ export class ReapedCall {
     this.#finished = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#closeTimer);
-    this.#options.signal?.removeEventListener('abort', this.#onAbort);
+    this.#options?.signal?.removeEventListener('abort', this.#onAbort);
     for (const socket of this.#sockets) socket.destroy();
     if (release) this.#release();
     this.#resolve(this.#outcome);

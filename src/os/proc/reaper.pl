@@ -22,8 +22,11 @@
 # gone, exit at once), and the name of the server's socket in the abstract namespace.
 #
 # A request is a decimal byte count and a newline, then that many bytes: the call's token, its
-# working directory, the grace period in ms, the number of environment entries, the entries
-# (NAME=value) and the command, separated by NUL bytes; no command is a trial that runs nothing.
+# working directory, the grace period in ms, its flags (`i`: the command reads what the server
+# sends on fd 3, a third connection opened with the token and `i`), the number of files the call
+# reaper writes its pid to before it forks the command (cgroup.procs: the call's cgroups), the
+# files, the number of environment entries, the entries (NAME=value) and the command, separated
+# by NUL bytes; no command is a trial that runs nothing.
 # Each report is one line on stdout, written whole (shorter than PIPE_BUF): `pid TOKEN PID` from
 # the resident once it forked the call reaper; `done TOKEN STATUS` from the call reaper when its
 # subtree is gone (STATUS is the command's wait status); `error TOKEN MESSAGE` when it could not
@@ -82,12 +85,13 @@ while (1) {
   while ($pending =~ /\A(\d+)\n/) {
     my ($start, $size) = (length($1) + 1, $1);
     last if length($pending) < $start + $size;
-    my ($token, $cwd, $grace_ms, $count, @rest) = split /\0/, substr($pending, $start, $size), -1;
+    my ($token, $cwd, $grace_ms, $flags, $joins, @rest) = split /\0/, substr($pending, $start, $size), -1;
     substr($pending, 0, $start + $size, '');
-    my @env = splice(@rest, 0, $count);
+    my @join = splice(@rest, 0, $joins);
+    my @env = splice(@rest, 0, shift @rest);
     my $pid = fork();
     if (!defined $pid) { report("error $token fork: $!"); next; }
-    reap_call($token, $cwd, $grace_ms, \@env, \@rest) if $pid == 0;
+    reap_call($token, $cwd, $grace_ms, $flags, \@join, \@env, \@rest) if $pid == 0;
     # Both sides set the group, so it exists before the server can hear of the pid.
     setpgrp($pid, $pid);
     $tokens{$pid} = $token;
@@ -98,7 +102,7 @@ while (1) {
 sub fail { (my $message = $_[1]) =~ tr/\n/ /; report("error $_[0] $message"); exit 127; }
 
 sub reap_call {
-  my ($token, $cwd, $grace_ms, $env, $command) = @_;
+  my ($token, $cwd, $grace_ms, $flags, $join, $env, $command) = @_;
   $SIG{CHLD} = 'DEFAULT';
   mask(SIG_BLOCK, $stops);
   setpgrp(0, 0);
@@ -107,8 +111,12 @@ sub reap_call {
   # The reports go on through a copy that the command does not inherit (Perl marks it close-on-exec).
   open(my $reports, '>&', \*STDOUT) or fail($token, "dup: $!");
   $to_server = $reports;
+  for my $file (@$join) {
+    my $procs;
+    open($procs, '>', $file) && print($procs $$) && close($procs) or fail($token, "could not join the call's cgroup ($file): $!");
+  }
   my @streams;
-  for my $stream ('o', 'e') {
+  for my $stream ('o', 'e', ($flags =~ /i/ ? 'i' : ())) {
     socket(my $socket, AF_UNIX, SOCK_STREAM, 0) or fail($token, "socket: $!");
     # A sockaddr_un in the abstract namespace: the family, a NUL, then the name.
     connect($socket, pack('S', AF_UNIX) . chr(0) . $address) or fail($token, "connect to the server: $!");
@@ -117,19 +125,29 @@ sub reap_call {
   }
   open(STDIN, '<', '/dev/null') or fail($token, "/dev/null: $!");
   open(STDOUT, '>&', $streams[0]) && open(STDERR, '>&', $streams[1]) or fail($token, "dup: $!");
-  close($_) for @streams;
+  my $input = $streams[2];
+  close($_) for @streams[0, 1];
   chdir($cwd) or fail($token, "$cwd: $!");
   if (!@$command) { report("done $token 0"); exit 0; }
   my $main = fork();
   fail($token, "fork: $!") unless defined $main;
   if ($main == 0) {
     %ENV = map { split /=/, $_, 2 } @$env;
+    my $fd3;
+    if (defined $input) {
+      # fd 3, kept open across exec: the lowest free descriptor once the reports' copy is closed,
+      # and not above $^F, so Perl does not mark it close-on-exec.
+      close($to_server);
+      $^F = 3;
+      open($fd3, '<&', $input) && fileno($fd3) == 3 or do { print STDERR "toolport reaper: no fd 3 for the input: $!\n"; exit 127; };
+    }
     mask(SIG_UNBLOCK, $stops);
     # In a block of its own: perl -w would warn that the line after it is unlikely to be reached.
     { exec { $command->[0] } @$command };
     print STDERR "toolport reaper: $command->[0]: $!\n";
     exit 127;
   }
+  close($input) if defined $input;
   my $status;
   # The handler leaves the wait by dying, but only while the eval below is on the stack. More than
   # one signal can come (the server's SIGTERM, then PR_SET_PDEATHSIG as the resident dies with the
@@ -156,21 +174,29 @@ sub reap_call {
 
   # Done only when waitpid finds no child at all: a child that is exiting can be gone from /proc's
   # list (or a zombie there) before waitpid may reap it.
+  # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
+  # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
   my $deadline;
   my %termed;
+  my $pause = 0.0005;
+  my $rounds = 0;
   while (1) {
     my $pid;
     while (($pid = waitpid(-1, WNOHANG)) > 0) { $status = $? if $pid == $main; }
     last if $pid < 0;
-    my @left = descendants();
+    my @left = $rounds++ > 0 ? descendants() : ();
     if (@left) {
       $deadline //= now_ms() + $grace_ms;
       if (now_ms() >= $deadline) { kill 'KILL', @left; }
       else { my @new = grep { !$termed{$_}++ } @left; kill 'TERM', @new if @new; }
     }
-    select(undef, undef, undef, 0.01);
+    select(undef, undef, undef, $pause);
+    $pause = $pause * 2 > 0.01 ? 0.01 : $pause * 2;
   }
   $status = 1 << 8 unless defined $status;
+  # The output connections end now, before the report, so the server has all of the output (and
+  # their end) as soon as it hears: Perl's own exit can take milliseconds more.
+  open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
   report("done $token $status");
   if ($status & SIGNAL_BITS) {
     my $signal = $status & SIGNAL_BITS;

@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome } from './process.js';
-import { ReapedCall } from './reaped-call.js';
+import { ReapedCall, type BeginOptions } from './reaped-call.js';
 
 /**
  * The reaper's Perl source (see its header for what it does and its protocol). It sits beside
@@ -94,7 +94,9 @@ export class ResidentReaper {
         reaper.#server.once('error', reject);
         reaper.#server.listen(`\0${reaper.#address}`, () => resolve());
       });
-      const outcome = await reaper.#submit([], { cwd: '/', env: reaper.#env, timeoutMs: CHECK_TIMEOUT_MS, onStdout: () => {}, onStderr: () => {} });
+      const trial = { cwd: '/', env: reaper.#env, timeoutMs: CHECK_TIMEOUT_MS, onStdout: () => {}, onStderr: () => {} };
+      const call = reaper.#submit([], trial, trial);
+      const outcome = call instanceof ReapedCall ? await call.done : { ...notRun(), spawnError: call };
       const reason = trialFailure(reaper.#perl, outcome, reaper.#resident?.stderr ?? '');
       if (reason !== undefined) throw new Error(reason);
     } catch (err) {
@@ -106,7 +108,19 @@ export class ResidentReaper {
 
   /** Runs `file args` under a call reaper. `killGraceMs` is the reaper's grace between SIGTERM and SIGKILL. */
   run(file: string, args: readonly string[], options: RunOptions): Promise<RunOutcome> {
-    return this.#submit([file, ...args], options);
+    if (options.signal?.aborted) return Promise.resolve({ ...notRun(), abortReason: options.signal.reason });
+    const call = this.#submit([file, ...args], options, options);
+    return call instanceof ReapedCall ? call.done : Promise.resolve({ ...notRun(), spawnError: call });
+  }
+
+  /**
+   * Starts `file args` under a call reaper ahead of its use: the command runs at once, and what
+   * it reads on fd 3 (its input connection) comes when the call begins (`ReapedCall.begin`), which
+   * starts its timeout. `joins` are the files (cgroup.procs) the call reaper writes its pid to
+   * before it starts the command. Returns the error when it cannot even be asked for.
+   */
+  prepare(file: string, args: readonly string[], options: PrepareOptions): ReapedCall | NodeJS.ErrnoException {
+    return this.#submit([file, ...args], { ...options, input: true });
   }
 
   /** Stops the resident; calls still running are ended by their reapers, as when the server dies. */
@@ -116,30 +130,33 @@ export class ResidentReaper {
     this.#server.close();
   }
 
-  #submit(command: string[], options: RunOptions): Promise<RunOutcome> {
-    const outcome: RunOutcome = { exitCode: null, exitSignal: null, timedOut: false };
-    if (options.signal?.aborted) return Promise.resolve({ ...outcome, abortReason: options.signal.reason });
+  #submit(command: string[], spec: PrepareOptions & { input?: boolean }, begin?: BeginOptions): ReapedCall | NodeJS.ErrnoException {
     const token = randomBytes(TOKEN_CHARS / 2).toString('hex');
-    const env = Object.entries(options.env).map(([name, value]) => `${name}=${value}`);
-    const fields = [token, options.cwd, String(options.killGraceMs ?? KILL_GRACE_MS), String(env.length), ...env, ...command];
+    const env = Object.entries(spec.env).map(([name, value]) => `${name}=${value}`);
+    const joins = spec.joins ?? [];
+    const flags = spec.input === true ? 'i' : '';
+    const fields = [token, spec.cwd, String(spec.killGraceMs ?? KILL_GRACE_MS), flags, String(joins.length), ...joins, String(env.length), ...env, ...command];
     // As spawn refuses them: no program can receive a NUL byte in an argument.
     if (fields.some((field) => field.includes('\0'))) {
-      const error = Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), {
+      return Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), {
         code: 'ERR_INVALID_ARG_VALUE',
       });
-      return Promise.resolve({ ...outcome, spawnError: error });
     }
-    if (this.#closed) return Promise.resolve({ ...outcome, spawnError: new Error('the reaper was closed') });
+    if (this.#closed) return new Error('the reaper was closed');
     const resident = this.#resident ?? this.#startResident();
-    const call = new ReapedCall(options, () => {
-      this.#calls.delete(token);
-      resident.tokens.delete(token);
-    });
+    const call = new ReapedCall(
+      spec.killGraceMs,
+      () => {
+        this.#calls.delete(token);
+        resident.tokens.delete(token);
+      },
+      begin,
+    );
     this.#calls.set(token, call);
     resident.tokens.add(token);
     const payload = Buffer.from(fields.join('\0'));
     resident.child.stdin.write(Buffer.concat([Buffer.from(`${payload.length}\n`), payload]));
-    return call.done;
+    return call;
   }
 
   #startResident(): Resident {
@@ -213,12 +230,32 @@ export class ResidentReaper {
       socket.off('data', onOpening);
       socket.setTimeout(0);
       const call = this.#calls.get(opening.toString('latin1', 0, TOKEN_CHARS));
-      const stream = opening[TOKEN_CHARS] === 0x6f ? 'stdout' : opening[TOKEN_CHARS] === 0x65 ? 'stderr' : undefined;
+      const stream = STREAMS.get(opening[TOKEN_CHARS]!);
       if (call === undefined || stream === undefined) socket.destroy();
       else call.attach(stream, socket, opening.subarray(TOKEN_CHARS + 1));
     };
     socket.on('data', onOpening);
   }
+}
+
+/** How a connection names its stream after the token: `o`, `e`, or `i` (the command's input). */
+const STREAMS = new Map<number, 'stdout' | 'stderr' | 'stdin'>([
+  [0x6f, 'stdout'],
+  [0x65, 'stderr'],
+  [0x69, 'stdin'],
+]);
+
+/** What `ResidentReaper.prepare` needs: where and how to run, and the cgroups to join. */
+export interface PrepareOptions {
+  cwd: string;
+  env: Record<string, string>;
+  killGraceMs?: number;
+  /** Files the call reaper writes its pid to before it starts the command (the call's cgroup.procs). */
+  joins?: readonly string[];
+}
+
+function notRun(): RunOutcome {
+  return { exitCode: null, exitSignal: null, timedOut: false };
 }
 
 /** Why a trial call failed, or undefined when it worked. */

@@ -12,7 +12,7 @@ import { createBashTool } from '../../../src/tools/bash.js';
 import { bwrapArgs, hiddenPaths, sandboxedBash, sandboxUnavailableReason, type HiddenPaths } from '../../../src/os/proc/sandbox.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { escapees } from '../../fixtures/escapees.js';
-import { killAll, processesWith, uniqueMarker, waitFor } from '../../support/processes.js';
+import { killAll, processesIn, processesWith, uniqueMarker, waitFor } from '../../support/processes.js';
 import { requireOrSkip, skipWithout } from '../../support/require.js';
 import { toolContext } from '../../support/tool-context.js';
 import { temporaryDirectory } from '../../support/workspace.js';
@@ -21,7 +21,10 @@ type TestContext = { after(fn: () => Promise<void> | void): void; skip(reason: s
 
 async function workspace(t: TestContext): Promise<Workspace> {
   const dir = await temporaryDirectory(t, 'toolport-sandbox-');
-  return Workspace.open(dir);
+  const ws = await Workspace.open(dir);
+  // Ends the sandboxes Bash started ahead in it.
+  t.after(() => ws.close());
+  return ws;
 }
 
 /**
@@ -164,6 +167,36 @@ test('sandboxed Bash gets a private, empty /tmp and /run', async (t) => {
   );
   assert.deepEqual(result, { text: '/tmp\nok', isError: false });
   assert.equal(existsSync(`/tmp/${path.basename(hostFile)}-inside`), false);
+});
+
+test('sandboxed Bash gives every call namespaces and a /tmp of its own, one call after another and many at once', async (t) => {
+  const tool = await sandboxedTool(t);
+  if (!tool) return;
+  // What a call sees of itself: its PID, mount and network namespaces, and what is in its /tmp once it has written there.
+  const probe =
+    'touch /tmp/mine-$$; echo "$(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/net) $(ls /tmp | grep -v "^ws$\\|toolport-" | tr "\\n" " ")"';
+  const shape = /^pid:\[\d+\] mnt:\[\d+\] net:\[\d+\] mine-\d+ $/;
+  for (let i = 0; i < 6; i++) assert.match((await run(tool.bash, probe)).text, shape, 'only its own file in /tmp');
+  // Eight at once, each waiting (through the workspace they share; $$ is 2 in every sandbox) until all eight run, so that
+  // their namespaces all exist at the same time: a freed namespace's number can come back.
+  const together = `mktemp started-XXXXXXXX >/dev/null; until [ "$(ls started-* | wc -l)" -ge 8 ]; do sleep 0.01; done; ${probe}`;
+  const results = (await Promise.all(Array.from({ length: 8 }, () => run(tool.bash, together)))).map((r) => r.text);
+  for (const text of results) assert.match(text, shape, 'only its own file in /tmp');
+  for (const kind of [0, 1, 2]) {
+    const seen = new Set(results.map((text) => text.split(' ')[kind]));
+    assert.equal(seen.size, results.length, `a namespace of each kind per call: ${[...seen].join(', ')}`);
+  }
+});
+
+test('sandboxed Bash starts sandboxes ahead of calls, and closing the workspace ends them', async (t) => {
+  const tool = await sandboxedTool(t);
+  if (!tool) return;
+  const inWorkspace = (): number[] => processesIn(tool.ws.root);
+  assert.deepEqual(await run(tool.bash, 'echo first'), { text: 'first', isError: false });
+  // The tool's concurrency (4) waits after a call: call reapers, bubblewrap and their shells.
+  await waitFor(() => inWorkspace().length >= 4, 'sandboxes to be started ahead');
+  await tool.ws.close();
+  await waitFor(() => inWorkspace().length === 0, 'no sandbox left once the workspace is closed');
 });
 
 test('sandboxed Bash has no network: a server listening on the host loopback is unreachable', async (t) => {

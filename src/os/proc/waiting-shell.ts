@@ -1,0 +1,109 @@
+import type { CallCgroup } from './call-cgroup.js';
+import type { CgroupEvents } from './limit-notes.js';
+import { KILL_GRACE_MS, type RunOutcome } from './process.js';
+import { ReapedCall, type BeginOptions } from './reaped-call.js';
+import type { ResidentReaper } from './reaper.js';
+import type { Spare } from './spare-pool.js';
+
+// bash's `read` takes a socket a byte at a time; past this many bytes `cat` reads the command (one fork).
+const READ_BYTES = 8_192;
+
+/**
+ * What a waiting shell runs: a bash that reads, from the server's connection on fd 3, the shell
+ * commands that set the call's limits, the command's length and the command, then sets the limits
+ * and becomes `bash -c command`, so the command starts as it always did: a fresh shell whose $0 is
+ * `bash`, stdin from /dev/null. Not on stdin: a bash whose stdin is a socket takes itself for one
+ * started by sshd and reads ~/.bashrc. Only the server writes that connection; an empty one (the
+ * server discarding the shell) ends it.
+ */
+const WAIT_SCRIPT = [
+  `IFS= read -r -u 3 -d '' prelude && IFS= read -r -u 3 -d '' size || exit 125`,
+  `if ((size > ${READ_BYTES})); then command=$(cat <&3; printf .); command=\${command%.}; else IFS= read -r -u 3 -d '' command; fi`,
+  'exec 3<&-',
+  'eval "$prelude"',
+  'exec bash -c "$command"',
+].join('\n');
+
+/** What a waiting shell needs to start. */
+export interface ShellStart {
+  reaper: ResidentReaper;
+  /** The program the shell runs inside and its arguments up to `--` (bubblewrap), or none. */
+  wrapper: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Joined by the call reaper, outside any sandbox (where /sys is writable), before the wrapper starts. */
+  cgroup?: CallCgroup;
+}
+
+/** How one command ended, with what its cgroup counted. */
+export type ShellOutcome = RunOutcome & { cgroup?: CgroupEvents };
+
+/**
+ * A shell started ahead of its call under the resident reaper, waiting for the one command it
+ * will run: the call reaper, the cgroup and (in the sandbox) bubblewrap's namespaces and mounts
+ * are set up while no one waits, by forking a small Perl where a spawn from the server would hold
+ * its event loop for milliseconds, and the call only hands over its command. Each runs one
+ * command and is gone; nothing of it is reused. Its call reaper is in a process group of its own
+ * like any command's, kills whatever the command leaves, and ends with the server.
+ */
+export class WaitingShell implements Spare {
+  readonly #call: ReapedCall;
+  readonly #cgroup: CallCgroup | undefined;
+  #begun = false;
+  #released = false;
+
+  private constructor(call: ReapedCall, cgroup: CallCgroup | undefined, onEnd: () => void) {
+    this.#call = call;
+    this.#cgroup = cgroup;
+    void call.done.then(() => {
+      if (this.#begun) return;
+      this.#release();
+      onEnd();
+    });
+  }
+
+  /** Asks the reaper for one; throws when it cannot even be asked (the reaper closed). */
+  static start(options: ShellStart, onEnd: () => void): WaitingShell {
+    const { cgroup } = options;
+    const [file, ...args] = [...options.wrapper, 'bash', '-c', WAIT_SCRIPT];
+    const call = options.reaper.prepare(file!, args, { cwd: options.cwd, env: options.env, killGraceMs: KILL_GRACE_MS, joins: cgroup?.procsFiles() });
+    if (!(call instanceof ReapedCall)) {
+      void cgroup?.release();
+      throw call;
+    }
+    return new WaitingShell(call, cgroup, onEnd);
+  }
+
+  get alive(): boolean {
+    return !this.#begun && this.#call.alive;
+  }
+
+  /**
+   * Runs `command` after `prelude` (shell commands that set its limits), as the reaper runs any
+   * command: output to the callbacks, the group killed on timeout or abort. Never rejects.
+   */
+  async run(prelude: string, command: string, options: BeginOptions): Promise<ShellOutcome> {
+    if (options.signal?.aborted) {
+      this.discard();
+      return { exitCode: null, exitSignal: null, timedOut: false, abortReason: options.signal.reason };
+    }
+    this.#begun = true;
+    try {
+      const outcome = await this.#call.begin(options, `${prelude}\0${Buffer.byteLength(command)}\0${command}`);
+      return this.#cgroup ? { ...outcome, cgroup: await this.#cgroup.events() } : outcome;
+    } finally {
+      this.#release();
+    }
+  }
+
+  discard(): void {
+    if (!this.#begun) this.#call.discard();
+  }
+
+  /** Hands the cgroup back (once), when its last process has gone. */
+  #release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    void this.#cgroup?.release();
+  }
+}
