@@ -76,6 +76,7 @@ export class ReapedCall {
     }, options.timeoutMs);
     if (options.signal?.aborted) this.#onAbort();
     else options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    for (const socket of this.#sockets) socket.ref();
     for (const { stream, socket, chunks, hold } of this.#held.splice(0)) {
       socket.off('data', hold);
       this.#listen(stream, socket, Buffer.concat(chunks));
@@ -99,6 +100,8 @@ export class ReapedCall {
       return;
     }
     this.#sockets.push(socket);
+    // A call that waits for its begin keeps no process alive; one that runs does, as a spawn does.
+    if (this.#options === undefined) socket.unref();
     if (stream === 'stdin') {
       this.#input = socket;
       if (this.#pendingInput !== undefined) socket.end(this.#pendingInput);

@@ -15,7 +15,12 @@ import { temporaryDirectory } from '../../support/workspace.js';
 async function startReaper(t: TestContext): Promise<ResidentReaper | undefined> {
   try {
     const reaper = await ResidentReaper.start();
-    t.after(() => reaper.close());
+    // A call that waits for its begin keeps no process alive (nor does the reaper): the test does.
+    const keepAlive = setInterval(() => {}, 1_000);
+    t.after(() => {
+      clearInterval(keepAlive);
+      reaper.close();
+    });
     return reaper;
   } catch (err) {
     requireOrSkip(t, 'the reaper (Perl)', (err as Error).message);
