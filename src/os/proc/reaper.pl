@@ -51,6 +51,8 @@ sub WNOHANG () { 1 }
 sub EINTR () { 4 }
 sub AF_UNIX () { 1 }
 sub SOCK_STREAM () { 1 }
+# The size of sockaddr_un's sun_path.
+sub SUN_PATH_BYTES () { 108 }
 # A wait status: the signal that ended the process, if any, is in its low 7 bits.
 sub SIGNAL_BITS () { 127 }
 # The most one read from the server takes.
@@ -61,6 +63,10 @@ $0 = 'toolport-reaper';
 syscall($SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
 exit 0 if getppid() != $server;
 my $resident = $$;
+# The server's socket: the family, then sun_path whole, a NUL and the name padded with NULs. The
+# server binds the padded form on every Node line (Node before 22 pads a name itself, later ones
+# bind it as given), and to the kernel a shorter form is another name.
+my $server_address = pack('S', AF_UNIX) . pack('a' . SUN_PATH_BYTES, chr(0) . $address);
 # SIGHUP, SIGINT and SIGTERM as a kernel sigset_t: one 64-bit word, or two 32-bit ones where Perl has no 64-bit integers.
 my $stop_bits = (1 << (SIGHUP - 1)) | (1 << (SIGINT - 1)) | (1 << (SIGTERM - 1));
 my $stops = eval { pack('Q', $stop_bits) } // pack('L2', $stop_bits, 0);
@@ -118,8 +124,7 @@ sub reap_call {
   my @streams;
   for my $stream ('o', 'e', ($flags =~ /i/ ? 'i' : ())) {
     socket(my $socket, AF_UNIX, SOCK_STREAM, 0) or fail($token, "socket: $!");
-    # A sockaddr_un in the abstract namespace: the family, a NUL, then the name.
-    connect($socket, pack('S', AF_UNIX) . chr(0) . $address) or fail($token, "connect to the server: $!");
+    connect($socket, $server_address) or fail($token, "connect to the server: $!");
     syswrite($socket, $token . $stream) == length($token) + 1 or fail($token, "write to the server: $!");
     push @streams, $socket;
   }

@@ -11,6 +11,16 @@ import { ReapedCall, type BeginOptions } from './reaped-call.js';
  * this module: in src/, in dist/ (the build copies it), and beside the bundles in dist/main/.
  */
 const REAPER_SCRIPT = fileURLToPath(new URL('./reaper.pl', import.meta.url));
+// sockaddr_un's sun_path: the reaper connects to the name padded to its whole size (reaper.pl).
+const SUN_PATH_BYTES = 108;
+
+/**
+ * The socket's name in the abstract namespace, padded with NULs to sun_path's size: Node before 22
+ * pads a name itself and later lines bind it as given, so the padding makes it one name on every line.
+ */
+function abstractName(name: string): string {
+  return `\0${name}`.padEnd(SUN_PATH_BYTES, '\0');
+}
 
 /**
  * The numbers of the prctl and rt_sigprocmask system calls, by Node's `process.arch`. Perl's
@@ -92,7 +102,7 @@ export class ResidentReaper {
     try {
       await new Promise<void>((resolve, reject) => {
         reaper.#server.once('error', reject);
-        reaper.#server.listen(`\0${reaper.#address}`, () => resolve());
+        reaper.#server.listen(abstractName(reaper.#address), () => resolve());
       });
       const trial = { cwd: '/', env: reaper.#env, timeoutMs: CHECK_TIMEOUT_MS, onStdout: () => {}, onStderr: () => {} };
       const call = reaper.#submit([], trial, trial);

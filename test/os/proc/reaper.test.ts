@@ -70,6 +70,23 @@ test('reaperUnavailableReason finds the reaper working here, or says why not', a
   else assert.equal(typeof reason, 'string');
 });
 
+test('the server binds its socket under the name reaper.pl connects to, padded to sun_path whole, on every Node line', async (t) => {
+  // Node before 22 pads an abstract name with NULs and later lines do not; to the kernel those are
+  // two names, and a reaper connecting to the other one gets "Connection refused" on every call.
+  const reaper = await startReaper(t);
+  if (reaper === undefined) return;
+  const names = readFileSync('/proc/net/unix', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ').at(-1) ?? '')
+    .filter((name) => name.startsWith(`@toolport-reaper-${process.pid}-`));
+  assert.ok(names.length > 0, 'the listening socket is in /proc/net/unix');
+  for (const name of names) assert.match(name, /^@toolport-reaper-\d+-[0-9a-f]{16}@+$/);
+  assert.deepEqual(new Set(names.map((name) => name.length)), new Set([108]));
+  const run = reaped(reaper, 'echo reached', 1000);
+  assert.equal((await run).exitCode, 0);
+  assert.equal(run.opts.out(), 'reached\n');
+});
+
 test('reaperUnavailableReason says how to install perl when it is missing', async (t) => {
   await pathWithOnly(t, ['bash']);
   assert.equal(await reaperUnavailableReason(), 'perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)');
