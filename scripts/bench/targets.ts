@@ -129,8 +129,12 @@ export async function recordReplies(
   return { served, notServed, failures };
 }
 
+/** Whether this Node runs TypeScript by stripping its types (22.18 and 23.6 on). */
+export function nodeStripsTypes(): boolean {
+  return typeof (process.features as { typescript?: unknown }).typescript === 'string';
+}
+
 /** Node runs TypeScript by stripping its types from 22.18 and 23.6 on; before that, through tsx. */
 function typeScriptEntry(file: string): string[] {
-  const stripsTypes = typeof (process.features as { typescript?: unknown }).typescript === 'string';
-  return stripsTypes ? [file] : ['--import', 'tsx', file];
+  return nodeStripsTypes() ? [file] : ['--import', 'tsx', file];
 }

@@ -6,14 +6,16 @@
  * each timed sequentially over one kept-alive connection. Each figure of 100 and 1,000 tools is
  * compared with the same figure of 10 tools: a call should not grow with the count.
  */
+import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import { transform } from 'esbuild';
 import { ROOT } from './options.js';
 import { rssOf } from './processes.js';
 import { median, percentile, type RowSummary } from './report.js';
 import { THROUGHPUT_ROWS } from './rows.js';
 import { withServer } from './slots.js';
-import { toolportSpec, type BenchContext } from './targets.js';
+import { nodeStripsTypes, toolportSpec, type BenchContext } from './targets.js';
 import type { RequestSpec } from './wrk.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/generated-tools.ts');
@@ -61,7 +63,7 @@ export async function toolCountSlot(ctx: BenchContext, row: ToolCountRow, round:
     latenciesMs: {},
     failures: [],
   };
-  const spec = toolportSpec(ctx, `${row.id}-${round}`, { TOOLPORT_PLUGINS: FIXTURE, GENERATED_TOOLS: String(row.count), LOG_LEVEL: 'warn' });
+  const spec = toolportSpec(ctx, `${row.id}-${round}`, { TOOLPORT_PLUGINS: await pluginFile(ctx), GENERATED_TOOLS: String(row.count), LOG_LEVEL: 'warn' });
   const calls = ctx.options.quick ? 5 : 100;
   await withServer(spec, 'toolport', slot.failures, async (server) => {
     slot.readyMs = server.readyMs;
@@ -100,6 +102,19 @@ export async function toolCountSlot(ctx: BenchContext, row: ToolCountRow, round:
     slot.rssEndBytes = await rssOf(server.pid);
   });
   return slot;
+}
+
+/**
+ * The plug-in as toolport loads it: the fixture itself where Node strips types (22.18 and later),
+ * else the fixture with its types removed by esbuild, written once into the run's directory, so
+ * that no TypeScript loader is in the start-up being measured.
+ */
+async function pluginFile(ctx: BenchContext): Promise<string> {
+  if (nodeStripsTypes()) return FIXTURE;
+  const file = path.join(ctx.dir, 'generated-tools.mjs');
+  const { code } = await transform(await readFile(FIXTURE, 'utf8'), { loader: 'ts', format: 'esm', target: 'node20' });
+  await writeFile(file, code);
+  return file;
 }
 
 /** The table's lines: per count, start-up and each measure, compared with the same figure at 10 tools. */
