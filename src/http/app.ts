@@ -22,6 +22,7 @@ import { requestLog } from './request-log.js';
 import { installJsonBody } from './json-body.js';
 import { lazySchemaCompilers } from './lazy-compilers.js';
 import { registerOpenAPI } from './openapi/document.js';
+import type { OpenAPIDocument } from './openapi/tools-document.js';
 import { metadataUrls, oauthRoutes } from './routes/oauth-metadata.js';
 import { healthRoutes } from './routes/health.js';
 import { callsRoutes, CALLS_TRANSPORT } from './routes/calls.js';
@@ -29,7 +30,7 @@ import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
 export interface AppOptions {
-  /** The tools to serve. Tools registered before building the app get their own routes; a source's tools may change later (lists follow). */
+  /** The tools to serve; a source's tools may change later (the lists and the OpenAPI document follow). */
   registry: ToolRegistry;
   /** The upstream MCP servers, for `/readyz` and the metrics. */
   upstreams?: UpstreamStates;
@@ -121,10 +122,10 @@ export interface Toolport {
 declare module 'fastify' {
   interface FastifyInstance {
     toolport: Toolport;
+    /** The OpenAPI document as `/openapi.json` serves it now: every tool registered, each its own operation. */
+    openapiDocument(): OpenAPIDocument;
   }
   interface FastifyContextConfig {
-    /** The tool a per-tool route calls. */
-    tool?: string;
     /** The route runs tool calls, which may keep its connection silent for minutes (see `installConnectionGuards`). */
     runsTools?: boolean;
     /** What the route's body holds, for the errors about a body it cannot read (default: `the tool input`). */

@@ -151,7 +151,7 @@ async function runCommand(
       const { buildApp } = await import('../http/app.js');
       const app = await buildApp({ registry });
       await app.ready();
-      const document = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+      const document = `${JSON.stringify(app.openapiDocument(), null, 2)}\n`;
       await app.close();
       if (values.out) await writeFile(values.out, document);
       else process.stdout.write(document);

@@ -192,7 +192,7 @@ function invalidToken(message: string, metadataUrl: string): UnauthorizedError {
 /** For a token's caller, the 403 for a tool the route calls that its token does not grant; undefined otherwise (a key's scope is the gateway's to check). */
 function toolRefusal(request: FastifyRequest, identity: KeyIdentity, oauth: TokenGuardOptions): UnauthorizedError | undefined {
   if (!isTokenIdentity(identity) || identity.tools === undefined) return undefined;
-  const tool = request.routeOptions.config.tool ?? (request.routeOptions.url === '/tools/:name' ? (request.params as { name?: string }).name : undefined);
+  const tool = request.routeOptions.url === '/tools/:name' ? (request.params as { name?: string }).name : undefined;
   return tool === undefined ? undefined : insufficientScope(identity, tool, request.routeOptions.url === '/mcp' ? oauth.mcpMetadataUrl : oauth.metadataUrl);
 }
 

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { StaticDocumentSpec } from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { OpenAPIDocument } from './tools-document.js';
 
 // Headers that describe one connection or are made anew for the answer, not passed along.
 const NOT_PASSED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'host']);
@@ -12,10 +13,10 @@ const NOT_PASSED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'co
  * called in process; these routes carry the app's hooks (keys, Host guard), as the browser's own
  * did, and answer what it answers.
  */
-export function docsRoutes(app: FastifyInstance): void {
+export function docsRoutes(app: FastifyInstance, current: () => OpenAPIDocument): void {
   let browser: Promise<FastifyInstance> | undefined;
   const answer = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    browser ??= documentBrowser(app).catch((err: unknown) => {
+    browser ??= documentBrowser(current()).catch((err: unknown) => {
       browser = undefined;
       throw err;
     });
@@ -33,16 +34,16 @@ export function docsRoutes(app: FastifyInstance): void {
   app.get('/docs/*', { schema: { hide: true } }, answer);
 }
 
-async function documentBrowser(app: FastifyInstance): Promise<FastifyInstance> {
+async function documentBrowser(served: OpenAPIDocument): Promise<FastifyInstance> {
   const [{ default: Fastify }, { default: swagger }, { default: swaggerUi }] = await Promise.all([
     import('fastify'),
     import('@fastify/swagger'),
     import('@fastify/swagger-ui'),
   ]);
   const browser = Fastify();
-  // The app's document, made once its routes are all there (they are by the first request). The
-  // static mode's types know OpenAPI 3.0 only; it serves the 3.1 document as it is.
-  const document = app.swagger() as unknown as StaticDocumentSpec['document'];
+  // The app's document as /openapi.json serves it at the first request (the routes are all there by
+  // then). The static mode's types know OpenAPI 3.0 only; it serves the 3.1 document as it is.
+  const document = served as unknown as StaticDocumentSpec['document'];
   await browser.register(swagger, { mode: 'static', specification: { document } });
   await browser.register(swaggerUi, { routePrefix: '/docs' });
   await browser.ready();

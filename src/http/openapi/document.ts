@@ -7,6 +7,7 @@ import { docsRoutes } from './docs.js';
 import { PUBLISHED_SCHEMAS } from './response-schemas.js';
 import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
 import { liveDocument } from './live-tools.js';
+import { sendPrebuilt } from '../compressed-lists.js';
 import type { ToolRegistry } from '../../core/registry.js';
 import type { IssuerMetadata } from '../../auth/issuer-metadata.js';
 import { securitySchemes } from './security.js';
@@ -75,26 +76,37 @@ export async function registerOpenAPI(
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  if (options.docs) docsRoutes(app);
   const live = liveDocument(options.registry);
   const current = (): OpenAPIDocument => live(() => app.swagger() as unknown as OpenAPIDocument);
-  app.get('/openapi.json', { schema: { hide: true } }, async () => current());
-  // Made once per key scope, on first request (the document exists once the app is ready), and
-  // again after the tools change. Weakly held: a keys reload that drops a scope drops its document too.
-  let scopedDocuments = new WeakMap<ToolScope, string>();
-  let unscopedDocument: string | undefined;
+  app.decorate('openapiDocument', current);
+  if (options.docs) docsRoutes(app, current);
+  // Each document is serialised once per change of the tools (and per key scope for the tools-only
+  // one), on its first request, and sent as lists are: compressed when the client accepts it, with
+  // a strong ETag per coding. Weakly held: a keys reload that drops a scope drops its document too.
   let madeFrom: OpenAPIDocument | undefined;
-  const documentFor = (scope: ToolScope | undefined): string => JSON.stringify(toolsDocument(current(), scope));
-  app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, async (request, reply) => {
-    if (madeFrom !== current()) {
-      madeFrom = current();
-      scopedDocuments = new WeakMap();
-      unscopedDocument = undefined;
+  let full: Buffer | undefined;
+  let unscoped: Buffer | undefined;
+  let scoped = new WeakMap<ToolScope, Buffer>();
+  const fresh = (): OpenAPIDocument => {
+    const document = current();
+    if (madeFrom !== document) {
+      madeFrom = document;
+      full = unscoped = undefined;
+      scoped = new WeakMap();
     }
+    return document;
+  };
+  const bytes = (document: unknown): Buffer => Buffer.from(JSON.stringify(document));
+  app.get('/openapi.json', { schema: { hide: true } }, (request, reply) => {
+    const document = fresh();
+    sendPrebuilt(request, reply, (full ??= bytes(document)), JSON_TYPE);
+  });
+  app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, (request, reply) => {
+    const document = fresh();
     const scope = request.apiKey?.tools;
-    let text: string | undefined;
-    if (scope === undefined) text = unscopedDocument ??= documentFor(undefined);
-    else if ((text = scopedDocuments.get(scope)) === undefined) scopedDocuments.set(scope, (text = documentFor(scope)));
-    return reply.type(JSON_TYPE).send(text);
+    let body: Buffer | undefined;
+    if (scope === undefined) body = unscoped ??= bytes(toolsDocument(document));
+    else if ((body = scoped.get(scope)) === undefined) scoped.set(scope, (body = bytes(toolsDocument(document, scope))));
+    sendPrebuilt(request, reply, body, JSON_TYPE);
   });
 }

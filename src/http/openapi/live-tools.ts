@@ -1,17 +1,29 @@
 import { publishedSchema } from '../../core/formats.js';
 import type { ToolRegistry } from '../../core/registry.js';
 import type { ToolDef } from '../../core/types.js';
-import type { OpenAPIDocument } from './tools-document.js';
-
-const TOOL_TAG = 'tools';
+import { toolResultComponent, type OpenAPIDocument } from './tools-document.js';
 
 /**
- * The document as the registry is now. Routes, and so the operations @fastify/swagger documents,
- * are made once, when the app is built; a tool source whose tools change later (an upstream that
- * sent `list_changed`) is served through `POST /tools/{name}`. Here each tool gets its operation
- * all the same (shaped as the built ones, from one of them), a source's tool the one of its
- * definition now, and a tool no longer registered loses its. Made again only when the registry's
- * list changes.
+ * The operationId of `POST /tools/{name}`, the one route that calls every tool: its operation is
+ * the template of each tool's own, and is not in the document itself (a generic "call any tool"
+ * would reach the consumers that turn operations into tools as a tool of its own).
+ */
+export const TOOL_CALL_TEMPLATE = 'callTool';
+
+const SCHEMA_REF = '#/components/schemas/';
+
+interface Operation {
+  parameters?: Array<{ in?: string }>;
+  responses?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/**
+ * The document as the registry is now: `POST /tools/<name>` for every tool registered, each shaped
+ * as the template (its query parameters and answers) with the tool's own name, description and
+ * body, and the 200 naming the tool's typed ToolResult when the document has one. Made again only
+ * when the registry's list changes, so a tool that an upstream added or changed later is described
+ * as it is now, and one no longer registered loses its operation.
  */
 export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocument) => OpenAPIDocument {
   let madeFor: readonly ToolDef[] | undefined;
@@ -20,23 +32,17 @@ export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocum
     const tools = registry.tools();
     if (made !== undefined && madeFor === tools) return made;
     const document = built();
-    const registered = new Set(tools.map((t) => t.name));
+    const schemas = document.components?.schemas ?? {};
     const paths: OpenAPIDocument['paths'] = {};
-    let template: Record<string, unknown> | undefined;
     for (const [path, item] of Object.entries(document.paths)) {
-      const operation = toolOperation(item);
-      if (operation !== undefined) {
-        template ??= operation;
-        if (!registered.has(operation['operationId'] as string)) continue;
+      const { post, ...others } = item as { post?: Operation };
+      if (post?.operationId !== TOOL_CALL_TEMPLATE) {
+        paths[path] = item;
+        continue;
       }
-      paths[path] = item;
-    }
-    if (template !== undefined) {
-      for (const tool of tools) {
-        const path = `/tools/${tool.name}`;
-        // A source's tool is described as it is now: its definition may have changed since its route was made.
-        if (paths[path] === undefined || registry.sourceOf(tool.name) !== '') paths[path] = { post: operationOf(tool, template) };
-      }
+      if (Object.keys(others).length > 0) paths[path] = others;
+      const template = toolTemplate(post);
+      for (const tool of tools) paths[`/tools/${tool.name}`] = { post: operationOf(tool, template, schemas) };
     }
     madeFor = tools;
     made = { ...document, paths };
@@ -44,26 +50,42 @@ export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocum
   };
 }
 
-function toolOperation(item: Record<string, unknown>): Record<string, unknown> | undefined {
-  const post = item['post'] as { tags?: string[]; operationId?: string } | undefined;
-  return post?.tags?.includes(TOOL_TAG) === true && typeof post.operationId === 'string' ? (post as Record<string, unknown>) : undefined;
+/** The generic call's operation without what is the generic route's own: the name in the path, and its 404 for no such tool. */
+function toolTemplate(generic: Operation): Operation {
+  const { parameters = [], responses = {}, ...rest } = generic;
+  const answers = { ...responses };
+  delete answers['404'];
+  const query = parameters.filter((p) => p.in !== 'path');
+  return { ...rest, ...(query.length > 0 ? { parameters: query } : {}), responses: answers };
 }
 
-/** A tool's operation, like one @fastify/swagger made from a route: the template's parameters and answers, the tool's own body. */
-function operationOf(tool: ToolDef, template: Record<string, unknown>): Record<string, unknown> {
-  const responses = { ...(template['responses'] as Record<string, unknown>) };
-  // The template's 200 may name its own tool's ToolResult (a tool with an output schema): the plain one here.
-  if (responses['200'] !== undefined) responses['200'] = plainAnswer(responses['200']);
+function operationOf(tool: ToolDef, template: Operation, schemas: Record<string, unknown>): Operation {
+  const own = `${SCHEMA_REF}${toolResultComponent(tool.name)}`;
+  const typed = tool.outputSchema !== undefined && schemas[toolResultComponent(tool.name)] !== undefined;
+  const responses = typed ? { ...template.responses, 200: typedAnswer(template.responses?.['200'], own) } : template.responses;
+  const { parameters, tags, ...rest } = template;
+  delete rest['operationId'];
+  // In the order of the operations @fastify/swagger makes, so the document reads as one made from routes.
   return {
-    ...template,
     operationId: tool.name,
     summary: tool.annotations?.title ?? tool.name,
+    tags,
     description: tool.description,
+    // As the tool lists publish it: `properties` always there, every enum with its type (Open
+    // WebUI loses the values of an enum without one).
     requestBody: { required: true, content: { 'application/json': { schema: publishedSchema(tool.inputSchema) } } },
+    ...(parameters !== undefined ? { parameters } : {}),
+    ...rest,
     responses,
   };
 }
 
-function plainAnswer(answer: unknown): unknown {
-  return JSON.parse(JSON.stringify(answer).replace(/"#\/components\/schemas\/ToolResult_[^"]*"/g, '"#/components/schemas/ToolResult"'));
+/** The 200 answer with the plain ToolResult among its JSON answer's alternatives replaced by the tool's own. */
+function typedAnswer(answer: unknown, own: string): unknown {
+  const { content } = answer as { content?: Record<string, { schema?: { anyOf?: Array<{ $ref?: unknown }> } }> };
+  const json = content?.['application/json'];
+  const anyOf = json?.schema?.anyOf;
+  if (json === undefined || !Array.isArray(anyOf)) return answer;
+  const members = anyOf.map((member) => (member.$ref === `${SCHEMA_REF}ToolResult` ? { ...member, $ref: own } : member));
+  return { ...(answer as object), content: { ...content, 'application/json': { ...json, schema: { ...json.schema, anyOf: members } } } };
 }

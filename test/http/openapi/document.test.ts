@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ToolRegistry } from '../../../src/core/registry.js';
@@ -23,7 +24,7 @@ async function generatedDocument(): Promise<Record<string, unknown>> {
     const registry = await createToolset({ workspace, bashSandbox: false, plugins: [], tools: undefined });
     const app = await buildApp({ registry });
     await app.ready();
-    const doc = JSON.parse(JSON.stringify(app.swagger())) as Record<string, unknown>;
+    const doc = JSON.parse(JSON.stringify(app.openapiDocument())) as Record<string, unknown>;
     await app.close();
     return doc;
   });
@@ -142,6 +143,50 @@ test('each tool is its own operation, with the tool name as operationId and its 
   // The generic route is not an operation of its own: every tool already is one.
   assert.equal(doc.paths['/tools/{name}'].post, undefined);
   assert.ok(doc.paths['/tools/{name}'].get);
+});
+
+test('both documents are sent as the lists are: compressed when accepted, with a strong ETag per coding, 304 when it matches, made once until the tools change', async (t) => {
+  const registry = new ToolRegistry().register(Echo);
+  const app = await buildApp({ registry });
+  t.after(() => app.close());
+  for (const url of ['/openapi.json', '/openapi.tools.json']) {
+    const plain = await app.inject({ url });
+    assert.equal(plain.statusCode, 200);
+    assert.equal(plain.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.headers['cache-control'], 'no-cache');
+    assert.match(String(plain.headers.vary), /Accept-Encoding/);
+    const tag = String(plain.headers.etag);
+    assert.match(tag, /^"[\w-]{22}"$/);
+    const br = await app.inject({ url, headers: { 'accept-encoding': 'gzip, deflate, br' } });
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(br.headers.etag, `${tag.slice(0, -1)}-br"`);
+    assert.ok(br.rawPayload.length < plain.rawPayload.length / 2, `${url}: brotli ${br.rawPayload.length} B of ${plain.rawPayload.length} B`);
+    assert.deepEqual(JSON.parse(brotliDecompressSync(br.rawPayload).toString('utf8')), plain.json());
+    const gz = await app.inject({ url, headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.deepEqual(JSON.parse(gunzipSync(gz.rawPayload).toString('utf8')), plain.json());
+    const again = await app.inject({ url, headers: { 'if-none-match': tag } });
+    assert.equal(again.statusCode, 304);
+    assert.equal(again.body, '');
+    // The same bytes while the tools are the same.
+    assert.equal((await app.inject({ url })).headers.etag, tag);
+  }
+  const before = (await app.inject({ url: '/openapi.json' })).headers.etag;
+  registry.register({ ...Echo, name: 'Echo2' });
+  const after = await app.inject({ url: '/openapi.json', headers: { 'if-none-match': String(before) } });
+  assert.equal(after.statusCode, 200, 'a new tool makes a new document');
+  assert.equal(after.json().paths['/tools/Echo2'].post.operationId, 'Echo2');
+});
+
+test('the API browser is given the document /openapi.json serves: one operation per tool, no generic call', async (t) => {
+  const app = await buildApp({ registry: new ToolRegistry().register(Echo) });
+  t.after(() => app.close());
+  const served = (await app.inject({ url: '/openapi.json' })).json();
+  const browsers = (await app.inject({ url: '/docs/json' })).json();
+  assert.deepEqual(browsers.paths, served.paths);
+  assert.equal(browsers.paths['/tools/Echo'].post.operationId, 'Echo');
+  assert.equal(browsers.paths['/tools/{name}'].post, undefined);
 });
 
 test('GET /docs serves the API browser', async (t) => {
