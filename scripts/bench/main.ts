@@ -23,7 +23,7 @@ import path from 'node:path';
 import { machine, revision } from './machine.js';
 import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
-import { median, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
+import { median, mib, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
 import { BASH_DEFAULT_GOAL, BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
 import { bashSlot, coldStartSlot, throughputSlot, throughputTargets, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
@@ -31,6 +31,7 @@ import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdi
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
 import { perSecondSpread, writeWrkScript, wrkVersion, type WrkResult } from './wrk.js';
 import { startTokenRow, TOKEN_ROW } from './token-row.js';
+import { RSS_ROW, rssSlot, summariseRss, type RssSlot } from './rss-row.js';
 import { summariseToolCounts, TOOL_COUNT_ROWS, toolCountSlot, type ToolCountSlot } from './tool-count.js';
 import { REDIS_ROW, startRedisRow } from './redis-row.js';
 
@@ -83,6 +84,7 @@ async function main(): Promise<number> {
     TOKEN_ROW.id,
     REDIS_ROW.id,
     ...TOOL_COUNT_ROWS.map((row) => row.id),
+    RSS_ROW.id,
   ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
   // Started only when selected: a real authorization server, and one access token from it.
@@ -96,7 +98,17 @@ async function main(): Promise<number> {
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
   const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
   const toolCountRows = TOOL_COUNT_ROWS.filter((row) => selected(options, row, ids));
-  if (rows.length === 0 && token === undefined && !runBash && !runStarts && !runStdioStarts && upstreamRows.length === 0 && toolCountRows.length === 0)
+  const runRss = selected(options, RSS_ROW, ids);
+  if (
+    rows.length === 0 &&
+    token === undefined &&
+    !runBash &&
+    !runStarts &&
+    !runStdioStarts &&
+    upstreamRows.length === 0 &&
+    toolCountRows.length === 0 &&
+    !runRss
+  )
     throw new Error(`--only ${options.only.join(', ')} selects no row; the ids are ${ids.join(', ')}`);
   const recorded = await recordReplies(ctx, rows);
   failures.push(...recorded.failures);
@@ -170,6 +182,20 @@ async function main(): Promise<number> {
     }
   }
 
+  // Once per run, after the rounds: one server through --rss-calls keyed calls (about 17 minutes by default).
+  let rss: RssSlot | undefined;
+  if (runRss) {
+    const echoKeyed = THROUGHPUT_ROWS.find((row) => row.id === 'echo-keyed')!;
+    const script = await writeWrkScript(dir, RSS_ROW.id, rowRequest(ctx, echoKeyed));
+    say(`${RSS_ROW.id}: ${options.rssCalls.toLocaleString('en-US')} keyed Echo calls through one server...`);
+    rss = collect(await rssSlot(ctx, echoKeyed, script, options.rssCalls));
+    for (const sample of rss.samples) {
+      say(
+        `${RSS_ROW.id}  ${sample.atS} s  ${sample.calls.toLocaleString('en-US')} calls  RSS ${mib(sample.rssBytes)} MiB  heap ${mib(sample.heapUsedBytes)} MiB`,
+      );
+    }
+  }
+
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
   const summaries: RowSummary[] = [
     ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!, row.baseline?.name)),
@@ -190,6 +216,7 @@ async function main(): Promise<number> {
     ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
     ...upstreamRows.map((row) => summariseUpstream(row, upstreams.get(row.id)!.toolport, upstreams.get(row.id)!.direct)),
     ...summariseToolCounts(toolCounts),
+    ...(rss === undefined ? [] : [summariseRss(rss, options.rssCalls)]),
   ];
   const about = machine(nproc, wrk, pinning.note);
   const printed = [
@@ -238,6 +265,7 @@ async function main(): Promise<number> {
         ...slot,
         p50Ms: Object.fromEntries(Object.entries(latenciesMs).map(([measure, values]) => [measure, median(values)])),
       })),
+      rss: rss?.samples,
     },
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
@@ -275,7 +303,6 @@ function describeRun(result: WrkResult | undefined): string {
 }
 
 function rssChange(slot: { rssStartBytes: number | undefined; rssEndBytes: number | undefined }): string {
-  const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(1));
   return `, RSS ${mib(slot.rssStartBytes)} → ${mib(slot.rssEndBytes)} MiB`;
 }
 

@@ -26,6 +26,8 @@ export interface BenchOptions {
   upstreamCalls: number;
   /** Cold starts of each kind per round. */
   starts: number;
+  /** Keyed Echo calls the memory row drives one server through. */
+  rssCalls: number;
   /** Skip the build (tsc and the server's bundle) and measure the `dist/` already there. */
   skipBuild: boolean;
   /** Run only the rows whose id or label contains one of these (case-insensitive); empty: every row. */
@@ -44,6 +46,8 @@ const USAGE = `npm run bench [-- options]
   --upstream-calls N  sequential upstream tools/call calls per slot, after as many unmeasured
                       (default 1000)
   --starts N          cold starts of each kind per round (default 2)
+  --rss-calls N       keyed Echo calls of the memory row, one server, once per run (default
+                      10000000: about 17 minutes at 10,000 calls a second)
   --skip-build        measure the dist/ already built
   --only TEXT         only the row with this id, or else the rows whose id or label contains
                       TEXT; repeatable, or ids separated by commas (ids: get-tools,
@@ -51,7 +55,7 @@ const USAGE = `npm run bench [-- options]
                       bash, bash-default, cold-start, mcp-stdio-start, upstream-stdio,
                       upstream-http, upstream-stdio-mcp, upstream-stdio-mcp-slow,
                       upstream-http-slow, echo-token, read-rules, echo-keyed-redis, tools-10,
-                      tools-100, tools-1000)`;
+                      tools-100, tools-1000, rss-keyed)`;
 
 /** Reads the command line; throws with the usage on a bad flag or value. */
 export function parseOptions(args: string[]): BenchOptions {
@@ -70,6 +74,7 @@ export function parseOptions(args: string[]): BenchOptions {
         'bash-calls': { type: 'string' },
         'upstream-calls': { type: 'string' },
         starts: { type: 'string' },
+        'rss-calls': { type: 'string' },
         'skip-build': { type: 'boolean', default: false },
         only: { type: 'string', multiple: true, default: [] },
         help: { type: 'boolean', default: false },
@@ -95,6 +100,7 @@ export function parseOptions(args: string[]): BenchOptions {
     bashCalls: count('--bash-calls', values['bash-calls'] ?? (quick ? '20' : '200'), 1),
     upstreamCalls: count('--upstream-calls', values['upstream-calls'] ?? (quick ? '20' : '1000'), 1),
     starts: count('--starts', values.starts ?? (quick ? '1' : '2'), 1),
+    rssCalls: count('--rss-calls', values['rss-calls'] ?? (quick ? '2000' : '10000000'), 1),
     skipBuild: values['skip-build'],
     only: values.only.map((text) => text.toLowerCase()),
   };

@@ -6,8 +6,8 @@ import { perSecondSpread } from './wrk.js';
 export interface RowSummary {
   id: string;
   label: string;
-  /** `throughput`: req/s, higher is better; `latency`: ms, lower is better. */
-  kind: 'throughput' | 'latency';
+  /** `throughput`: req/s, higher is better; `latency`: ms, lower is better; `memory`: bytes, lower is better. */
+  kind: 'throughput' | 'latency' | 'memory';
   requestsPerS?: number;
   p50Ms?: number;
   p90Ms?: number;
@@ -53,6 +53,11 @@ export function percentile(values: readonly number[], p: number): number | undef
   const sorted = [...values].sort((a, b) => a - b);
   if (sorted.length === 0) return undefined;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** Bytes in MiB, for the table and the progress lines. */
+export function mib(bytes: number | undefined, digits = 1): string {
+  return bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(digits);
 }
 
 const defined = <T>(values: readonly (T | undefined)[]): T[] => values.filter((v): v is T => v !== undefined);
@@ -188,7 +193,6 @@ export function summariseColdStart(id: string, label: string, goal: Goal | undef
 /** The table as Markdown, which reads in a terminal as well as in the README. */
 export function table(rows: readonly RowSummary[]): string {
   const fixed = (n: number | undefined, digits: number): string => (n === undefined ? '—' : n.toFixed(digits));
-  const mib = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1024 / 1024).toFixed(0));
   const range = (r: [number, number] | undefined): string => (r === undefined ? '—' : `${r[0].toFixed(2)}–${r[1].toFixed(2)}`);
   const head = [
     'path',
@@ -213,7 +217,13 @@ export function table(rows: readonly RowSummary[]): string {
     fixed(r.p90Ms, 2),
     fixed(r.p99Ms, 2),
     fixed(r.slowestSecond, 2),
-    r.baseline === undefined ? '—' : r.kind === 'throughput' ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s` : `${r.baseline.toFixed(2)} ms`,
+    r.baseline === undefined
+      ? '—'
+      : r.kind === 'throughput'
+        ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s`
+        : r.kind === 'memory'
+          ? `${mib(r.baseline, 0)} MiB`
+          : `${r.baseline.toFixed(2)} ms`,
     r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,
     range(r.ratioRange),
     r.sameWork === undefined ? '—' : `${Math.round(r.sameWork).toLocaleString('en-US')} req/s`,
@@ -222,7 +232,7 @@ export function table(rows: readonly RowSummary[]): string {
     r.goal === undefined
       ? '—'
       : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goal.against === undefined ? '' : ` ${r.goal.against}`}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
-    r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)}`,
+    r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes, 0)} → ${mib(r.rssEndBytes, 0)}`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const format = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
