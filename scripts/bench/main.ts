@@ -38,6 +38,9 @@ import { REDIS_ROW, startRedisRow } from './redis-row.js';
 // The rows that are not wrk's, named for --only.
 const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
 const BASH_DEFAULT_ROW = { id: 'bash-default', label: 'Bash `true`, sequential, median (default: sandbox on)' };
+// An agent's calls come after a model's turn, which takes longer than this: a sandbox started ahead is waiting.
+const BASH_PAUSE_MS = 100;
+const BASH_SPACED_ROW = { id: 'bash-spaced', label: `Bash \`true\`, ${BASH_PAUSE_MS} ms apart, median (default: sandbox on)` };
 const COLD_START_ROW = { id: 'cold-start', label: 'cold start to first /healthz 200' };
 const STDIO_START_ROW = { id: 'mcp-stdio-start', label: 'toolport mcp: spawn to the server/discover answer' };
 
@@ -78,6 +81,7 @@ async function main(): Promise<number> {
     ...THROUGHPUT_ROWS.map((row) => row.id),
     BASH_ROW.id,
     BASH_DEFAULT_ROW.id,
+    BASH_SPACED_ROW.id,
     COLD_START_ROW.id,
     STDIO_START_ROW.id,
     ...UPSTREAM_ROWS.map((row) => row.id),
@@ -94,6 +98,7 @@ async function main(): Promise<number> {
   const redisRow = selected(options, REDIS_ROW, ids) ? await startRedisRow(pinning, say) : undefined;
   if (redisRow !== undefined) rows.push(redisRow.row);
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
+  const runSpacedBash = selected(options, BASH_SPACED_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
   const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
@@ -103,6 +108,7 @@ async function main(): Promise<number> {
     rows.length === 0 &&
     token === undefined &&
     !runBash &&
+    !runSpacedBash &&
     !runStarts &&
     !runStdioStarts &&
     upstreamRows.length === 0 &&
@@ -117,6 +123,7 @@ async function main(): Promise<number> {
 
   const throughput = new Map<string, ThroughputSlot[]>(recorded.served.map((row) => [row.id, []]));
   const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
+  const spacedBash = { sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
   const starts: StartSlot[] = [];
   const stdioStarts: StdioStartSlot[] = [];
   const upstreams = new Map(upstreamRows.map((row) => [row.id, { toolport: [] as LatencySlot[], direct: [] as LatencySlot[] }]));
@@ -145,6 +152,18 @@ async function main(): Promise<number> {
       into.push(slot);
       say(
         `${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`,
+      );
+    }
+    for (const [target, into] of runSpacedBash
+      ? ([
+          ['raw', spacedBash.raw],
+          ['toolport-default', spacedBash.sandbox],
+        ] as const)
+      : []) {
+      const slot = collect(await bashSlot(ctx, target, round, BASH_PAUSE_MS));
+      into.push(slot);
+      say(
+        `${tag}  Bash true x${slot.latenciesMs.length}, ${BASH_PAUSE_MS} ms apart  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms`,
       );
     }
     for (let i = 0; i < (runStarts ? options.starts : 0); i++) {
@@ -212,6 +231,17 @@ async function main(): Promise<number> {
           ),
         ]
       : []),
+    ...(runSpacedBash
+      ? [
+          summariseLatency(
+            BASH_SPACED_ROW.id,
+            `Bash \`true\`, ${BASH_PAUSE_MS} ms apart, median (default: sandbox ${spacedBash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown'})`,
+            undefined,
+            spacedBash.sandbox,
+            spacedBash.raw,
+          ),
+        ]
+      : []),
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
     ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
     ...upstreamRows.map((row) => summariseUpstream(row, upstreams.get(row.id)!.toolport, upstreams.get(row.id)!.direct)),
@@ -256,6 +286,7 @@ async function main(): Promise<number> {
     slots: {
       throughput: Object.fromEntries(throughput),
       bash: { toolport: bash.toolport.map(latencyFigures), sandbox: bash.sandbox.map(latencyFigures), raw: bash.raw.map(latencyFigures) },
+      bashSpaced: { sandbox: spacedBash.sandbox.map(latencyFigures), raw: spacedBash.raw.map(latencyFigures) },
       coldStart: starts,
       stdioStart: stdioStarts,
       upstreams: Object.fromEntries(

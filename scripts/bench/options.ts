@@ -52,7 +52,7 @@ const USAGE = `npm run bench [-- options]
   --only TEXT         only the row with this id, or else the rows whose id or label contains
                       TEXT; repeatable, or ids separated by commas (ids: get-tools,
                       get-tools-keyed, echo, echo-keyed, mcp-tools-list, mcp-tools-call, calls,
-                      bash, bash-default, cold-start, mcp-stdio-start, upstream-stdio,
+                      bash, bash-default, bash-spaced, cold-start, mcp-stdio-start, upstream-stdio,
                       upstream-http, upstream-stdio-mcp, upstream-stdio-mcp-slow,
                       upstream-http-slow, echo-token, read-rules, echo-keyed-redis, tools-10,
                       tools-100, tools-1000, rss-keyed)`;

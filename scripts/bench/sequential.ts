@@ -9,15 +9,16 @@ export interface SequentialResult {
 
 /**
  * Sends `request` `calls` times, one after another, over one kept-alive connection (after
- * `warmUp` unmeasured calls), and times each from sending to the last byte of the answer. A call
- * counts as failed unless it answers 2xx with `"isError":false`.
+ * `warmUp` unmeasured calls), `pauseMs` apart, and times each from sending to the last byte of
+ * the answer. A call counts as failed unless it answers 2xx with `"isError":false`.
  */
-export async function sequentialLatencies(url: string, request: RequestSpec, calls: number, warmUp: number): Promise<SequentialResult> {
+export async function sequentialLatencies(url: string, request: RequestSpec, calls: number, warmUp: number, pauseMs = 0): Promise<SequentialResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const latenciesMs: number[] = [];
   const failures: string[] = [];
   try {
     for (let i = 0; i < warmUp + calls; i++) {
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       const started = performance.now();
       const { status, body } = await send(agent, url, request);
       const ms = performance.now() - started;

@@ -127,8 +127,11 @@ export async function throughputSlot(
   return slot;
 }
 
-/** One slot of sequential Bash `true` calls: toolport (sandbox off, or its default), or the raw spawn. */
-export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport-default' | 'raw', round: number): Promise<LatencySlot> {
+/**
+ * One slot of sequential Bash `true` calls: toolport (sandbox off, or its default), or the raw
+ * spawn; back to back, or `pauseMs` apart (half as many calls then).
+ */
+export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport-default' | 'raw', round: number, pauseMs = 0): Promise<LatencySlot> {
   const spec =
     target === 'raw'
       ? rawSpec(ctx, 'bash')
@@ -143,8 +146,8 @@ export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport
   };
   await withServer(spec, slot.target, slot.failures, async (server) => {
     slot.rssStartBytes = await rssOf(server.pid);
-    const calls = ctx.options.bashCalls;
-    const { latenciesMs, failures } = await sequentialLatencies(server.url, BASH_REQUEST, calls, Math.ceil(calls / 10));
+    const calls = pauseMs > 0 ? Math.ceil(ctx.options.bashCalls / 2) : ctx.options.bashCalls;
+    const { latenciesMs, failures } = await sequentialLatencies(server.url, BASH_REQUEST, calls, Math.ceil(calls / 10), pauseMs);
     slot.latenciesMs = latenciesMs;
     slot.rssEndBytes = await rssOf(server.pid);
     if (failures.length > 0) slot.failures.push(`${target} Bash: ${failures.length} failed calls, the first: ${failures[0]}`);
