@@ -21,7 +21,8 @@ interface Operation {
 /**
  * The document as the registry is now: `POST /tools/<name>` for every tool registered, each shaped
  * as the template (its query parameters and answers) with the tool's own name, description and
- * body, and the 200 naming the tool's typed ToolResult when the document has one. Made again only
+ * body, and the 200 naming the tool's typed ToolResult when the document has one (never for a
+ * source's tool). Made again only
  * when the registry's list changes, so a tool that an upstream added or changed later is described
  * as it is now, and one no longer registered loses its operation.
  */
@@ -42,7 +43,12 @@ export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocum
       }
       if (Object.keys(others).length > 0) paths[path] = others;
       const template = toolTemplate(post);
-      for (const tool of tools) paths[`/tools/${tool.name}`] = { post: operationOf(tool, template, schemas) };
+      for (const tool of tools) {
+        // A source's tool may change its output schema after start-up, when the document's
+        // components are already made: it answers the plain ToolResult, which never goes stale.
+        const typed = tool.outputSchema !== undefined && registry.sourceOf(tool.name) === '' && schemas[toolResultComponent(tool.name)] !== undefined;
+        paths[`/tools/${tool.name}`] = { post: operationOf(tool, template, typed) };
+      }
     }
     madeFor = tools;
     made = { ...document, paths };
@@ -59,9 +65,9 @@ function toolTemplate(generic: Operation): Operation {
   return { ...rest, ...(query.length > 0 ? { parameters: query } : {}), responses: answers };
 }
 
-function operationOf(tool: ToolDef, template: Operation, schemas: Record<string, unknown>): Operation {
+/** A tool's operation; `typed`: its 200 names the tool's own ToolResult component. */
+function operationOf(tool: ToolDef, template: Operation, typed: boolean): Operation {
   const own = `${SCHEMA_REF}${toolResultComponent(tool.name)}`;
-  const typed = tool.outputSchema !== undefined && schemas[toolResultComponent(tool.name)] !== undefined;
   const responses = typed ? { ...template.responses, 200: typedAnswer(template.responses?.['200'], own) } : template.responses;
   const { parameters, tags, ...rest } = template;
   delete rest['operationId'];

@@ -12,6 +12,7 @@ import { buildApp } from '../../../src/http/app.js';
 import { toolsDocument, type OpenAPIDocument } from '../../../src/http/openapi/tools-document.js';
 import { createToolset } from '../../../src/assembly/toolset.js';
 import { Echo } from '../../../src/tools/echo.js';
+import { Files } from '../../fixtures/plugins/structured-tools.js';
 import { withTemporaryDirectory } from '../../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -187,6 +188,24 @@ test('the API browser is given the document /openapi.json serves: one operation 
   assert.deepEqual(browsers.paths, served.paths);
   assert.equal(browsers.paths['/tools/Echo'].post.operationId, 'Echo');
   assert.equal(browsers.paths['/tools/{name}'].post, undefined);
+});
+
+test("a tool with an output schema answers its own typed ToolResult in the documents; a source's tool, whose schema may change after start-up, the plain one", async (t) => {
+  const registry = new ToolRegistry().register(Files);
+  registry.replaceSource('up', [{ ...Files, name: 'up__files' }]);
+  const app = await buildApp({ registry });
+  t.after(() => app.close());
+  const json = (operation: { responses: Record<string, { content: Record<string, { schema: { anyOf: Array<{ $ref: string }> } }> }> }) =>
+    operation.responses['200']!.content['application/json']!.schema.anyOf.map((member) => member.$ref);
+  const full = (await app.inject({ url: '/openapi.json' })).json();
+  assert.ok(json(full.paths['/tools/Files'].post).includes('#/components/schemas/ToolResult_Files'));
+  assert.ok(!json(full.paths['/tools/Files'].post).includes('#/components/schemas/ToolResult'));
+  assert.ok(json(full.paths['/tools/up__files'].post).includes('#/components/schemas/ToolResult'));
+  assert.ok(!json(full.paths['/tools/up__files'].post).includes('#/components/schemas/ToolResult_up__files'));
+  const tools = (await app.inject({ url: '/openapi.tools.json' })).json();
+  assert.equal(tools.paths['/tools/Files'].post.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ToolResult_Files');
+  assert.equal(tools.paths['/tools/up__files'].post.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/ToolResult');
+  assert.equal(tools.components.schemas.ToolResult_up__files, undefined);
 });
 
 test('GET /docs serves the API browser', async (t) => {
