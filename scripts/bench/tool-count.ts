@@ -109,9 +109,17 @@ export async function toolCountSlot(ctx: BenchContext, row: ToolCountRow, round:
  * else the fixture with its types removed by esbuild, written once into the run's directory, so
  * that no TypeScript loader is in the start-up being measured.
  */
-async function pluginFile(ctx: BenchContext): Promise<string> {
-  if (nodeStripsTypes()) return FIXTURE;
-  const file = path.join(ctx.dir, 'generated-tools.mjs');
+function pluginFile(ctx: BenchContext): Promise<string> {
+  if (nodeStripsTypes()) return Promise.resolve(FIXTURE);
+  let file = transpiled.get(ctx.dir);
+  if (file === undefined) transpiled.set(ctx.dir, (file = transpile(path.join(ctx.dir, 'generated-tools.mjs'))));
+  return file;
+}
+
+// By run directory: every slot of a run loads the one file.
+const transpiled = new Map<string, Promise<string>>();
+
+async function transpile(file: string): Promise<string> {
   const { code } = await transform(await readFile(FIXTURE, 'utf8'), { loader: 'ts', format: 'esm', target: 'node20' });
   await writeFile(file, code);
   return file;

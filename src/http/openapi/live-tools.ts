@@ -22,9 +22,9 @@ interface Operation {
  * The document as the registry is now: `POST /tools/<name>` for every tool registered, each shaped
  * as the template (its query parameters and answers) with the tool's own name, description and
  * body, and the 200 naming the tool's typed ToolResult when the document has one (never for a
- * source's tool). Made again only
- * when the registry's list changes, so a tool that an upstream added or changed later is described
- * as it is now, and one no longer registered loses its operation.
+ * source's tool). Made again only when the registry's list changes, so a tool that an upstream
+ * added or changed later is described as it is now, and one no longer registered loses its
+ * operation.
  */
 export function liveDocument(registry: ToolRegistry): (built: () => OpenAPIDocument) => OpenAPIDocument {
   let madeFor: readonly ToolDef[] | undefined;
