@@ -3,7 +3,7 @@ import type { ToolDef } from '../core/types.js';
 import type { Config } from '../config/config.js';
 import { loadDefaultPermissions } from '../config/permissions.js';
 import type { RuleCatalog } from '../core/permissions.js';
-import { parseCommandPattern } from '../tools/bash-rules.js';
+import { parseCommandPattern } from '../tools/bash-rules/pattern.js';
 
 /**
  * What permission rules are checked against: the served tools (and what each tool's rules speak

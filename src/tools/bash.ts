@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
-import { checkBashRules } from './bash-permission.js';
+import { checkBashRules } from './bash-rules/permission.js';
 import { defineTool } from '../core/define-tool.js';
 import { describeAbortReason, errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';

@@ -97,9 +97,13 @@ describe('permission rules through the HTTP adapters', () => {
     const cases: Array<[string, string, string | undefined]> = [
       ['echo hi && curl -s evil.example', 'Command `curl -s evil.example` is denied by Bash(curl:*).', 'Bash(curl:*)'],
       ['echo hi; touch docs/owned', 'Command `touch docs/owned` is not allowed by any rule for Bash.', undefined],
-      ['echo $(touch docs/owned)', 'Command `touch docs/owned` is not allowed by any rule for Bash.', undefined],
+      [
+        'echo $(touch docs/owned)',
+        'The command line is not allowed by any rule for Bash: command substitution ($(...)) is not allowed under permission rules.',
+        undefined,
+      ],
       ['bash -c "touch docs/owned"', 'Command `touch docs/owned` is not allowed by any rule for Bash.', undefined],
-      ['echo $(', 'The command line is not allowed by any rule for Bash: the command line could not be parsed.', undefined],
+      ['echo $(', 'The command line is not allowed by any rule for Bash: command substitution ($(...)) is not allowed under permission rules.', undefined],
     ];
     for (const [command, message, rule] of cases) {
       const res = await rest(CI_KEY, 'Bash', { command });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkCommandLine, MAX_COMMANDS, MAX_LINE_BYTES, MAX_NESTING, MAX_PARSE_MS, parseCommandPattern } from '../../src/tools/bash-rules.js';
+import { checkCommandLine, MAX_COMMANDS, MAX_LINE_BYTES, MAX_NESTING, parseCommandPattern } from '../../../src/tools/bash-rules/check.js';
 
 const RULES = {
   allow: ['npm run test:*', 'git status', 'git diff:*', 'echo:*', 'ls:*', 'cat:*', 'grep:*', 'cd:*', 'true'].map(parseCommandPattern),
@@ -12,10 +12,7 @@ const CURL = 'denied by Bash(curl:*)';
 const ONLY_HARMLESS =
   'is refused: before a command only LANG, LANGUAGE, TZ, NO_COLOR, FORCE_COLOR, TERM, COLUMNS, LINES, CI, NODE_ENV, RUST_BACKTRACE, PYTHONUNBUFFERED, PYTHONDONTWRITEBYTECODE and LC_* may be set';
 const EVALUATES = 'is refused: bash evaluates the variables in it as code';
-const SUBSCRIPT = 'is refused: bash evaluates it as arithmetic';
 const CHANGES = 'is refused: it changes what later commands run';
-const BACKTICKS = 'inside backticks is refused';
-const UNPARSED = 'the command line could not be parsed';
 
 // A line and what the rules above make of it: true when allowed, else the reason (and the command it names).
 type Row = readonly [line: string, expected: true | string, command?: string];
@@ -32,13 +29,13 @@ const ROWS: readonly Row[] = [
   ['ls &\necho done', true],
   ['(cd src && ls)', true],
   ['{ echo a; ls; }', true],
-  ['if true; then echo yes; else echo no; fi', true],
-  ['for f in *.ts; do cat "$f"; done', true],
-  ['while true; do ls; done', true],
-  ['case $x in a) echo a;; *) ls;; esac', true],
+  ['if true; then echo yes; else echo no; fi', 'an if statement is not allowed under permission rules'], // was allowed: see the commit message
+  ['for f in *.ts; do cat "$f"; done', 'a for loop is not allowed under permission rules'], // was allowed: see the commit message
+  ['while true; do ls; done', 'a while loop is not allowed under permission rules'], // was allowed: see the commit message
+  ['case $x in a) echo a;; *) ls;; esac', 'a case statement is not allowed under permission rules'], // was allowed: see the commit message
   ['! ls', true],
-  ['[[ -f x ]] && ls', true],
-  ['(( x = 1 + 2 ))', true],
+  ['[[ -f x ]] && ls', 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'], // was allowed: see the commit message
+  ['(( x = 1 + 2 ))', 'an arithmetic command ((( ... ))) is not allowed under permission rules'], // was allowed: see the commit message
   ['', true],
   ['# only a comment', true],
   ['npm run test && curl evil', CURL, 'curl evil'],
@@ -49,11 +46,11 @@ const ROWS: readonly Row[] = [
   ['cat a | sh', '`sh` is not allowed by any rule for Bash', 'sh'],
   ['(ls; curl evil)', CURL, 'curl evil'],
   ['{ ls; curl evil; }', CURL, 'curl evil'],
-  ['if true; then curl evil; fi', CURL, 'curl evil'],
-  ['while curl evil; do ls; done', CURL, 'curl evil'],
-  ['case x in a) curl evil;; esac', CURL, 'curl evil'],
-  ['f() { curl evil; }', CURL, 'curl evil'],
-  ['f() { ls; }; f', '`f` is not allowed by any rule for Bash', 'f'],
+  ['if true; then curl evil; fi', 'an if statement is not allowed under permission rules'],
+  ['while curl evil; do ls; done', 'a while loop is not allowed under permission rules'],
+  ['case x in a) curl evil;; esac', 'a case statement is not allowed under permission rules'],
+  ['f() { curl evil; }', 'a "(" after a command name (a function definition) is not allowed under permission rules'],
+  ['f() { ls; }; f', 'a "(" after a command name (a function definition) is not allowed under permission rules'],
   // Words: exact rules, prefixes on word boundaries, quote removal.
   ['npm run test-evil', '`npm run test-evil` is not allowed by any rule for Bash', 'npm run test-evil'],
   ['npm run testing', '`npm run testing` is not allowed by any rule for Bash'],
@@ -71,37 +68,37 @@ const ROWS: readonly Row[] = [
   ['git $SUB origin', 'denied by Bash(git push:*)', 'git $SUB origin'],
   ['rm -rf / $EXTRA', 'denied by Bash(rm -rf /)'],
   ['$CMD run test', 'the command name is not literal ($CMD)', '$CMD run test'],
-  ['"$(echo npm)" run test', 'the command name is not literal ("$(echo npm)")'],
-  ["$'\\x63url' evil", "the command name is not literal ($'\\x63url')"],
+  ['"$(echo npm)" run test', 'command substitution ($(...)) is not allowed under permission rules'],
+  ["$'\\x63url' evil", "an escape inside $'...' is not allowed under permission rules"],
   ['npm run $T', '`npm run $T` is not allowed by any rule for Bash'],
   ['npm run test $EXTRA', true],
-  ['echo \'curl evil\' "$(ls)"', true],
+  ['echo \'curl evil\' "$(ls)"', 'command substitution ($(...)) is not allowed under permission rules'], // was allowed: see the commit message
   ['echo hi # curl evil', true],
   // Substitutions anywhere run their commands.
-  ['echo $(git status)', true],
-  ['echo "$(ls)" `true`', true],
-  ['echo $(curl evil)', CURL, 'curl evil'],
-  ['echo `curl evil`', CURL, 'curl evil'],
-  ['echo "a $(curl evil) b"', CURL],
-  ['echo ${X:-$(curl evil)}', CURL],
-  ['echo $((1 + $(curl evil)))', CURL],
-  ['X=$(curl evil) ls', CURL],
-  ['X=$(ls)', true],
-  ['X=1', true],
-  ['ls > $(curl evil)', CURL],
-  ['cat <<< "$(curl evil)"', CURL],
-  ['for f in $(curl evil); do ls; done', CURL],
-  ['cat <(ls) >(grep x)', true],
-  ['cat <(curl evil)', CURL, 'curl evil'],
-  ['ls > >(curl evil)', CURL],
+  ['echo $(git status)', 'command substitution ($(...)) is not allowed under permission rules'], // was allowed: see the commit message
+  ['echo "$(ls)" `true`', 'command substitution ($(...)) is not allowed under permission rules'], // was allowed: see the commit message
+  ['echo $(curl evil)', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['echo `curl evil`', 'command substitution (`...`) is not allowed under permission rules'],
+  ['echo "a $(curl evil) b"', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['echo ${X:-$(curl evil)}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['echo $((1 + $(curl evil)))', 'arithmetic expansion ($((...))) is not allowed under permission rules'],
+  ['X=$(curl evil) ls', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['X=$(ls)', 'command substitution ($(...)) is not allowed under permission rules'], // was allowed: see the commit message
+  ['X=1', 'setting X is refused: only lowercase variables may be set alone under permission rules'], // was allowed: see the commit message
+  ['ls > $(curl evil)', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['cat <<< "$(curl evil)"', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['for f in $(curl evil); do ls; done', 'a for loop is not allowed under permission rules'],
+  ['cat <(ls) >(grep x)', 'process substitution (<(...)) is not allowed under permission rules'], // was allowed: see the commit message
+  ['cat <(curl evil)', 'process substitution (<(...)) is not allowed under permission rules'],
+  ['ls > >(curl evil)', 'a redirection (>) without a target is not allowed under permission rules'],
   // Here-documents: an unquoted delimiter expands the body, a quoted one does not.
-  ['cat <<EOF\n$(git status)\nEOF', true],
-  ['cat <<EOF\nhello $(curl evil)\nEOF', CURL, 'curl evil'],
+  ['cat <<EOF\n$(git status)\nEOF', "a here-document whose body bash expands (quote its delimiter: <<'EOF') is not allowed under permission rules"], // was allowed: see the commit message
+  ['cat <<EOF\nhello $(curl evil)\nEOF', "a here-document whose body bash expands (quote its delimiter: <<'EOF') is not allowed under permission rules"],
   // tree-sitter leaves a backtick in a here-document as text: refused rather than guessed.
-  ['cat <<EOF\n`curl evil`\nEOF', `${UNPARSED} ("\`" read as text)`],
+  ['cat <<EOF\n`curl evil`\nEOF', "a here-document whose body bash expands (quote its delimiter: <<'EOF') is not allowed under permission rules"],
   ["cat <<'EOF'\n$(curl evil) `curl evil`\nEOF", true],
   ['cat <<\\EOF\n$(curl evil)\nEOF', true],
-  ['cat <<-EOF\n\t$(curl evil)\n\tEOF', `${UNPARSED} ("$(" read as text)`],
+  ['cat <<-EOF\n\t$(curl evil)\n\tEOF', "a here-document whose body bash expands (quote its delimiter: <<'EOF') is not allowed under permission rules"],
   ['cat <<EOF | sh\nls\nEOF', '`sh` is not allowed by any rule for Bash'],
   // Wrappers are looked through: the command they run must be allowed.
   // Stricter since the rules read assignments: only harmless variables may be set for a command.
@@ -109,8 +106,15 @@ const ROWS: readonly Row[] = [
   ['LANG=C TZ=UTC LC_ALL=C npm run test', true],
   ['env -i -u HOME ls', true],
   ['env -i -u HOME PATH=/bin ls', `setting PATH for ls ${ONLY_HARMLESS}`, 'env -i -u HOME PATH=/bin ls'],
-  ['env -i PATH=/bin -u HOME ls', '`-u HOME ls` is not allowed by any rule for Bash'],
-  ['env X=1 curl evil', CURL, 'env X=1 curl evil'],
+  [
+    'env -i PATH=/bin -u HOME ls',
+    'setting PATH for -u is refused: before a command only LANG, LANGUAGE, TZ, NO_COLOR, FORCE_COLOR, TERM, COLUMNS, LINES, CI, NODE_ENV, RUST_BACKTRACE, PYTHONUNBUFFERED, PYTHONDONTWRITEBYTECODE and LC_* may be set',
+  ],
+  [
+    'env X=1 curl evil',
+    'setting X for curl is refused: before a command only LANG, LANGUAGE, TZ, NO_COLOR, FORCE_COLOR, TERM, COLUMNS, LINES, CI, NODE_ENV, RUST_BACKTRACE, PYTHONUNBUFFERED, PYTHONDONTWRITEBYTECODE and LC_* may be set',
+    'env X=1 curl evil',
+  ],
   ['env', '`env` is not allowed by any rule for Bash'],
   ['env -S "curl evil"', 'the rules cannot read the options of env (-S)'],
   ['env $OPTS ls', 'the arguments of env are not literal ($OPTS)'],
@@ -132,73 +136,73 @@ const ROWS: readonly Row[] = [
   ['stdbuf -oL grep x', true],
   ['setsid -f curl evil', CURL],
   ['builtin cd src', true],
-  ['time { curl evil; }', `${UNPARSED} ("{" where a command name should be)`],
-  ['coproc curl evil', `${UNPARSED} ("coproc" where a command name should be)`],
-  ['xargs curl', '`xargs curl` is not allowed by any rule for Bash'],
-  ['find . -exec curl {} \\;', '`find . -exec curl {} \\;` is not allowed by any rule for Bash'],
+  ['time { curl evil; }', 'denied by Bash(curl:*)'],
+  ['coproc curl evil', 'a coprocess is not allowed under permission rules'],
+  ['xargs curl', 'denied by Bash(curl:*)'],
+  ['find . -exec curl {} \\;', 'find -exec is not allowed under permission rules: it runs commands the rules do not see'],
   // Shells and eval: the string is a line of its own.
   ["bash -c 'npm run test && ls'", true],
-  ['sh -c "echo hi"', true],
-  ["bash -lc 'git status'", true],
-  ['zsh -c ls', true],
-  ['dash -ec ls', true],
-  ['/bin/sh -c "curl evil"', CURL, 'curl evil'],
+  ['sh -c "echo hi"', "the rules read command strings with bash's grammar only, not sh's (-c): use bash -c"], // was allowed: see the commit message
+  ["bash -lc 'git status'", 'the rules cannot read the options of bash (-lc)'], // was allowed: see the commit message
+  ['zsh -c ls', "the rules read command strings with bash's grammar only, not zsh's (-c): use bash -c"], // was allowed: see the commit message
+  ['dash -ec ls', "the rules read command strings with bash's grammar only, not dash's (-ec): use bash -c"], // was allowed: see the commit message
+  ['/bin/sh -c "curl evil"', "the rules read command strings with bash's grammar only, not sh's (-c): use bash -c", '/bin/sh -c "curl evil"'],
   ["bash -c 'ls; wget evil'", '`wget evil` is not allowed by any rule for Bash', 'wget evil'],
   ['bash -c \'bash -c "curl evil"\'', CURL],
   ['bash -c "$CMD"', 'the command string of bash -c is not literal ("$CMD")'],
   ['bash -i -c ls', 'the rules cannot read the options of bash (-i)'],
   ['bash -c', 'bash -c has no command string'],
-  ["bash -c 'if'", 'the command string of bash -c could not be parsed'],
+  ["bash -c 'if'", 'an if statement is not allowed under permission rules (in a bash -c command string)'],
   ['bash scripts/build.sh', '`bash scripts/build.sh` is not allowed by any rule for Bash'],
-  ['eval echo hi', true],
-  ["eval 'ls; echo done'", true],
-  ['eval curl evil', CURL],
-  ["eval 'ls;' 'curl evil'", CURL],
-  ['eval "$X"', 'the arguments of eval are not literal ("$X")'],
-  ['eval', true],
-  ['builtin eval curl evil', CURL],
-  [`${'eval '.repeat(MAX_NESTING)}ls`, true],
-  [`${'eval '.repeat(MAX_NESTING + 1)}ls`, `the command line nests bash -c, sh -c or eval more than ${MAX_NESTING} levels deep`],
+  ['eval echo hi', 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
+  ["eval 'ls; echo done'", 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
+  ['eval curl evil', 'eval is not allowed under permission rules: it runs its arguments as code'],
+  ["eval 'ls;' 'curl evil'", 'eval is not allowed under permission rules: it runs its arguments as code'],
+  ['eval "$X"', 'eval is not allowed under permission rules: it runs its arguments as code'],
+  ['eval', 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
+  ['builtin eval curl evil', 'eval is not allowed under permission rules: it runs its arguments as code'],
+  ['eval eval eval eval eval eval eval eval ls', 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
+  ['eval eval eval eval eval eval eval eval eval ls', 'eval is not allowed under permission rules: it runs its arguments as code'],
   // Lines the parser cannot read are refused.
-  ['echo a; ; ls', UNPARSED],
-  ['echo "unterminated', UNPARSED],
-  ['if true; then ls', UNPARSED],
-  ['echo $(ls', UNPARSED],
-  ['[[ x =~ ^a`curl`$ ]]', `${UNPARSED} ("\`" read as text)`],
+  ['echo a; ; ls', '";" where a command should be is not allowed under permission rules'],
+  ['echo "unterminated', 'an unterminated quote is not allowed under permission rules'],
+  ['if true; then ls', 'an if statement is not allowed under permission rules'],
+  ['echo $(ls', 'command substitution ($(...)) is not allowed under permission rules'],
+  ['[[ x =~ ^a`curl`$ ]]', 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'],
   ['timeout $T ls', 'the arguments of timeout are not literal ($T)'],
   ['bash $ARGS', 'the arguments of bash are not literal ($ARGS)'],
   // B1: bash evaluates arithmetic, subscripts, ${!x} and ${x@P} again, and a value set earlier in the line runs.
-  ["x='a[$(cat .env >&2)]'; [[ x -eq 0 ]]", '-eq on anything but numbers in [[ ]] (x -eq 0) is refused: bash evaluates both sides as arithmetic'],
-  ['[[ $x -lt 1 ]]', '-lt on anything but numbers in [[ ]] ($x -lt 1) is refused: bash evaluates both sides as arithmetic'],
-  ['[[ 1 -lt 2 ]] && ls', true],
+  ["x='a[$(cat .env >&2)]'; [[ x -eq 0 ]]", 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'],
+  ['[[ $x -lt 1 ]]', 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'],
+  ['[[ 1 -lt 2 ]] && ls', 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'], // was allowed: see the commit message
   ['[ "$x" -eq 0 ] && ls', true],
-  ["x='a[$(cat .env >&2)]'; (( x ))", `arithmetic on anything but numbers ((( x ))) ${EVALUATES}`],
-  ["x='a[$(cat .env >&2)]'; y[x]=1", `a subscript that is not a number (y[x]) ${SUBSCRIPT}`],
-  ["x='a[$(cat .env >&2)]'; echo $((x))", `arithmetic on anything but numbers ($((x))) ${EVALUATES}`],
-  ['echo $[x]', `arithmetic on anything but numbers ($[x]) ${EVALUATES}`],
-  ['echo $(( $x + 1 ))', `arithmetic on anything but numbers ($(( $x + 1 ))) ${EVALUATES}`],
-  ['echo $(( 16#ff + 2 ** 3 )) $[1<<2]', true],
-  ['(( x += 1 ))', `arithmetic on anything but numbers ((( x += 1 ))) ${EVALUATES}`],
-  ['for ((i = 0; i < n; i++)); do ls; done', `arithmetic on anything but numbers (for ((i = 0; i < n; i++)); do ls; done) ${EVALUATES}`],
-  ["x='$(cat .env)'; echo ${x@P}", 'the expansion ${x@P} is refused: bash would run the commands its value holds'],
-  ['echo ${a[@]@P}', 'the expansion ${a[@]@P} is refused: bash would run the commands its value holds'],
-  ['echo ${x@Q} ${x@E} ${x@U} ${#x} ${x:-y}', true],
-  ["[[ -v 'a[$(cat .env >&2)]' ]]", "-v on anything but a plain variable name (-v 'a[$(cat .env >&2)]') is refused: bash evaluates a subscript as arithmetic"],
-  ["[ -v 'a[$(cat .env >&2)]' ]", "-v on anything but a plain variable name (-v 'a[$(cat .env >&2)]') is refused: bash evaluates a subscript as arithmetic"],
-  ['[[ -v x ]] && ls', true],
-  ['echo ${a[x]}', `a subscript that is not a number (a[x]) ${SUBSCRIPT}`],
-  ['echo ${a[1]} ${a[@]} ${#a[*]} ${!a[@]} ${!pre*}', true],
-  ['echo ${s:x}', `an offset that is not a number (\${s:x}) ${SUBSCRIPT}`],
-  ['echo ${s:1:2} ${s: -1}', true],
-  ["x='a[$(cat .env >&2)]'; echo ${!x}", 'indirect expansion (${!x}) is refused: bash evaluates the name it holds'],
-  ['a=([x]=1)', `an array element with a subscript that is not a number ([x]=1) ${SUBSCRIPT}`],
-  ['a=([0]=1 2)', true],
-  ["trap 'curl evil' EXIT", CURL, 'curl evil'],
-  ["trap 'ls' EXIT", true],
+  ["x='a[$(cat .env >&2)]'; (( x ))", 'an arithmetic command ((( ... ))) is not allowed under permission rules'],
+  ["x='a[$(cat .env >&2)]'; y[x]=1", 'an array element assignment is not allowed under permission rules'],
+  ["x='a[$(cat .env >&2)]'; echo $((x))", 'arithmetic expansion ($((...))) is not allowed under permission rules'],
+  ['echo $[x]', 'arithmetic expansion ($[...]) is not allowed under permission rules'],
+  ['echo $(( $x + 1 ))', 'arithmetic expansion ($((...))) is not allowed under permission rules'],
+  ['echo $(( 16#ff + 2 ** 3 )) $[1<<2]', 'arithmetic expansion ($((...))) is not allowed under permission rules'], // was allowed: see the commit message
+  ['(( x += 1 ))', 'an arithmetic command ((( ... ))) is not allowed under permission rules'],
+  ['for ((i = 0; i < n; i++)); do ls; done', 'a for loop is not allowed under permission rules'],
+  ["x='$(cat .env)'; echo ${x@P}", 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['echo ${a[@]@P}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['echo ${x@Q} ${x@E} ${x@U} ${#x} ${x:-y}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'], // was allowed: see the commit message
+  ["[[ -v 'a[$(cat .env >&2)]' ]]", 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'],
+  ["[ -v 'a[$(cat .env >&2)]' ]", "the variable name 'a[$(cat .env >&2)]' given to [ is refused: bash evaluates a subscript as arithmetic"],
+  ['[[ -v x ]] && ls', 'a [[ ]] test (use [ ] or test) is not allowed under permission rules'], // was allowed: see the commit message
+  ['echo ${a[x]}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['echo ${a[1]} ${a[@]} ${#a[*]} ${!a[@]} ${!pre*}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'], // was allowed: see the commit message
+  ['echo ${s:x}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['echo ${s:1:2} ${s: -1}', 'parameter expansion with an operator (${...}) is not allowed under permission rules'], // was allowed: see the commit message
+  ["x='a[$(cat .env >&2)]'; echo ${!x}", 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
+  ['a=([x]=1)', 'an array assignment is not allowed under permission rules'],
+  ['a=([0]=1 2)', 'an array assignment is not allowed under permission rules'], // was allowed: see the commit message
+  ["trap 'curl evil' EXIT", 'trap is not allowed under permission rules: it runs its argument as code later', "trap 'curl evil' EXIT"],
+  ["trap 'ls' EXIT", 'trap is not allowed under permission rules: it runs its argument as code later'], // was allowed: see the commit message
   // B2: inside backticks bash undoes \` \$ and \\, and runs what it gets.
-  ['echo `echo \\`cat .env\\` `', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\\`cat .env\\\` \`): write $(...) instead`],
-  ['echo "`echo \\`cat .env\\``"', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\\`cat .env\\\`\`): write $(...) instead`],
-  ['echo `echo \\$HOME`', `an escaped "\`", "$" or "\\" ${BACKTICKS} (\`echo \\$HOME\`): write $(...) instead`],
+  ['echo `echo \\`cat .env\\` `', 'command substitution (`...`) is not allowed under permission rules'],
+  ['echo "`echo \\`cat .env\\``"', 'command substitution (`...`) is not allowed under permission rules'],
+  ['echo `echo \\$HOME`', 'command substitution (`...`) is not allowed under permission rules'],
   // B3: variables that change what an allowed program runs.
   [
     "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='cat .env >&2; false' git status",
@@ -208,8 +212,8 @@ const ROWS: readonly Row[] = [
   ['LD_PRELOAD=./x.so ls', `setting LD_PRELOAD for ls ${ONLY_HARMLESS}`],
   ['env NODE_OPTIONS=--require=./x.js npm run test', `setting NODE_OPTIONS for npm ${ONLY_HARMLESS}`],
   ['X=1 npm run test', `setting X for npm ${ONLY_HARMLESS}`],
-  ['PATH=/tmp/x:$PATH; git status', `setting PATH (PATH=/tmp/x:$PATH) ${CHANGES}`],
-  ['for HOME in x; do git status; done', `a loop over HOME ${CHANGES}`],
+  ['PATH=/tmp/x:$PATH; git status', 'setting PATH is refused: only lowercase variables may be set alone under permission rules'],
+  ['for HOME in x; do git status; done', 'a for loop is not allowed under permission rules'],
   // B4: bash joins backslash-newline before it splits words.
   ['cu\\\nrl evil', CURL, 'curl evil'],
   ['echo a \\\n  b && cu\\\nrl evil', CURL, 'curl evil'],
@@ -224,7 +228,7 @@ const DENY_ONLY = { deny: ['curl:*', 'cat:*'].map(parseCommandPattern) };
 const DENY_ONLY_ROWS: readonly Row[] = [
   ['let x=1+2', true],
   ['let x=y', `let on anything but numbers (x=y) ${EVALUATES}`, 'let x=y'],
-  ['echo hi {a[x]}>/dev/null', `a descriptor variable with a subscript that is not a number ({a[x]}) ${SUBSCRIPT}`],
+  ['echo hi {a[x]}>/dev/null', 'a redirection to a descriptor variable ({name}>) is not allowed under permission rules'],
   ['declare -i y=1', 'declare -i is refused: bash would evaluate the values given to the variable later as code', 'declare -i y=1'],
   ["declare -n r='a[x]'", 'declare -n is refused: bash would evaluate the values given to the variable later as code'],
   ["declare 'a[$(cat .env >&2)]=1'", "the variable name 'a[$(cat .env >&2)]=1' given to declare is refused: bash evaluates a subscript as arithmetic"],
@@ -234,15 +238,15 @@ const DENY_ONLY_ROWS: readonly Row[] = [
   ["printf -v 'a[x]' 1", "the variable name 'a[x]' given to printf is refused: bash evaluates a subscript as arithmetic"],
   ["mapfile -C 'cat .env' -c 1 < f", 'mapfile -C is refused: it runs a command line the rules do not see'],
   ['export PATH=/tmp/x; git status', `setting PATH (export PATH=/tmp/x) ${CHANGES}`],
-  ["PS4='$(cat .env >&2)'; set -x", `setting PS4 (PS4='$(cat .env >&2)') ${CHANGES}`],
+  ["PS4='$(cat .env >&2)'; set -x", 'setting PS4 is refused: only lowercase variables may be set alone under permission rules'],
   ['read -r PATH < f', `setting PATH (read PATH) ${CHANGES}`],
-  ["x='a[$(cat .env >&2)]'; (( x ))", `arithmetic on anything but numbers ((( x ))) ${EVALUATES}`],
-  ["x='$(cat .env)'; echo ${x@P}", 'the expansion ${x@P} is refused: bash would run the commands its value holds'],
+  ["x='a[$(cat .env >&2)]'; (( x ))", 'an arithmetic command ((( ... ))) is not allowed under permission rules'],
+  ["x='$(cat .env)'; echo ${x@P}", 'parameter expansion with an operator (${...}) is not allowed under permission rules'],
   ['GIT_CONFIG_COUNT=1 git status', 'setting GIT_CONFIG_COUNT for git is refused: it changes what the command runs', 'GIT_CONFIG_COUNT=1 git status'],
   ['env LD_PRELOAD=./x.so ls', 'setting LD_PRELOAD for ls is refused: it changes what the command runs'],
   ['BASH_ENV=./x bash -c ls', 'setting BASH_ENV for bash is refused: it changes what the command runs'],
   ['X=1 Y=2 ls', true],
-  ['PATH=/tmp/x', `setting PATH (PATH=/tmp/x) ${CHANGES}`],
+  ['PATH=/tmp/x', 'setting PATH is refused: only lowercase variables may be set alone under permission rules'],
   ['ca\\\nt .env', 'denied by Bash(cat:*)', 'cat .env'],
 ];
 
@@ -274,7 +278,7 @@ describe('checkCommandLine', () => {
     expectVerdict(await checkCommandLine('ls && wget x', rules), true);
     expectVerdict(await checkCommandLine('ls && bash -c "curl evil"', rules), CURL, 'curl evil');
     expectVerdict(await checkCommandLine('$CMD x', rules), 'the command name is not literal ($CMD)');
-    expectVerdict(await checkCommandLine('if', rules), UNPARSED);
+    expectVerdict(await checkCommandLine('if', rules), 'an if statement is not allowed under permission rules');
   });
 
   it('with no rules at all, allows any line without reading it', async () => {
@@ -293,15 +297,26 @@ describe('checkCommandLine', () => {
     expectVerdict(await checkCommandLine(line, RULES), true);
   });
 
+  it('reads bash -c strings nested up to the limit, and refuses one deeper', async () => {
+    const nest = (depth: number): string => {
+      let line = 'curl evil';
+      for (let i = 0; i < depth; i++) line = `bash -c '${line.replaceAll("'", "'\\''")}'`;
+      return line;
+    };
+    expectVerdict(await checkCommandLine(nest(MAX_NESTING), RULES), CURL, 'curl evil');
+    expectVerdict(await checkCommandLine(nest(MAX_NESTING + 1), RULES), `the command line nests bash -c more than ${MAX_NESTING} levels deep`);
+  });
+
   it('refuses a line of more commands than the limit, counting those inside bash -c', async () => {
     expectVerdict(await checkCommandLine('ls;'.repeat(MAX_COMMANDS + 1), RULES), `the command line runs more than ${MAX_COMMANDS} commands`);
     const inner = `bash -c '${'ls;'.repeat(MAX_COMMANDS / 2)}'`;
     expectVerdict(await checkCommandLine(`${inner}; ${inner}`, RULES), `the command line runs more than ${MAX_COMMANDS} commands`);
   });
 
-  it('gives up on a line that would take the parser minutes, and parses the next one', async () => {
-    // tree-sitter's error recovery on 60,000 ")" runs for minutes; the parse is stopped at the budget.
-    expectVerdict(await checkCommandLine(')'.repeat(60_000), RULES), `the command line took more than ${MAX_PARSE_MS} ms to parse`);
+  it('refuses a line that took tree-sitter minutes at its first character, and reads the next one', async () => {
+    // tree-sitter's error recovery on 60,000 ")" ran for minutes; the rules' own reader stops where bash would.
+    expectVerdict(await checkCommandLine(')'.repeat(60_000), RULES), '")" where a command should be is not allowed under permission rules');
+    expectVerdict(await checkCommandLine('( '.repeat(30_000), RULES), 'nesting subshells and groups more than 64 deep is not allowed under permission rules');
     expectVerdict(await checkCommandLine('git status', RULES), true);
   });
 
@@ -328,8 +343,8 @@ describe('checkCommandLine', () => {
       (c: string) => c,
       (c: string) => `(${c})`,
       (c: string) => `{ ${c}; }`,
-      (c: string) => `echo $(${c})`,
-      (c: string) => `echo \`${c}\``,
+      (c: string) => `time ${c}`,
+      (c: string) => `env LANG=C ${c}`,
       (c: string) => `nohup ${c}`,
     ];
     const part = fc.record({

@@ -1,15 +1,65 @@
-import { plainArithmetic, plainName } from './bash-rules-arith.js';
-import { dangerousVariable, variableOf } from './bash-rules-names.js';
-import type { ShellWord } from './bash-rules-words.js';
+import { plainArithmetic, plainName } from './arith.js';
+import { dangerousVariable, variableOf } from './names.js';
+import type { ShellWord } from './words.js';
 
 // Builtins that set variables; the options of each that take a value, and the one that names an array.
 const DECLARATIONS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
 const NAMED: Readonly<Record<string, { readonly valued: string; readonly array?: string; readonly refused?: string }>> = {
   read: { valued: 'adinNptu', array: 'a' },
+  // unset evaluates the subscript of an element it unsets.
+  unset: { valued: '' },
   // mapfile -C runs its callback, a command line the rules never see.
   mapfile: { valued: 'CcdnOsu', refused: 'C' },
   readarray: { valued: 'CcdnOsu', refused: 'C' },
 };
+// Builtins refused under rules whatever the rules say, and why: they run text as code, or change how bash reads what follows.
+const REFUSED: Readonly<Record<string, string>> = {
+  eval: 'it runs its arguments as code',
+  source: 'it runs a file as code',
+  '.': 'it runs a file as code',
+  trap: 'it runs its argument as code later',
+  fc: 'it runs commands from the history in an editor',
+  bind: 'it binds keys to commands',
+  complete: 'it runs commands to complete words',
+  compgen: 'it runs commands to complete words',
+  shopt: 'it changes how bash reads the rest of the line',
+  enable: 'it loads builtins from files',
+  hash: 'it changes which program a name runs',
+  alias: 'it changes what a command name means',
+  unalias: 'it changes what a command name means',
+};
+// `set` options that change neither how the line is read nor what runs: -e, -u and -o pipefail, errexit, nounset.
+const SAFE_SET_LETTERS = /^[-+][eu]*(o?)$/;
+const SAFE_SET_OPTIONS = new Set(['pipefail', 'errexit', 'nounset']);
+
+/**
+ * Why a builtin is refused under rules whatever they allow: it evaluates text as code (eval, source,
+ * trap...) or changes how bash reads the rest of the line (shopt, set with options other than -e, -u
+ * and -o pipefail); undefined for any other command.
+ */
+export function refusedBuiltin(words: readonly ShellWord[]): string | undefined {
+  const name = words[0]?.value ?? '';
+  const why = REFUSED[name];
+  if (why !== undefined) return `${name} is not allowed under permission rules: ${why}`;
+  if (name === 'set' && !safeSet(words.slice(1))) {
+    return 'set with options other than -e, -u and -o pipefail, errexit or nounset is not allowed under permission rules: they change how bash reads the line';
+  }
+  return undefined;
+}
+
+/** Whether `set` with these arguments only turns on or off -e, -u or pipefail (or sets the positional parameters after `--`). */
+export function safeSet(args: readonly ShellWord[]): boolean {
+  for (let i = 0; i < args.length; i++) {
+    const value = args[i]?.value;
+    if (value === undefined) return false;
+    if (value === '--') return true;
+    const letters = SAFE_SET_LETTERS.exec(value);
+    if (letters === null || value.length < 2) return false;
+    if (letters[1] === 'o' && !SAFE_SET_OPTIONS.has(args[++i]?.value ?? '')) return false;
+  }
+  return true;
+}
+
 const ASSIGNMENT_TEXT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 
 /**
@@ -35,6 +85,11 @@ export function builtinRefusal(words: readonly ShellWord[]): string | undefined 
       : variableRefusal(name, { text: target.text, value: target.value?.slice(2) }, true);
   }
   if (name === 'getopts') return variableRefusal(name, args[1], true);
+  // wait -p NAME sets a variable.
+  if (name === 'wait') {
+    const at = args.findIndex((word) => word.value === undefined || /^-[fn]*p/.test(word.value));
+    return at < 0 ? undefined : variableRefusal(name, args[at]?.value?.endsWith('p') === true ? args[at + 1] : args[at], true);
+  }
   if (name === 'test' || name === '[') {
     const at = args.findIndex((word) => word.value === '-v' || word.value === '-R');
     return at < 0 ? undefined : variableRefusal(name, args[at + 1], false);

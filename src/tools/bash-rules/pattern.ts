@@ -1,4 +1,4 @@
-import { expansionAt, SHELL_KEYWORDS } from './bash-rules-words.js';
+import { expansionAt, SHELL_KEYWORDS } from './words.js';
 
 /** A Bash rule's specifier, parsed: its words, and whether more words may follow (`:*`). */
 export interface CommandPattern {

@@ -3,13 +3,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { createToolset } from '../../src/assembly/toolset.js';
-import { serverPermissions } from '../../src/assembly/rule-catalog.js';
-import type { KeySpec } from '../../src/core/keyring.js';
-import { buildApp } from '../../src/http/app.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
-import { capturedLog } from '../support/log-capture.js';
-import { Cleanups, temporaryDirectory } from '../support/workspace.js';
+import { createToolset } from '../../../src/assembly/toolset.js';
+import { serverPermissions } from '../../../src/assembly/rule-catalog.js';
+import type { KeySpec } from '../../../src/core/keyring.js';
+import { buildApp } from '../../../src/http/app.js';
+import { Workspace } from '../../../src/os/fs/workspace.js';
+import { capturedLog } from '../../support/log-capture.js';
+import { Cleanups, temporaryDirectory } from '../../support/workspace.js';
 
 const SECRET = 'TOKEN=hunter2-bypass';
 const ALLOW_KEY = 'allow-list-0123456789abcdef';
@@ -25,6 +25,18 @@ const EVALUATED = [
   "[[ -v 'a[$(cat .env >&2)]' ]]",
   'echo `echo \\`cat .env\\` `',
   'ca\\\nt .env',
+  // One of each class the attack pass of issue 30 found, each of which ran past the denylist checker.
+  // Quotes inside a parameter expansion: the checker read '...' as literal, bash ran the substitution.
+  `echo "\${x:-'$(cat .env >&2)'}"`,
+  `git status \${x:-'$(cat .env >&2)'}`,
+  // Shell options that change how the rest of the line is read.
+  'shopt -u interactive_comments\necho #$(cat .env >&2)',
+  // Builtins that evaluate their arguments, and programs that run others, not looked through.
+  "compgen -C 'cat .env' x",
+  'find . -maxdepth 0 -exec cat .env \\;',
+  'echo .env | xargs cat',
+  'echo .env | xargs -I{} cat {}',
+  'flock .lock cat .env',
 ];
 
 describe('Bash rules against lines that make bash evaluate code', () => {
@@ -76,7 +88,7 @@ describe('Bash rules against lines that make bash evaluate code', () => {
       method: 'POST',
       url: '/tools/Bash',
       headers: { authorization: `Bearer ${ALLOW_KEY}`, 'content-type': 'application/json' },
-      payload: JSON.stringify({ command: 'echo $((6 * 7))' }),
+      payload: JSON.stringify({ command: 'cd . && git status --short 2>/dev/null; echo "$HOME" 42 2>&1' }),
     });
     assert.equal(res.statusCode, 200);
     assert.match(res.body, /42/);

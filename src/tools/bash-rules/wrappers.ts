@@ -1,5 +1,5 @@
-import { programName } from './bash-rules-match.js';
-import type { ShellWord } from './bash-rules-words.js';
+import { programName } from './match.js';
+import type { ShellWord } from './words.js';
 
 /** What a simple command runs, one layer down. */
 export type Unwrapped =
@@ -7,9 +7,9 @@ export type Unwrapped =
   | { readonly kind: 'inner'; readonly words: readonly ShellWord[]; readonly assignments: readonly string[] }
   /** Not a wrapper: the words are the command that runs. */
   | { readonly kind: 'plain' }
-  /** Runs no command at all (`exec >log`, `eval`). */
+  /** Runs no command at all (`exec >log`). */
   | { readonly kind: 'nothing' }
-  /** A shell reading a command line from its arguments (`bash -c STR`, `eval ARGS`): that line runs. */
+  /** bash reading a command line from its arguments (`bash -c STR`): that line runs. */
   | { readonly kind: 'line'; readonly line: string; readonly via: string }
   | { readonly kind: 'refused'; readonly reason: string };
 
@@ -66,17 +66,59 @@ const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   setsid: { options: { ...NO_OPTIONS, flags: 'cfw', long: ['ctty', 'fork', 'wait'] }, alone: 'plain' },
 };
 
-// Shells that run a command line given as an argument with -c. Their options, as far as the rules
-// read them: an option outside this list (-i, which reads startup files and turns on aliases; -s)
-// is refused.
-const SHELLS = new Set(['bash', 'sh', 'zsh', 'dash']);
-const SHELL_OPTIONS: OptionSpec = {
-  flags: 'abcefhklmnptuvxBCEHPT',
-  valued: 'oO',
-  long: ['login', 'noprofile', 'norc', 'posix', 'noediting'],
-  longValued: [],
-  plus: true,
+// xargs runs its command with words it reads from its input appended: the words written are a prefix of what runs.
+// -I, -i and -e replace or end on words of the input, --process-slot-var sets a variable: not read.
+const XARGS: Wrapper = {
+  options: {
+    flags: '0prtx',
+    valued: 'adELnPs',
+    long: ['null', 'no-run-if-empty', 'verbose', 'interactive', 'exit', 'open-tty'],
+    longValued: ['arg-file', 'delimiter', 'eof', 'max-lines', 'max-args', 'max-procs', 'max-chars'],
+  },
+  alone: 'plain',
 };
+/** The word standing for what xargs appends: not literal, so only a prefix rule (`:*`) can allow it, and any deny rule may match it. */
+export const XARGS_INPUT: ShellWord = { text: '<words xargs reads>', value: undefined };
+
+// Programs that run a command given in their arguments, with options the rules do not read: refused, as
+// what they run would otherwise pass unseen (a deny rule on the command they run would not apply).
+const RUNNERS = new Set([
+  'sudo',
+  'doas',
+  'su',
+  'runuser',
+  'sg',
+  'chroot',
+  'unshare',
+  'nsenter',
+  'setpriv',
+  'ionice',
+  'chrt',
+  'taskset',
+  'numactl',
+  'prlimit',
+  'flock',
+  'script',
+  'watch',
+  'parallel',
+  'strace',
+  'ltrace',
+  'valgrind',
+  'gdb',
+  'unbuffer',
+  'firejail',
+  'bwrap',
+  'systemd-run',
+  'setarch',
+  'fakeroot',
+  'proot',
+]);
+
+// bash -c runs a line the rules read in turn. Its options, as far as the rules read them: -o, -O and +O
+// change how the line is read, -i and -l read startup files, -s reads standard input: refused.
+const BASH_OPTIONS: OptionSpec = { flags: 'ceuxv', valued: '', long: ['noprofile', 'norc'], longValued: [] };
+// Shells whose grammar is not bash's: their command strings are not read, so their options are not either.
+const OTHER_SHELLS = new Set(['sh', 'dash', 'ash', 'zsh', 'ksh', 'mksh', 'yash', 'fish', 'csh', 'tcsh', 'busybox']);
 
 const DURATION = /^(\d+\.?\d*|\.\d+)[smhd]?$/;
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=/;
@@ -84,10 +126,10 @@ const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=/;
 /** One layer of a simple command: the command a wrapper runs, the line a shell runs, or the command itself. */
 export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
   const name = programName(words[0]?.value ?? '');
-  if (SHELLS.has(name)) return shellLine(name, words);
-  if (name === 'eval') return evalLine(words);
-  if (name === 'trap') return trapLine(words);
-  const wrapper = WRAPPERS[name];
+  if (name === 'bash') return shellLine(name, words);
+  if (OTHER_SHELLS.has(name)) return otherShell(name, words);
+  if (RUNNERS.has(name)) return { kind: 'refused', reason: `${name} is not allowed under permission rules: it runs a command the rules do not read` };
+  const wrapper = name === 'xargs' ? XARGS : WRAPPERS[name];
   if (wrapper === undefined) return { kind: 'plain' };
   const scanned = scanOptions(name, wrapper.options, words);
   if ('reason' in scanned) return { kind: 'refused', reason: scanned.reason };
@@ -103,6 +145,8 @@ export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
     next++;
   }
   const first = words[next];
+  if (name === 'xargs')
+    return { kind: 'inner', words: [...(first === undefined ? [{ text: 'echo', value: 'echo' }] : words.slice(next)), XARGS_INPUT], assignments };
   if (first === undefined) return { kind: wrapper.alone };
   // Not literal, it may be an option, an operand or several words: what runs is unknown.
   if (first.value === undefined) return { kind: 'refused', reason: notLiteralReason(name, first) };
@@ -110,7 +154,7 @@ export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
 }
 
 function shellLine(name: string, words: readonly ShellWord[]): Unwrapped {
-  const scanned = scanOptions(name, SHELL_OPTIONS, words);
+  const scanned = scanOptions(name, BASH_OPTIONS, words);
   if ('reason' in scanned) return { kind: 'refused', reason: scanned.reason };
   const line = words[scanned.next];
   const withString = scanned.letters.has('c');
@@ -124,21 +168,10 @@ function shellLine(name: string, words: readonly ShellWord[]): Unwrapped {
   return { kind: 'line', line: line.value, via: `${name} -c` };
 }
 
-function evalLine(words: readonly ShellWord[]): Unwrapped {
-  const args = words[1]?.value === '--' ? words.slice(2) : words.slice(1);
-  const dynamic = args.find((word) => word.value === undefined);
-  if (dynamic !== undefined) return { kind: 'refused', reason: `the arguments of eval are not literal (${dynamic.text})` };
-  if (args.length === 0) return { kind: 'nothing' };
-  return { kind: 'line', line: args.map((word) => word.value).join(' '), via: 'eval' };
-}
-
-// `trap 'cmd' EXIT` runs cmd later: a line like eval's. `trap -p`, `trap -l`, `trap - INT` and `trap INT` run nothing.
-function trapLine(words: readonly ShellWord[]): Unwrapped {
-  const args = words[1]?.value === '--' ? words.slice(2) : words.slice(1);
-  const action = args[0];
-  if (action === undefined || args.length === 1 || action.value === '-' || action.value === '-p' || action.value === '-l') return { kind: 'plain' };
-  if (action.value === undefined) return { kind: 'refused', reason: `the command string of trap is not literal (${action.text})` };
-  return { kind: 'line', line: action.value, via: 'trap' };
+function otherShell(name: string, words: readonly ShellWord[]): Unwrapped {
+  const option = words.slice(1).find((word) => word.value === undefined || word.value.startsWith('-') || word.value.startsWith('+'));
+  if (option === undefined) return { kind: 'plain' };
+  return { kind: 'refused', reason: `the rules read command strings with bash's grammar only, not ${name}'s (${option.text}): use bash -c` };
 }
 
 function notLiteralReason(name: string, word: ShellWord): string {

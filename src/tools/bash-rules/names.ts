@@ -83,3 +83,14 @@ export function dangerousVariable(name: string): boolean {
 export function variableOf(text: string): string | undefined {
   return /^[A-Za-z_][A-Za-z0-9_]*/.exec(text)?.[0];
 }
+
+// Lowercase variables some programs read from the environment: proxies, and bash's own history characters.
+const LOWERCASE_READ = /(^|_)proxy$|^histchars$|^auto_resume$/;
+
+/**
+ * Whether a variable may be set alone (`x=1`) under rules: a lowercase name, which neither bash nor
+ * the programs it runs read (bash's own settings and the environment are uppercase), bar proxies.
+ */
+export function localVariable(name: string): boolean {
+  return /^[a-z_][a-z0-9_]*$/.test(name) && !LOWERCASE_READ.test(name);
+}

@@ -1,5 +1,5 @@
-import type { CommandPattern } from './bash-rules-pattern.js';
-import type { ShellWord } from './bash-rules-words.js';
+import type { CommandPattern } from './pattern.js';
+import type { ShellWord } from './words.js';
 
 /** The last part of a command name (`/usr/bin/env` is `env`): what says which program runs. */
 export function programName(name: string): string {
