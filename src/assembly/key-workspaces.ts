@@ -86,6 +86,7 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
       const builtins = await builtinTools({
         workspace: ws,
         bashSandbox: config.bashSandbox,
+        bashNetwork: config.bashNetwork,
         bashLimits: config.bashLimits,
         secretFiles: secretFiles(config, cwd),
         hiddenDirectories: inUse.filter((root) => root !== ws.root),

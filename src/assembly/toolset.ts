@@ -13,7 +13,7 @@ export class UnknownToolError extends Error {
 
 /** What createToolset reads of the configuration; without `apiKeysFile`, no keys file is hidden. */
 export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins' | 'tools'> &
-  Partial<Pick<Config, 'apiKeysFile' | 'bashLimits' | 'workspaceQuota'>>;
+  Partial<Pick<Config, 'apiKeysFile' | 'bashLimits' | 'bashNetwork' | 'workspaceQuota'>>;
 
 /**
  * The registry a server or the CLI serves: the built-in tools and the plug-ins' tools, narrowed
@@ -27,6 +27,7 @@ export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), 
   const builtins = await builtinTools({
     workspace: workspace ?? config.workspace,
     bashSandbox: config.bashSandbox,
+    bashNetwork: config.bashNetwork,
     bashLimits: config.bashLimits,
     secretFiles: secretFiles(config, cwd),
     log,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../core/executor.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from '../core/limiter.js';
 import { redactedUrl } from '../infra/net.js';
+import type { BashSandboxSetting } from '../os/proc/isolation.js';
 import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/proc/limits.js';
 import {
   DEFAULT_BODY_LIMIT,
@@ -82,8 +83,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'TOOLPORT_BASH_SANDBOX',
     default: code('auto'),
-    meaning: 'run Bash in the bubblewrap sandbox: `auto` when it works here, `true` always (start-up fails without it), `false` never',
-    see: 'security.md#bash-is-not-confined-by-the-workspace',
+    meaning:
+      'run Bash in a sandbox: `auto`, the first that works here (bubblewrap, then Landlock and seccomp); `true`, one of them always (start-up fails without); `bubblewrap` or `landlock`, that one always; `false`, never',
+    see: 'security.md#where-bash-is-isolated',
+  },
+  {
+    name: 'TOOLPORT_BASH_NETWORK',
+    default: code('none'),
+    meaning: 'what a sandboxed Bash command may reach on the network: `none`, or `all` (whatever the server can reach)',
+    see: 'security.md#where-bash-is-isolated',
   },
   {
     name: 'TOOLPORT_BASH_MAX_PROCESSES',
@@ -312,8 +320,10 @@ export interface Config {
   workspace: string;
   /** Most bytes each workspace may use for Write and Edit to go on writing in it (TOOLPORT_WORKSPACE_QUOTA); 0: no quota. */
   workspaceQuota: number;
-  /** Run Bash inside the bubblewrap sandbox: `auto` when a trial run at start-up works, `true` always (or fail), `false` never. */
-  bashSandbox: boolean | 'auto';
+  /** Run Bash in a sandbox: `auto`, the first that works; `true`, one always (or fail); `bubblewrap` or `landlock`, that one; `false`, never. */
+  bashSandbox: BashSandboxSetting;
+  /** Sandboxed Bash commands may use the network (TOOLPORT_BASH_NETWORK=all). */
+  bashNetwork: boolean;
   /** Bounds on each Bash call (TOOLPORT_BASH_MAX_PROCESSES, _TMP_SIZE, _MAX_FILE_SIZE, _MAX_MEMORY, _MAX_ADDRESS_SPACE, _MAX_CPU_SECONDS); 0 switches one off. */
   bashLimits: BashLimits;
   /** Serve the API browser at /docs. */
@@ -439,7 +449,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
     workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),
-    bashSandbox: booleanOrAuto(env, 'TOOLPORT_BASH_SANDBOX'),
+    bashSandbox: sandboxSetting(env, 'TOOLPORT_BASH_SANDBOX'),
+    bashNetwork: oneOf(env, 'TOOLPORT_BASH_NETWORK', ['none', 'all'], 'none') === 'all',
     bashLimits: bashLimits(env),
     docs: boolean(env, 'TOOLPORT_DOCS', true),
     apiKeys: list(env, 'TOOLPORT_API_KEYS', { secret: true }) ?? [],
@@ -592,12 +603,13 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, 'true or false', value);
 }
 
-function booleanOrAuto(env: Env, name: string): boolean | 'auto' {
+function sandboxSetting(env: Env, name: string): BashSandboxSetting {
   const value = raw(env, name)?.toLowerCase();
   if (value === undefined || value === 'auto') return 'auto';
   if (['true', '1', 'yes'].includes(value)) return true;
   if (['false', '0', 'no'].includes(value)) return false;
-  throw new ConfigError(name, 'auto, true or false', value);
+  if (value === 'bubblewrap' || value === 'landlock') return value;
+  throw new ConfigError(name, 'auto, true, false, bubblewrap or landlock', value);
 }
 
 const MAX_BYTES = 1024 ** 5;

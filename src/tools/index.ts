@@ -20,8 +20,10 @@ export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, create
 export interface BuiltinToolOptions {
   /** The only directory the file tools may touch: a path, canonicalised and opened once, here, or a workspace already open (the caller closes it). */
   workspace: string | Workspace;
-  /** Run Bash inside the bubblewrap sandbox: `auto` (the default) when it works here, `true` always (or fail), `false` never. */
+  /** Run Bash in a sandbox: `auto` (the default), the first that works here; `true`, one always (or fail); `bubblewrap` or `landlock`; `false`, never. */
   bashSandbox?: BashSandboxSetting;
+  /** Sandboxed Bash commands may use the network (default: no network). */
+  bashNetwork?: boolean;
   /** Bounds on each Bash call (default: `DEFAULT_BASH_LIMITS`). */
   bashLimits?: BashLimits;
   /** Files the server reads secrets or configuration from (the API keys file); the Bash sandbox hides them. */
@@ -57,6 +59,7 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
     await createBashTool({
       workspace: ws,
       sandbox: options.bashSandbox ?? 'auto',
+      network: options.bashNetwork,
       limits: options.bashLimits,
       secretFiles: options.secretFiles,
       hiddenDirectories: options.hiddenDirectories,

@@ -18,6 +18,7 @@ const DEFAULTS: Config = {
   workspace: CWD,
   workspaceQuota: 10 * 1024 ** 3,
   bashSandbox: 'auto',
+  bashNetwork: false,
   bashLimits: { maxProcesses: 512, tmpSize: 128 * 1024 ** 2, maxFileSize: 1024 ** 3, maxMemory: 4 * 1024 ** 3, maxAddressSpace: 0, maxCpuSeconds: 600 },
   docs: true,
   apiKeys: [],
@@ -95,6 +96,7 @@ describe('loadConfig', () => {
       TOOLPORT_WORKSPACE: '/data/work',
       TOOLPORT_WORKSPACE_QUOTA: '512M',
       TOOLPORT_BASH_SANDBOX: 'true',
+      TOOLPORT_BASH_NETWORK: 'all',
       TOOLPORT_BASH_MAX_PROCESSES: '64',
       TOOLPORT_BASH_TMP_SIZE: '1048576',
       TOOLPORT_BASH_MAX_FILE_SIZE: '0',
@@ -136,6 +138,7 @@ describe('loadConfig', () => {
       workspace: '/data/work',
       workspaceQuota: 512 * 1024 ** 2,
       bashSandbox: true,
+      bashNetwork: true,
       bashLimits: { maxProcesses: 64, tmpSize: 1024 ** 2, maxFileSize: 0, maxMemory: 512 * 1024 ** 2, maxAddressSpace: 2 * 1024 ** 3, maxCpuSeconds: 30 },
       docs: false,
       apiKeys: ['key-one', 'key-two'],
@@ -254,6 +257,17 @@ describe('loadConfig', () => {
     });
   }
 
+  test('reads TOOLPORT_BASH_SANDBOX=bubblewrap and =landlock as the sandbox they name, in any case', () => {
+    assert.equal(loadConfig({ TOOLPORT_BASH_SANDBOX: 'Landlock' }, CWD).bashSandbox, 'landlock');
+    assert.equal(loadConfig({ TOOLPORT_BASH_SANDBOX: 'bubblewrap' }, CWD).bashSandbox, 'bubblewrap');
+  });
+
+  test('reads TOOLPORT_BASH_NETWORK as no network unless it says all', () => {
+    assert.equal(loadConfig({}, CWD).bashNetwork, false);
+    assert.equal(loadConfig({ TOOLPORT_BASH_NETWORK: 'none' }, CWD).bashNetwork, false);
+    assert.equal(loadConfig({ TOOLPORT_BASH_NETWORK: 'all' }, CWD).bashNetwork, true);
+  });
+
   test('reads TOOLPORT_BASH_SANDBOX=auto in any case as auto, the default when it is unset or empty', () => {
     for (const value of ['auto', 'AUTO', ' Auto ', '', undefined]) {
       assert.equal(loadConfig({ TOOLPORT_BASH_SANDBOX: value }, CWD).bashSandbox, 'auto', String(value));
@@ -278,7 +292,8 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_TOOLS', 'a,,b', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,,b"'],
     ['TOOLPORT_TOOLS', 'a,', 'Invalid TOOLPORT_TOOLS: expected a comma-separated list without empty items, got "a,"'],
     ['TOOLPORT_PLUGINS', './a.js, ,./b.js', 'Invalid TOOLPORT_PLUGINS: expected a comma-separated list without empty items, got "./a.js, ,./b.js"'],
-    ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected auto, true or false, got "maybe"'],
+    ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected auto, true, false, bubblewrap or landlock, got "maybe"'],
+    ['TOOLPORT_BASH_NETWORK', 'loopback', 'Invalid TOOLPORT_BASH_NETWORK: expected one of none, all, got "loopback"'],
     ['TOOLPORT_DOCS', 'on', 'Invalid TOOLPORT_DOCS: expected true or false, got "on"'],
     ['TOOLPORT_BASH_MAX_PROCESSES', '-1', 'Invalid TOOLPORT_BASH_MAX_PROCESSES: expected an integer from 0 to 1000000, got "-1"'],
     ['TOOLPORT_BASH_TMP_SIZE', '128M', 'Invalid TOOLPORT_BASH_TMP_SIZE: expected an integer from 0 to 1125899906842624, got "128M"'],

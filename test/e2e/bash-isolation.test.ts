@@ -94,11 +94,16 @@ test('with TOOLPORT_BASH_SANDBOX=false the server warns at start-up, and nothing
   await shutdownLeavesNothing(t, srv, apiKey);
 });
 
-test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where bubblewrap cannot run, saying why', async (t) => {
+test('with TOOLPORT_BASH_SANDBOX=true the server refuses to start where neither sandbox can run, saying why', async (t) => {
   const emptyPath = await temporaryDirectory(t, 'toolport-e2e-path-');
   await assert.rejects(startServer({ TOOLPORT_BASH_SANDBOX: 'true', PATH: emptyPath }), (err: Error) => {
     assert.match(err.message, /server exited with 1/);
-    assert.ok(err.message.includes('toolport: TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH'), err.message);
+    assert.ok(
+      err.message.includes(
+        'toolport: TOOLPORT_BASH_SANDBOX=true but no sandbox works here: bubblewrap does not work here: bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap); Landlock cannot confine commands here: the reaper cannot run: perl was not found on PATH',
+      ),
+      err.message,
+    );
     return true;
   });
 });
@@ -108,7 +113,7 @@ test('the shells and sandboxes Bash starts ahead of calls end with the server, w
   if (!requireOrSkip(t, 'the subreaper (Perl)', noReaper)) return;
   const noSandbox = await sandboxUnavailableReason(tmpdir());
   if (!requireOrSkip(t, 'bubblewrap', noSandbox)) return;
-  for (const sandbox of ['auto', 'false']) {
+  for (const sandbox of ['auto', 'landlock', 'false']) {
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       const apiKey = key();
       const srv = await server(t, { TOOLPORT_API_KEYS: apiKey, TOOLPORT_BASH_SANDBOX: sandbox, TOOLPORT_SHUTDOWN_GRACE_MS: '100' });

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { appliedBytes, type BashLimits } from './limits.js';
+import type { WatchedBound } from './process.js';
 
 /** What a call's cgroup counted: the process limit refused a fork; the memory limit made the kernel kill a process. */
 export interface CgroupEvents {
@@ -36,6 +37,8 @@ export class LimitSigns {
 
 export interface LimitNoteInput {
   exitCode: number | null;
+  /** The bound the reaper's watch stopped the call at, when it did. */
+  overBound?: WatchedBound;
   exitSignal: NodeJS.Signals | null;
   signs: LimitSigns;
   cgroup: CgroupEvents | undefined;
@@ -68,6 +71,15 @@ export function limitNotes(input: LimitNoteInput): string[] {
   }
   if (cgroup?.processes || (input.processesLimited && signs.seen.has('fork'))) {
     notes.push(`(A fork failed: the command reached the limit of ${limits.maxProcesses} processes, TOOLPORT_BASH_MAX_PROCESSES)`);
+  }
+  if (input.overBound === 'processes') {
+    notes.push(`(Stopped: the command went past the limit of ${limits.maxProcesses} processes and threads, TOOLPORT_BASH_MAX_PROCESSES)`);
+  }
+  if (input.overBound === 'memory') {
+    notes.push(`(Stopped: the command's processes went past the memory limit of ${limits.maxMemory} bytes, TOOLPORT_BASH_MAX_MEMORY)`);
+  }
+  if (input.overBound === 'tmp') {
+    notes.push(`(Stopped: the command's private directory (TMPDIR, HOME) went past ${limits.tmpSize} bytes, TOOLPORT_BASH_TMP_SIZE)`);
   }
   if (input.tmpLimited && signs.seen.has('noSpace')) {
     notes.push(`(A write failed for lack of space: the sandbox's /tmp and /dev/shm hold at most ${limits.tmpSize} bytes each, TOOLPORT_BASH_TMP_SIZE)`);

@@ -62,7 +62,12 @@ export interface RunOutcome {
   timedOut: boolean;
   /** The abort reason of `signal` as given (the caller words it), when the run was aborted through it. */
   abortReason?: unknown;
+  /** The bound whose watch stopped the run (see the reaper's `watch`), when one did. */
+  overBound?: WatchedBound;
 }
+
+/** What the reaper's watch counts for a call: its processes and threads, their memory, its temporary directory. */
+export type WatchedBound = 'processes' | 'memory' | 'tmp';
 
 /** How `startInGroup` starts a program. */
 export interface StartOptions {

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
-import { CLOSE_SLACK_MS, forgetGroup, KILL_GRACE_MS, killProcessGroup, trackGroup, type RunOptions, type RunOutcome } from './process.js';
+import { CLOSE_SLACK_MS, forgetGroup, KILL_GRACE_MS, killProcessGroup, trackGroup, type RunOptions, type RunOutcome, type WatchedBound } from './process.js';
 
 /**
  * The call reaper kills what is left of a command `killGraceMs` after SIGTERM; the server's own
@@ -144,9 +144,13 @@ export class ReapedCall {
     trackGroup(pid, 'SIGTERM');
   }
 
-  /** The call reaper's report: the command ended with this wait status, and nothing it started is left. */
-  reported(status: number): void {
+  /**
+   * The call reaper's report: the command ended with this wait status, and nothing it started is
+   * left; `bound`, when its watch stopped the call.
+   */
+  reported(status: number, bound?: WatchedBound): void {
     if (this.#ended) return;
+    if (bound !== undefined) this.#outcome.overBound = bound;
     if (this.#pid !== undefined && !this.#killing) forgetGroup(this.#pid);
     this.#end(status);
   }

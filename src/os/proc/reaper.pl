@@ -17,16 +17,17 @@
 # period, reaps them all, reports how the command ended, and exits as it did: same code, or same
 # signal. Nothing the command starts can leave its subtree, unless the command kills its reaper.
 #
-# Arguments: the numbers of the prctl and rt_sigprocmask system calls (the server passes them by
-# architecture: perl-base has no syscall.ph to look them up), the server's pid (if it is already
+# Arguments: the numbers of the prctl, rt_sigprocmask and capset system calls (the server passes
+# them by architecture: perl-base has no syscall.ph to look them up), the server's pid (if it is already
 # gone, exit at once), and the name of the server's socket in the abstract namespace.
 #
 # A request is a decimal byte count and a newline, then that many bytes: the call's token, its
 # working directory, the grace period in ms, its flags (`i`: the command reads what the server
 # sends on fd 3, a third connection opened with the token and `i`), the number of files the call
 # reaper writes its pid to before it forks the command (cgroup.procs: the call's cgroups), the
-# files, the number of environment entries, the entries (NAME=value) and the command, separated
-# by NUL bytes; no command is a trial that runs nothing.
+# files, the number of confinement fields, the fields (see `confine` and `watch` below), the
+# number of environment entries, the entries (NAME=value) and the command, separated by NUL bytes;
+# no command is a trial that runs nothing.
 # Each report is one line on stdout, written whole (shorter than PIPE_BUF): `pid TOKEN PID` from
 # the resident once it forked the call reaper; `done TOKEN STATUS` from the call reaper when its
 # subtree is gone (STATUS is the command's wait status); `error TOKEN MESSAGE` when it could not
@@ -57,8 +58,28 @@ sub SUN_PATH_BYTES () { 108 }
 sub SIGNAL_BITS () { 127 }
 # The most one read from the server takes.
 sub READ_BYTES () { 65536 }
+# Landlock's system calls, the same number on every architecture of the unified table (5.1 on).
+sub SYS_landlock_create_ruleset () { 444 }
+sub SYS_landlock_add_rule () { 445 }
+sub SYS_landlock_restrict_self () { 446 }
+sub LANDLOCK_CREATE_RULESET_VERSION () { 1 }
+sub LANDLOCK_RULE_PATH_BENEATH () { 1 }
+sub LANDLOCK_RULE_NET_PORT () { 2 }
+# prctl(2) options, and open(2) flags of x86-64 and arm64 (the architectures the server confines on).
+sub PR_SET_NO_NEW_PRIVS () { 38 }
+sub PR_CAPBSET_DROP () { 24 }
+# capset(2)'s header: _LINUX_CAPABILITY_VERSION_3, this process; and the highest capability number to drop.
+sub CAPABILITY_VERSION_3 () { 0x20080522 }
+sub LAST_CAPABILITY () { 63 }
+sub PR_SET_SECCOMP () { 22 }
+sub SECCOMP_MODE_FILTER () { 2 }
+sub O_PATH () { 010000000 }
+sub O_CLOEXEC () { 02000000 }
+sub ENOENT () { 2 }
+# The auxiliary vector's entry for the page size, in which /proc/PID/stat counts resident memory.
+sub AT_PAGESZ () { 6 }
 
-my ($SYS_prctl, $SYS_rt_sigprocmask, $server, $address) = @ARGV;
+my ($SYS_prctl, $SYS_rt_sigprocmask, $SYS_capset, $server, $address) = @ARGV;
 $0 = 'toolport-reaper';
 syscall($SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
 exit 0 if getppid() != $server;
@@ -94,10 +115,11 @@ while (1) {
     my ($token, $cwd, $grace_ms, $flags, $joins, @rest) = split /\0/, substr($pending, $start, $size), -1;
     substr($pending, 0, $start + $size, '');
     my @join = splice(@rest, 0, $joins);
+    my @confine = splice(@rest, 0, shift @rest);
     my @env = splice(@rest, 0, shift @rest);
     my $pid = fork();
     if (!defined $pid) { report("error $token fork: $!"); next; }
-    reap_call($token, $cwd, $grace_ms, $flags, \@join, \@env, \@rest) if $pid == 0;
+    reap_call($token, $cwd, $grace_ms, $flags, \@join, \@confine, \@env, \@rest) if $pid == 0;
     # Both sides set the group, so it exists before the server can hear of the pid.
     setpgrp($pid, $pid);
     $tokens{$pid} = $token;
@@ -108,7 +130,8 @@ while (1) {
 sub fail { (my $message = $_[1]) =~ tr/\n/ /; report("error $_[0] $message"); exit 127; }
 
 sub reap_call {
-  my ($token, $cwd, $grace_ms, $flags, $join, $env, $command) = @_;
+  my ($token, $cwd, $grace_ms, $flags, $join, $confine, $env, $command) = @_;
+  my @watch = map { /^watch (\d+) (\d+) (\d+) (\d+) (.*)\z/s ? ($1, $2, $3, $4, $5) : () } @$confine;
   $SIG{CHLD} = 'DEFAULT';
   mask(SIG_BLOCK, $stops);
   setpgrp(0, 0);
@@ -138,6 +161,7 @@ sub reap_call {
   fail($token, "fork: $!") unless defined $main;
   if ($main == 0) {
     %ENV = map { split /=/, $_, 2 } @$env;
+    if (grep { !/^watch / } @$confine and my $why = confine($confine)) { print STDERR "toolport reaper: $why\n"; exit 126; }
     my $fd3;
     if (defined $input) {
       # fd 3, kept open across exec: the lowest free descriptor once the reports' copy is closed,
@@ -160,15 +184,21 @@ sub reap_call {
   # after the eval, and dying there would end the reaper before it cleans up. local resets
   # $waiting as the eval unwinds, before Perl can run another handler.
   our $waiting = 0;
+  my $bound;
+  # The watch sleeps between its counts; a child's exit cuts the sleep short.
+  $SIG{CHLD} = sub {} if @watch;
   $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
   eval {
     local $waiting = 1;
     mask(SIG_UNBLOCK, $stops);
     die "stop\n" if getppid() != $resident;
     while (1) {
-      my $pid = waitpid(-1, 0);
+      my $pid = waitpid(-1, @watch ? WNOHANG : 0);
       last if $pid < 0;
       if ($pid == $main) { $status = $?; last; }
+      next if $pid > 0;
+      last if defined($bound = over_bound(@watch));
+      select(undef, undef, undef, $watch[0] / 1000);
     }
     mask(SIG_BLOCK, $stops);
   };
@@ -181,7 +211,8 @@ sub reap_call {
   # list (or a zombie there) before waitpid may reap it.
   # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
   # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
-  my $deadline;
+  # A call over a bound gets no grace: a fork loop would go on forking through it.
+  my $deadline = defined $bound ? now_ms() : undef;
   my %termed;
   my $pause = 0.0005;
   my $rounds = 0;
@@ -202,7 +233,7 @@ sub reap_call {
   # The output connections end now, before the report, so the server has all of the output (and
   # their end) as soon as it hears: Perl's own exit can take milliseconds more.
   open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
-  report("done $token $status");
+  report("done $token $status" . (defined $bound ? " $bound" : ''));
   if ($status & SIGNAL_BITS) {
     my $signal = $status & SIGNAL_BITS;
     $SIG{$_} = 'DEFAULT' for keys %SIG;
@@ -229,4 +260,108 @@ sub descendants {
   my @queue = ($$);
   while (@queue) { my $pid = shift @queue; for my $child (@{ $children{$pid} || [] }) { push @found, $child; push @queue, $child; } }
   return @found;
+}
+
+# Confines this process and what it runs, for good, from the fields `landlock ABI FS NET SCOPES`,
+# `path ACCESS PATH` (Landlock rules), `seccomp HEX` (a BPF program); `watch` is the call reaper's.
+# Returns why it could not, or nothing once everything asked for holds: the caller must not run
+# the command after a failure.
+sub confine {
+  my ($fields) = @_;
+  my ($ruleset, @filters);
+  for my $field (@$fields) {
+    my ($kind, $rest) = split / /, $field, 2;
+    if ($kind eq 'landlock') {
+      my ($abi, $fs, $net, $scoped) = split / /, $rest;
+      my $have = syscall(SYS_landlock_create_ruleset, 0, 0, LANDLOCK_CREATE_RULESET_VERSION);
+      return "Landlock is not available here: $!" if $have < 0;
+      return "Landlock ABI $have is here, and $abi is needed" if $have < $abi;
+      my $attr = pack('QQQ', $fs, $net, $scoped);
+      $ruleset = syscall(SYS_landlock_create_ruleset, $attr, length $attr, 0);
+      return "landlock_create_ruleset: $!" if $ruleset < 0;
+    } elsif ($kind eq 'path') {
+      my ($access, $path) = split / /, $rest, 2;
+      return 'a Landlock rule before its ruleset' unless defined $ruleset;
+      # A path gone since the rules were made grants nothing: that is only less access.
+      sysopen(my $handle, $path, O_PATH | O_CLOEXEC) or do { next if $! == ENOENT; return "$path: $!" };
+      my $attr = pack('Ql', $access, fileno($handle));
+      syscall(SYS_landlock_add_rule, $ruleset, LANDLOCK_RULE_PATH_BENEATH, $attr, 0) == 0 or return "landlock_add_rule($path): $!";
+      close($handle);
+    } elsif ($kind eq 'port') {
+      my ($access, $port) = split / /, $rest;
+      return 'a Landlock rule before its ruleset' unless defined $ruleset;
+      my $attr = pack('QQ', $access, $port);
+      syscall(SYS_landlock_add_rule, $ruleset, LANDLOCK_RULE_NET_PORT, $attr, 0) == 0 or return "landlock_add_rule(port $port): $!";
+    } elsif ($kind eq 'seccomp') {
+      push @filters, pack('H*', $rest);
+    } elsif ($kind ne 'watch') {
+      return "unknown confinement $kind";
+    }
+  }
+  # Every capability, for good: root's CAP_SYS_PTRACE would let the command read the server's
+  # /proc files through Landlock, and CAP_DAC_OVERRIDE the files of other users. Dropping from the
+  # bounding set needs CAP_SETPCAP, which an unprivileged server has no use for: it has none.
+  syscall($SYS_prctl, PR_CAPBSET_DROP, $_, 0, 0, 0) for 0 .. LAST_CAPABILITY;
+  # syscall passes strings by address and may write to them: they must be variables.
+  my ($header, $sets) = (pack('Li', CAPABILITY_VERSION_3, 0), pack('L6', (0) x 6));
+  syscall($SYS_capset, $header, $sets) == 0 or return "capset: $!";
+  syscall($SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 or return "prctl(PR_SET_NO_NEW_PRIVS): $!";
+  if (defined $ruleset) {
+    syscall(SYS_landlock_restrict_self, $ruleset, 0) == 0 or return "landlock_restrict_self: $!";
+    # The ruleset's descriptor is not for the command.
+    my $handle;
+    close($handle) if open($handle, '<&=', $ruleset);
+  }
+  for my $filter (@filters) {
+    # struct sock_fprog: the count of 8-byte instructions, padding, a pointer to them.
+    my $program = pack('S x6 P', length($filter) / 8, $filter);
+    syscall($SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, $program, 0, 0) == 0 or return "prctl(PR_SET_SECCOMP): $!";
+  }
+  return;
+}
+
+# The bound the call is over, if any: `watch INTERVAL_MS TASKS BYTES TMP_BYTES TMP_DIR` counts
+# the call's processes and threads and their resident memory, from /proc, and the bytes its
+# temporary directory holds; 0 switches a count off.
+my $page_bytes;
+sub over_bound {
+  my (undef, $max_tasks, $max_rss, $max_tmp, $tmp) = @_;
+  if ($max_tasks > 0 || $max_rss > 0) {
+    my ($tasks, $pages) = (0, 0);
+    for my $pid (descendants()) {
+      open(my $fh, '<', "/proc/$pid/stat") or next;
+      my $stat = <$fh> // next;
+      my @fields = split / /, substr($stat, rindex($stat, ')') + 2);
+      $tasks += $fields[17];
+      $pages += $fields[21];
+    }
+    return 'processes' if $max_tasks > 0 && $tasks > $max_tasks;
+    return 'memory' if $max_rss > 0 && $pages * ($page_bytes //= page_bytes()) > $max_rss;
+  }
+  return 'tmp' if $max_tmp > 0 && tree_bytes($tmp, $max_tmp) > $max_tmp;
+  return;
+}
+
+sub page_bytes {
+  open(my $fh, '<', '/proc/self/auxv') or return 4096;
+  local $/;
+  my %aux = unpack('Q*', <$fh> // '');
+  return $aux{+AT_PAGESZ} || 4096;
+}
+
+# The blocks a tree holds, in bytes, walked without following symlinks; stops counting past `stop`.
+sub tree_bytes {
+  my ($root, $stop) = @_;
+  my ($bytes, @dirs) = (0, $root);
+  while (defined(my $dir = shift @dirs)) {
+    opendir(my $handle, $dir) or next;
+    for my $name (readdir $handle) {
+      next if $name eq '.' || $name eq '..';
+      my @stat = lstat("$dir/$name") or next;
+      $bytes += $stat[12] * 512;
+      return $bytes if $bytes > $stop;
+      push @dirs, "$dir/$name" if -d _;
+    }
+  }
+  return $bytes;
 }

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome } from './process.js';
+import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome, type WatchedBound } from './process.js';
 import { ReapedCall, type BeginOptions } from './reaped-call.js';
 
 /**
@@ -27,15 +27,15 @@ function abstractName(name: string): string {
  * `syscall` needs them, and the minimal Perl that every Debian system carries (perl-base) has no
  * `syscall.ph` to look them up.
  */
-const REAPER_SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number }>> = {
-  x64: { prctl: 157, rtSigprocmask: 14 },
-  arm64: { prctl: 167, rtSigprocmask: 135 },
-  riscv64: { prctl: 167, rtSigprocmask: 135 },
-  loong64: { prctl: 167, rtSigprocmask: 135 },
-  ia32: { prctl: 172, rtSigprocmask: 175 },
-  arm: { prctl: 172, rtSigprocmask: 175 },
-  s390x: { prctl: 172, rtSigprocmask: 175 },
-  ppc64: { prctl: 171, rtSigprocmask: 174 },
+const REAPER_SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number; capset: number }>> = {
+  x64: { prctl: 157, rtSigprocmask: 14, capset: 126 },
+  arm64: { prctl: 167, rtSigprocmask: 135, capset: 91 },
+  riscv64: { prctl: 167, rtSigprocmask: 135, capset: 91 },
+  loong64: { prctl: 167, rtSigprocmask: 135, capset: 91 },
+  ia32: { prctl: 172, rtSigprocmask: 175, capset: 185 },
+  arm: { prctl: 172, rtSigprocmask: 175, capset: 185 },
+  s390x: { prctl: 172, rtSigprocmask: 175, capset: 185 },
+  ppc64: { prctl: 171, rtSigprocmask: 174, capset: 184 },
 };
 
 const CHECK_TIMEOUT_MS = 10_000;
@@ -116,8 +116,11 @@ export class ResidentReaper {
     return reaper;
   }
 
-  /** Runs `file args` under a call reaper. `killGraceMs` is the reaper's grace between SIGTERM and SIGKILL. */
-  run(file: string, args: readonly string[], options: RunOptions): Promise<RunOutcome> {
+  /**
+   * Runs `file args` under a call reaper. `killGraceMs` is the reaper's grace between SIGTERM and
+   * SIGKILL; `confine`, how the command is confined (see `PrepareOptions`).
+   */
+  run(file: string, args: readonly string[], options: RunOptions & Pick<PrepareOptions, 'confine'>): Promise<RunOutcome> {
     if (options.signal?.aborted) return Promise.resolve({ ...notRun(), abortReason: options.signal.reason });
     const call = this.#submit([file, ...args], options, options);
     return call instanceof ReapedCall ? call.done : Promise.resolve({ ...notRun(), spawnError: call });
@@ -144,8 +147,21 @@ export class ResidentReaper {
     const token = randomBytes(TOKEN_CHARS / 2).toString('hex');
     const env = Object.entries(spec.env).map(([name, value]) => `${name}=${value}`);
     const joins = spec.joins ?? [];
+    const confine = spec.confine ?? [];
     const flags = spec.input === true ? 'i' : '';
-    const fields = [token, spec.cwd, String(spec.killGraceMs ?? KILL_GRACE_MS), flags, String(joins.length), ...joins, String(env.length), ...env, ...command];
+    const fields = [
+      token,
+      spec.cwd,
+      String(spec.killGraceMs ?? KILL_GRACE_MS),
+      flags,
+      String(joins.length),
+      ...joins,
+      String(confine.length),
+      ...confine,
+      String(env.length),
+      ...env,
+      ...command,
+    ];
     // As spawn refuses them: no program can receive a NUL byte in an argument.
     if (fields.some((field) => field.includes('\0'))) {
       return Object.assign(new TypeError('The command, its environment and its working directory must be strings without null bytes'), {
@@ -171,13 +187,17 @@ export class ResidentReaper {
 
   #startResident(): Resident {
     const syscalls = REAPER_SYSCALLS[process.arch]!;
-    const child = spawn(this.#perl, [REAPER_SCRIPT, String(syscalls.prctl), String(syscalls.rtSigprocmask), String(process.pid), this.#address], {
-      cwd: '/',
-      env: this.#env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      // A session of its own: a terminal's Ctrl-C, meant for the server (which drains), does not reach it.
-      detached: true,
-    });
+    const child = spawn(
+      this.#perl,
+      [REAPER_SCRIPT, String(syscalls.prctl), String(syscalls.rtSigprocmask), String(syscalls.capset), String(process.pid), this.#address],
+      {
+        cwd: '/',
+        env: this.#env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        // A session of its own: a terminal's Ctrl-C, meant for the server (which drains), does not reach it.
+        detached: true,
+      },
+    );
     const resident: Resident = { child, tokens: new Set(), stderr: '' };
     this.#resident = resident;
     const gone = (): void => {
@@ -221,7 +241,7 @@ export class ResidentReaper {
     } else if (call === undefined) {
       return;
     } else if (kind === 'done') {
-      call.reported(value);
+      call.reported(value, WATCHED_BOUNDS.get(rest[1] ?? ''));
     } else if (kind === 'exit') {
       call.reaped(value);
     } else if (kind === 'error') {
@@ -248,6 +268,13 @@ export class ResidentReaper {
   }
 }
 
+/** What the call reaper names when its watch stopped a call (`done TOKEN STATUS BOUND`). */
+const WATCHED_BOUNDS = new Map<string, WatchedBound>([
+  ['processes', 'processes'],
+  ['memory', 'memory'],
+  ['tmp', 'tmp'],
+]);
+
 /** How a connection names its stream after the token: `o`, `e`, or `i` (the command's input). */
 const STREAMS = new Map<number, 'stdout' | 'stderr' | 'stdin'>([
   [0x6f, 'stdout'],
@@ -262,6 +289,12 @@ export interface PrepareOptions {
   killGraceMs?: number;
   /** Files the call reaper writes its pid to before it starts the command (the call's cgroup.procs). */
   joins?: readonly string[];
+  /**
+   * How the command is confined and watched: fields `reaper.pl` reads (`landlock`, `path`,
+   * `seccomp`, applied to the command before it starts, and `watch`, the call reaper's own). When
+   * a field cannot be applied, the command does not run: it exits 126, saying why on stderr.
+   */
+  confine?: readonly string[];
 }
 
 function notRun(): RunOutcome {

@@ -52,7 +52,7 @@ const SHARED_DIRECTORIES = new Set(['/var/lib', '/var/cache', '/var/log', '/var/
  * later); bwrap's own /dev tmpfs (where /dev/shm would otherwise be a directory), /run and the
  * hidden directories are made read-only once everything below them is mounted.
  */
-export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): string[] {
+export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0, network = false): string[] {
   const sized = tmpSize > 0 ? ['--size', String(tmpSize)] : [];
   return [
     '--ro-bind',
@@ -77,6 +77,8 @@ export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_H
     '--chdir',
     workspaceRoot,
     '--unshare-all',
+    // TOOLPORT_BASH_NETWORK=all: the host's network namespace, where everything else stays unshared.
+    ...(network ? ['--share-net'] : []),
     '--die-with-parent',
     '--cap-drop',
     'ALL',
@@ -84,8 +86,14 @@ export function bwrapArgs(workspaceRoot: string, hidden: HiddenPaths = NOTHING_H
 }
 
 /** The program and arguments that run `bash -c command` inside the sandbox (see `bwrapArgs` for `tmpSize`). */
-export function sandboxedBash(workspaceRoot: string, command: string, hidden: HiddenPaths = NOTHING_HIDDEN, tmpSize = 0): { file: string; args: string[] } {
-  return { file: BWRAP, args: [...bwrapArgs(workspaceRoot, hidden, tmpSize), '--', 'bash', '-c', command] };
+export function sandboxedBash(
+  workspaceRoot: string,
+  command: string,
+  hidden: HiddenPaths = NOTHING_HIDDEN,
+  tmpSize = 0,
+  network = false,
+): { file: string; args: string[] } {
+  return { file: BWRAP, args: [...bwrapArgs(workspaceRoot, hidden, tmpSize, network), '--', 'bash', '-c', command] };
 }
 
 /**
@@ -137,9 +145,10 @@ export async function sandboxUnavailableReason(
   bwrap = BWRAP,
   hidden: HiddenPaths = NOTHING_HIDDEN,
   tmpSize = 0,
+  network = false,
 ): Promise<string | undefined> {
   const stderr: Buffer[] = [];
-  const { args } = sandboxedBash(workspaceRoot, 'exit 0', hidden, tmpSize);
+  const { args } = sandboxedBash(workspaceRoot, 'exit 0', hidden, tmpSize, network);
   const outcome = await runProcess(bwrap, args, {
     cwd: workspaceRoot,
     env: commandEnv({ TMPDIR: '/tmp' }),

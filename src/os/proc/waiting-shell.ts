@@ -33,6 +33,10 @@ export interface ShellStart {
   env: Record<string, string>;
   /** Joined by the call reaper, outside any sandbox (where /sys is writable), before the wrapper starts. */
   cgroup?: CallCgroup;
+  /** How the reaper confines and watches the shell (see `PrepareOptions.confine`). */
+  confine?: readonly string[];
+  /** Released with the shell: the call's private directory, removed once its processes are gone. */
+  scratch?: { remove(): Promise<void> };
 }
 
 /** How one command ended, with what its cgroup counted. */
@@ -49,12 +53,14 @@ export type ShellOutcome = RunOutcome & { cgroup?: CgroupEvents };
 export class WaitingShell implements Spare {
   readonly #call: ReapedCall;
   readonly #cgroup: CallCgroup | undefined;
+  readonly #scratch: ShellStart['scratch'];
   #begun = false;
   #released = false;
 
-  private constructor(call: ReapedCall, cgroup: CallCgroup | undefined, onEnd: () => void) {
+  private constructor(call: ReapedCall, options: ShellStart, onEnd: () => void) {
     this.#call = call;
-    this.#cgroup = cgroup;
+    this.#cgroup = options.cgroup;
+    this.#scratch = options.scratch;
     void call.done.then(() => {
       if (this.#begun) return;
       this.#release();
@@ -66,12 +72,19 @@ export class WaitingShell implements Spare {
   static start(options: ShellStart, onEnd: () => void): WaitingShell {
     const { cgroup } = options;
     const [file, ...args] = [...options.wrapper, 'bash', '-c', WAIT_SCRIPT];
-    const call = options.reaper.prepare(file!, args, { cwd: options.cwd, env: options.env, killGraceMs: KILL_GRACE_MS, joins: cgroup?.procsFiles() });
+    const call = options.reaper.prepare(file!, args, {
+      cwd: options.cwd,
+      env: options.env,
+      killGraceMs: KILL_GRACE_MS,
+      joins: cgroup?.procsFiles(),
+      confine: options.confine,
+    });
     if (!(call instanceof ReapedCall)) {
       void cgroup?.release();
+      void options.scratch?.remove();
       throw call;
     }
-    return new WaitingShell(call, cgroup, onEnd);
+    return new WaitingShell(call, options, onEnd);
   }
 
   get alive(): boolean {
@@ -100,10 +113,11 @@ export class WaitingShell implements Spare {
     if (!this.#begun) this.#call.discard();
   }
 
-  /** Hands the cgroup back (once), when its last process has gone. */
+  /** Hands the cgroup back and removes the private directory (once), when its last process has gone. */
   #release(): void {
     if (this.#released) return;
     this.#released = true;
     void this.#cgroup?.release();
+    void this.#scratch?.remove();
   }
 }

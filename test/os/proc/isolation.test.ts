@@ -57,12 +57,42 @@ test('auto runs the sandbox when a trial run works, and the log line says so and
   assert.equal(line.reason, 'TOOLPORT_BASH_SANDBOX=auto and a trial run of bubblewrap succeeded');
 });
 
-test('auto runs without the sandbox when bubblewrap does not work, under the subreaper, and warns naming the reason', async (t) => {
+test('auto runs Landlock when bubblewrap does not work, and the log line says so, why, and what bubblewrap lacked', async (t) => {
   const root = await workspace(t);
   await pathWithOnly(t, ['bash', 'perl']);
   if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
   const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: 'auto' });
-  assert.deepEqual([isolation.mode, isolation.reaping], ['unconfined', 'subreaper']);
+  t.after(() => isolation.close());
+  assert.deepEqual([isolation.mode, isolation.mechanism, isolation.reaping], ['sandbox', 'landlock', 'subreaper']);
+  assert.equal(await output(isolation, 'read -r name < /proc/$PPID/comm; echo "$name"', root), 'toolport-reaper\n');
+  const line = logged(isolation);
+  assert.equal(line.level, INFO);
+  assert.equal(line.msg, 'Bash runs commands in the Landlock sandbox');
+  assert.equal(line.bashSandbox, 'on');
+  assert.equal(line.mechanism, 'landlock');
+  assert.equal(line.reason, `TOOLPORT_BASH_SANDBOX=auto and a trial run of Landlock and seccomp succeeded; bubblewrap does not work here: ${NO_BWRAP}`);
+});
+
+/** Points the system's temporary directory below a file, where Landlock's private directories cannot be made. */
+async function noPrivateDirectories(t: TestContext, root: string): Promise<string> {
+  const file = path.join(root, 'not-a-directory');
+  await writeFile(file, '');
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = path.join(file, 'tmp');
+  t.after(() => {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  });
+  return process.env.TMPDIR;
+}
+
+test('auto runs without a sandbox when neither works, under the subreaper, and warns naming both reasons', async (t) => {
+  const root = await workspace(t);
+  await pathWithOnly(t, ['bash', 'perl']);
+  if (!requireOrSkip(t, 'the subreaper (Perl)', await reaperUnavailableReason())) return;
+  await noPrivateDirectories(t, root);
+  const isolation = await chooseBashIsolation({ workspaceRoot: root, setting: 'auto' });
+  assert.deepEqual([isolation.mode, isolation.mechanism, isolation.reaping], ['unconfined', 'none', 'subreaper']);
   assert.equal(await output(isolation, 'read -r name < /proc/$PPID/comm; echo "$name"', root), 'toolport-reaper\n');
   const line = logged(isolation);
   assert.equal(line.level, WARN);
@@ -72,14 +102,35 @@ test('auto runs without the sandbox when bubblewrap does not work, under the sub
   );
   assert.equal(line.bashSandbox, 'off');
   assert.equal(line.reaping, 'subreaper');
-  assert.equal(line.reason, `TOOLPORT_BASH_SANDBOX=auto and bubblewrap does not work here: ${NO_BWRAP}`);
+  assert.match(
+    String(line.reason),
+    /^TOOLPORT_BASH_SANDBOX=auto and no sandbox works here: bubblewrap does not work here: bwrap was not found on PATH; install it \(Debian\/Ubuntu: apt-get install bubblewrap\); Landlock cannot confine commands here: no private directory for calls can be made: ENOTDIR: /,
+  );
 });
 
-test('true refuses to start, saying why, when bubblewrap does not work', async (t) => {
+test('bubblewrap refuses to start, saying why, when bubblewrap does not work', async (t) => {
   const root = await workspace(t);
   await pathWithOnly(t, ['bash', 'perl']);
+  await assert.rejects(chooseBashIsolation({ workspaceRoot: root, setting: 'bubblewrap' }), {
+    message: `TOOLPORT_BASH_SANDBOX=bubblewrap but bubblewrap (bwrap) is not available: ${NO_BWRAP}`,
+  });
+});
+
+test('true refuses to start, naming what each sandbox lacks, when neither works', async (t) => {
+  const root = await workspace(t);
+  await pathWithOnly(t, ['bash']);
   await assert.rejects(chooseBashIsolation({ workspaceRoot: root, setting: true }), {
-    message: `TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: ${NO_BWRAP}`,
+    message:
+      `TOOLPORT_BASH_SANDBOX=true but no sandbox works here: bubblewrap does not work here: ${NO_BWRAP}; ` +
+      'Landlock cannot confine commands here: the reaper cannot run: perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)',
+  });
+});
+
+test('landlock refuses to start, saying why, when no private directory can be made', async (t) => {
+  const root = await workspace(t);
+  await noPrivateDirectories(t, root);
+  await assert.rejects(chooseBashIsolation({ workspaceRoot: root, setting: 'landlock' }), {
+    message: /^TOOLPORT_BASH_SANDBOX=landlock but Landlock cannot confine commands here: no private directory for calls can be made: ENOTDIR: /,
   });
 });
 
@@ -105,7 +156,9 @@ test('without bubblewrap and perl only the process group is left, and the reason
   assert.equal(line.reaping, 'process-group');
   assert.equal(
     line.reason,
-    `TOOLPORT_BASH_SANDBOX=auto and bubblewrap does not work here: ${NO_BWRAP}; and the subreaper cannot run, ` +
+    `TOOLPORT_BASH_SANDBOX=auto and no sandbox works here: bubblewrap does not work here: ${NO_BWRAP}; ` +
+      'Landlock cannot confine commands here: the reaper cannot run: perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base); ' +
+      'and the subreaper cannot run, ' +
       "so processes that leave the command's process group are not killed: perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)",
   );
 });

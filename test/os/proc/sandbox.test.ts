@@ -131,7 +131,7 @@ test('sandboxUnavailableReason says how to install bubblewrap when bwrap is miss
   assert.equal(reason, '/nonexistent/bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap)');
 });
 
-test('createBashTool refuses to start with the sandbox asked for when bwrap cannot run', async (t) => {
+test('createBashTool refuses to start with a sandbox asked for when neither bwrap nor the reaper can run', async (t) => {
   const ws = await workspace(t);
   const saved = process.env.PATH;
   t.after(() => (process.env.PATH = saved));
@@ -139,7 +139,8 @@ test('createBashTool refuses to start with the sandbox asked for when bwrap cann
   process.env.PATH = ws.root;
   await assert.rejects(createBashTool({ workspace: ws, sandbox: true }), {
     message:
-      'TOOLPORT_BASH_SANDBOX=true but bubblewrap (bwrap) is not available: bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap)',
+      'TOOLPORT_BASH_SANDBOX=true but no sandbox works here: bubblewrap does not work here: bwrap was not found on PATH; install it (Debian/Ubuntu: apt-get install bubblewrap); ' +
+      'Landlock cannot confine commands here: the reaper cannot run: perl was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)',
   });
 });
 
