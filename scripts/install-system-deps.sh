@@ -8,20 +8,19 @@
 #   wrk         the load generator of the benchmark (npm run bench)
 #   redis-server, redis-tools  Redis, the shared rate-limit store (TOOLPORT_REDIS_URL), for its tests and npm run test:replicas
 #   haproxy     the load balancer in front of the replicas in npm run test:replicas
-#   strace      traces the programs bash runs, for the Bash rules' oracle (test/tools/bash-rules/oracle.test.ts)
 # Idempotent: installs nothing and touches no package index when everything is present.
 # Needs root, or sudo for a normal user.
 set -euo pipefail
 
-declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [wrk]=wrk [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy [strace]=strace)
+declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [wrk]=wrk [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy)
 missing=()
-for package in ripgrep bubblewrap perl-base python3 wrk redis-server redis-tools haproxy strace; do
+for package in ripgrep bubblewrap perl-base python3 wrk redis-server redis-tools haproxy; do
   if ! command -v "${command_of[$package]}" >/dev/null 2>&1; then missing+=("$package"); fi
 done
 if ! { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libatomic\.so\.1'; then missing+=(libatomic1); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, wrk, redis-server, redis-tools, haproxy and strace are already installed"
+  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, wrk, redis-server, redis-tools and haproxy are already installed"
   exit 0
 fi
 

@@ -96,6 +96,8 @@ interface Machine {
   cgroups: CallCgroups | undefined;
   notes: string[];
   hidden: HiddenPaths;
+  secretFiles: readonly string[];
+  hiddenDirectories: readonly string[];
   network: boolean;
   spares: number | undefined;
 }
@@ -117,7 +119,17 @@ export async function chooseBashIsolation(options: BashIsolationOptions): Promis
   const failures: string[] = [];
   if (setting !== false) {
     const hidden = await hiddenPaths(root, options.secretFiles ?? [], options.hiddenDirectories);
-    const machine: Machine = { root, limits, cgroups, notes, hidden, network, spares: options.spares };
+    const machine: Machine = {
+      root,
+      limits,
+      cgroups,
+      notes,
+      hidden,
+      secretFiles: options.secretFiles ?? [],
+      hiddenDirectories: options.hiddenDirectories ?? [],
+      network,
+      spares: options.spares,
+    };
     if (setting !== 'landlock') {
       const unavailable = await sandboxUnavailableReason(root, BWRAP, hidden, limits.tmpSize, network);
       if (unavailable === undefined) return bubblewrapIsolation(machine, `${named} and a trial run of bubblewrap succeeded`);
@@ -184,8 +196,10 @@ async function bubblewrapIsolation(machine: Machine, reason: string): Promise<Ba
  * trial call does not come out confined.
  */
 async function landlockIsolation(machine: Machine, reason: string, failures: readonly string[]): Promise<BashIsolation | string> {
-  const { root, limits, cgroups, notes, hidden, network } = machine;
+  const { root, limits, cgroups, notes, network } = machine;
   if (process.platform !== 'linux') return `Landlock is a Linux feature and this is ${process.platform}`;
+  // Nothing is private by itself under Landlock: a keys file in /tmp or /run is hidden too.
+  const hidden = await hiddenPaths(root, machine.secretFiles, machine.hiddenDirectories, []);
   if (!seccompSupported()) return `the seccomp filter does not know the system calls of ${process.arch}`;
   const pidsCgroup = cgroups?.controllers.includes('pids') ?? false;
   const memoryCgroup = cgroups?.controllers.includes('memory') ?? false;

@@ -18,6 +18,9 @@ export interface HiddenPaths {
 
 const NOTHING_HIDDEN: HiddenPaths = { directories: [], files: [] };
 
+/** What bubblewrap replaces with empty directories of the sandbox's own, so nothing there needs hiding. */
+const BWRAP_PRIVATE = ['/tmp', '/run'];
+
 /**
  * Where orchestrators put secrets outside /run, which the sandbox replaces anyway (Docker and
  * Kubernetes mount them at /run/secrets and /var/run/secrets; /var/run is usually a link to /run).
@@ -102,13 +105,19 @@ export function sandboxedBash(
  * file's own (at least two levels below /, and not a shared system directory such as /etc or
  * anything under /usr), plus /var/run/secrets when it is not under /run, plus `directories` (the
  * other keys' workspaces) whole. Paths are made canonical; missing ones are skipped (bwrap cannot
- * cover what does not exist), and so are paths already private in the sandbox (/tmp, /run) or
- * inside the workspace, which the file tools can read anyway, and directories that hold the workspace.
+ * cover what does not exist), and so are paths already private in the sandbox (`privateInSandbox`:
+ * bubblewrap's /tmp and /run; none under Landlock) or inside the workspace, which the file tools
+ * can read anyway, and directories that hold the workspace.
  */
-export async function hiddenPaths(workspaceRoot: string, secretFiles: readonly string[], hiddenDirectories: readonly string[] = []): Promise<HiddenPaths> {
+export async function hiddenPaths(
+  workspaceRoot: string,
+  secretFiles: readonly string[],
+  hiddenDirectories: readonly string[] = [],
+  privateInSandbox: readonly string[] = BWRAP_PRIVATE,
+): Promise<HiddenPaths> {
   const directories = new Set<string>();
   const files = new Set<string>();
-  const alreadyPrivate = (p: string): boolean => ['/tmp', '/run', workspaceRoot].some((dir) => isWithin(p, dir));
+  const alreadyPrivate = (p: string): boolean => [...privateInSandbox, workspaceRoot].some((dir) => isWithin(p, dir));
   for (const dir of SECRET_DIRECTORIES) {
     const real = await canonical(dir);
     if (real !== undefined && !alreadyPrivate(real)) directories.add(real);

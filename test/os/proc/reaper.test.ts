@@ -271,3 +271,28 @@ test('the reaper kills everything it started when a second signal comes while it
   assert.equal(run.opts.err(), '');
   assert.equal(processesWith(marker).length, 0, 'nothing is left when the run returns');
 });
+
+test(
+  "the reaper's watch stops a call past its processes, past its memory, and past its directory's bytes, naming the bound",
+  { timeout: 60_000 },
+  async (t) => {
+    const reaper = await startReaper(t);
+    if (!reaper) return;
+    const watched = async (watch: string, command: string): Promise<{ bound: string | undefined; out: string }> => {
+      const dir = await temporaryDirectory(t, 'toolport-watch-');
+      command = command.replaceAll('DIR', dir);
+      const run = options();
+      const outcome = await reaper.run('bash', ['-c', command], { ...run, confine: [`watch 20 ${watch} ${dir}`] });
+      return { bound: outcome.overBound, out: run.out() };
+    };
+    // 100 processes against a bound of 50 tasks; the call would otherwise run for a minute.
+    const processes = await watched('50 0 0', 'for i in $(seq 100); do sleep 60 & done; wait; echo finished');
+    assert.deepEqual(processes, { bound: 'processes', out: '' });
+    const memory = await watched('0 100000000 0', 'node -e "const kept = []; for (;;) kept.push(Buffer.alloc(1e7, 1))"; echo finished');
+    assert.deepEqual(memory, { bound: 'memory', out: '' });
+    const tmp = await watched(`0 0 1000000`, `for i in $(seq 100); do head -c 100000 /dev/zero > DIR/f$i; sleep 0.01; done; echo finished`);
+    assert.deepEqual(tmp, { bound: 'tmp', out: '' });
+    const within = await watched('50 100000000 1000000', 'echo fine');
+    assert.deepEqual(within, { bound: undefined, out: 'fine\n' });
+  },
+);
