@@ -8,19 +8,23 @@
 #   wrk         the load generator of the benchmark (npm run bench)
 #   redis-server, redis-tools  Redis, the shared rate-limit store (TOOLPORT_REDIS_URL), for its tests and npm run test:replicas
 #   haproxy     the load balancer in front of the replicas in npm run test:replicas
+#   strace      traces the programs bash runs, for the Bash rules' oracle (test/tools/bash-rules/oracle.test.ts)
+#   golang-github-docker-docker-dev  Docker's default seccomp profile (profiles/seccomp/default.json),
+#               which npm run test:container runs the image under
 # Idempotent: installs nothing and touches no package index when everything is present.
 # Needs root, or sudo for a normal user.
 set -euo pipefail
 
-declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [wrk]=wrk [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy)
+declare -A command_of=([ripgrep]=rg [bubblewrap]=bwrap [perl-base]=perl [python3]=python3 [wrk]=wrk [redis-server]=redis-server [redis-tools]=redis-cli [haproxy]=haproxy [strace]=strace)
 missing=()
-for package in ripgrep bubblewrap perl-base python3 wrk redis-server redis-tools haproxy; do
+for package in ripgrep bubblewrap perl-base python3 wrk redis-server redis-tools haproxy strace; do
   if ! command -v "${command_of[$package]}" >/dev/null 2>&1; then missing+=("$package"); fi
 done
 if ! { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libatomic\.so\.1'; then missing+=(libatomic1); fi
+if [ ! -f /usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json ]; then missing+=(golang-github-docker-docker-dev); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, wrk, redis-server, redis-tools and haproxy are already installed"
+  echo "install-system-deps: ripgrep, bubblewrap, perl, python3, libatomic1, wrk, redis-server, redis-tools, haproxy, strace and Docker's seccomp profile are already installed"
   exit 0
 fi
 

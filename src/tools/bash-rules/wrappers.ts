@@ -117,6 +117,8 @@ const RUNNERS = new Set([
 // bash -c runs a line the rules read in turn. Its options, as far as the rules read them: -o, -O and +O
 // change how the line is read, -i and -l read startup files, -s reads standard input: refused.
 const BASH_OPTIONS: OptionSpec = { flags: 'ceuxv', valued: '', long: ['noprofile', 'norc'], longValued: [] };
+const SCRIPT_REFUSAL = (shell: string): string =>
+  `${shell} running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs`;
 // Shells whose grammar is not bash's: their command strings are not read, so their options are not either.
 const OTHER_SHELLS = new Set(['sh', 'dash', 'ash', 'zsh', 'ksh', 'mksh', 'yash', 'fish', 'csh', 'tcsh', 'busybox']);
 
@@ -162,15 +164,15 @@ function shellLine(name: string, words: readonly ShellWord[]): Unwrapped {
   if (line !== undefined && line.value === undefined) {
     return { kind: 'refused', reason: withString ? `the command string of ${name} -c is not literal (${line.text})` : notLiteralReason(name, line) };
   }
-  // Without -c the shell runs a script file or its standard input, which the rules cannot see: a command like any other.
-  if (!withString) return { kind: 'plain' };
+  // Without -c the shell runs a script file or its standard input, whose commands the rules cannot read.
+  if (!withString) return { kind: 'refused', reason: SCRIPT_REFUSAL(name) };
   if (line?.value === undefined) return { kind: 'refused', reason: `${name} -c has no command string` };
   return { kind: 'line', line: line.value, via: `${name} -c` };
 }
 
 function otherShell(name: string, words: readonly ShellWord[]): Unwrapped {
   const option = words.slice(1).find((word) => word.value === undefined || word.value.startsWith('-') || word.value.startsWith('+'));
-  if (option === undefined) return { kind: 'plain' };
+  if (option === undefined) return { kind: 'refused', reason: SCRIPT_REFUSAL(name) };
   return { kind: 'refused', reason: `the rules read command strings with bash's grammar only, not ${name}'s (${option.text}): use bash -c` };
 }
 

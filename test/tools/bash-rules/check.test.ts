@@ -43,7 +43,7 @@ const ROWS: readonly Row[] = [
   ['npm run test || wget evil', '`wget evil` is not allowed by any rule for Bash', 'wget evil'],
   ['ls\ncurl evil', CURL, 'curl evil'],
   ['ls & curl evil', CURL, 'curl evil'],
-  ['cat a | sh', '`sh` is not allowed by any rule for Bash', 'sh'],
+  ['cat a | sh', 'sh running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs', 'sh'],
   ['(ls; curl evil)', CURL, 'curl evil'],
   ['{ ls; curl evil; }', CURL, 'curl evil'],
   ['if true; then curl evil; fi', 'an if statement is not allowed under permission rules'],
@@ -99,7 +99,7 @@ const ROWS: readonly Row[] = [
   ["cat <<'EOF'\n$(curl evil) `curl evil`\nEOF", true],
   ['cat <<\\EOF\n$(curl evil)\nEOF', true],
   ['cat <<-EOF\n\t$(curl evil)\n\tEOF', "a here-document whose body bash expands (quote its delimiter: <<'EOF') is not allowed under permission rules"],
-  ['cat <<EOF | sh\nls\nEOF', '`sh` is not allowed by any rule for Bash'],
+  ['cat <<EOF | sh\nls\nEOF', 'sh running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
   // Wrappers are looked through: the command they run must be allowed.
   // Stricter since the rules read assignments: only harmless variables may be set for a command.
   ['env LANG=C npm run test', true],
@@ -153,7 +153,7 @@ const ROWS: readonly Row[] = [
   ['bash -i -c ls', 'the rules cannot read the options of bash (-i)'],
   ['bash -c', 'bash -c has no command string'],
   ["bash -c 'if'", 'an if statement is not allowed under permission rules (in a bash -c command string)'],
-  ['bash scripts/build.sh', '`bash scripts/build.sh` is not allowed by any rule for Bash'],
+  ['bash scripts/build.sh', 'bash running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
   ['eval echo hi', 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
   ["eval 'ls; echo done'", 'eval is not allowed under permission rules: it runs its arguments as code'], // was allowed: see the commit message
   ['eval curl evil', 'eval is not allowed under permission rules: it runs its arguments as code'],
@@ -248,6 +248,10 @@ const DENY_ONLY_ROWS: readonly Row[] = [
   ['X=1 Y=2 ls', true],
   ['PATH=/tmp/x', 'setting PATH is refused: only lowercase variables may be set alone under permission rules'],
   ['ca\\\nt .env', 'denied by Bash(cat:*)', 'cat .env'],
+  // Found by bash as the oracle (test/tools/bash-rules/oracle.test.ts): a shell running a script runs what no rule sees.
+  ['bash ./evil.sh "a$"#x', 'bash running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
+  ['echo ls | bash', 'bash running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
+  ['sh evil.sh', 'sh running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
 ];
 
 function expectVerdict(verdict: Awaited<ReturnType<typeof checkCommandLine>>, expected: true | string, command?: string): void {
