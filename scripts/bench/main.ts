@@ -14,6 +14,9 @@
  * reference everything server, over stdio and over HTTP, against the SDK client calling it directly.
  * Issue 22's tool-count rows (tool-count.ts; `--only tools-10,tools-100,tools-1000`) start toolport
  * with 10, 100 and 1,000 generated tools and time start-up, RSS, the lists and one call.
+ * Issue 29's rows (`--only bash-landlock,bash-landlock-spaced`) time Bash under Landlock and seccomp
+ * (TOOLPORT_BASH_SANDBOX=landlock), back to back and 100 ms apart, against the bare spawn of the
+ * same round; `--quick` runs them too, with its 20 (and 10) calls a slot.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,8 +27,8 @@ import { machine, revision } from './machine.js';
 import { parseOptions, ROOT, selected } from './options.js';
 import { choosePinning } from './pinning.js';
 import { median, mib, percentile, summariseColdStart, summariseLatency, summariseThroughput, table, type RowSummary } from './report.js';
-import { BASH_DEFAULT_GOAL, BASH_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
-import { bashSlot, coldStartSlot, throughputSlot, throughputTargets, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
+import { BASH_DEFAULT_GOAL, BASH_GOAL, BASH_LANDLOCK_GOAL, BASH_LANDLOCK_SPACED_GOAL, COLD_START_GOAL, READ_FILE, TEN_RULES, THROUGHPUT_ROWS } from './rows.js';
+import { bashSlot, coldStartSlot, throughputSlot, throughputTargets, type BashTarget, type LatencySlot, type StartSlot, type ThroughputSlot } from './slots.js';
 import { recordReplies, rowRequest, type BenchContext } from './targets.js';
 import { stdioStartSlot, summariseStdioStart, type StdioStartSlot } from './stdio-start.js';
 import { summariseUpstream, UPSTREAM_ROWS, upstreamSlot } from './upstreams.js';
@@ -41,6 +44,9 @@ const BASH_DEFAULT_ROW = { id: 'bash-default', label: 'Bash `true`, sequential, 
 // An agent's calls come after a model's turn, which takes longer than this: a sandbox started ahead is waiting.
 const BASH_PAUSE_MS = 100;
 const BASH_SPACED_ROW = { id: 'bash-spaced', label: `Bash \`true\`, ${BASH_PAUSE_MS} ms apart, median (default: sandbox on)` };
+// Issue 29 point 7: the sandbox `auto` picks where bubblewrap cannot run (containers), forced here, where bubblewrap may work.
+const BASH_LANDLOCK_ROW = { id: 'bash-landlock', label: 'Bash `true`, sequential, median (Landlock and seccomp)' };
+const BASH_LANDLOCK_SPACED_ROW = { id: 'bash-landlock-spaced', label: `Bash \`true\`, ${BASH_PAUSE_MS} ms apart, median (Landlock and seccomp)` };
 const COLD_START_ROW = { id: 'cold-start', label: 'cold start to first /healthz 200' };
 const STDIO_START_ROW = { id: 'mcp-stdio-start', label: 'toolport mcp: spawn to the server/discover answer' };
 
@@ -82,6 +88,8 @@ async function main(): Promise<number> {
     BASH_ROW.id,
     BASH_DEFAULT_ROW.id,
     BASH_SPACED_ROW.id,
+    BASH_LANDLOCK_ROW.id,
+    BASH_LANDLOCK_SPACED_ROW.id,
     COLD_START_ROW.id,
     STDIO_START_ROW.id,
     ...UPSTREAM_ROWS.map((row) => row.id),
@@ -99,6 +107,8 @@ async function main(): Promise<number> {
   if (redisRow !== undefined) rows.push(redisRow.row);
   const runBash = selected(options, BASH_ROW, ids) || selected(options, BASH_DEFAULT_ROW, ids);
   const runSpacedBash = selected(options, BASH_SPACED_ROW, ids);
+  const runLandlock = selected(options, BASH_LANDLOCK_ROW, ids);
+  const runSpacedLandlock = selected(options, BASH_LANDLOCK_SPACED_ROW, ids);
   const runStarts = selected(options, COLD_START_ROW, ids);
   const runStdioStarts = selected(options, STDIO_START_ROW, ids);
   const upstreamRows = UPSTREAM_ROWS.filter((row) => selected(options, row, ids));
@@ -109,6 +119,8 @@ async function main(): Promise<number> {
     token === undefined &&
     !runBash &&
     !runSpacedBash &&
+    !runLandlock &&
+    !runSpacedLandlock &&
     !runStarts &&
     !runStdioStarts &&
     upstreamRows.length === 0 &&
@@ -122,8 +134,20 @@ async function main(): Promise<number> {
   for (const row of recorded.served) scripts.set(row.id, await writeWrkScript(dir, row.id, rowRequest(ctx, row)));
 
   const throughput = new Map<string, ThroughputSlot[]>(recorded.served.map((row) => [row.id, []]));
-  const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
-  const spacedBash = { sandbox: [] as LatencySlot[], raw: [] as LatencySlot[] };
+  const bash = { toolport: [] as LatencySlot[], sandbox: [] as LatencySlot[], landlock: [] as LatencySlot[], raw: [] as LatencySlot[] };
+  const spacedBash = { sandbox: [] as LatencySlot[], landlock: [] as LatencySlot[], raw: [] as LatencySlot[] };
+  // Each round's Bash slots, in this order; the bare spawn once per round for every row it is the baseline of.
+  const bashTargets: (readonly [BashTarget, LatencySlot[]])[] = [
+    ...(runBash ? ([['toolport', bash.toolport]] as const) : []),
+    ...(runBash || runLandlock ? ([['raw', bash.raw]] as const) : []),
+    ...(runBash ? ([['toolport-default', bash.sandbox]] as const) : []),
+    ...(runLandlock ? ([['toolport-landlock', bash.landlock]] as const) : []),
+  ];
+  const spacedBashTargets: (readonly [BashTarget, LatencySlot[]])[] = [
+    ...(runSpacedBash || runSpacedLandlock ? ([['raw', spacedBash.raw]] as const) : []),
+    ...(runSpacedBash ? ([['toolport-default', spacedBash.sandbox]] as const) : []),
+    ...(runSpacedLandlock ? ([['toolport-landlock', spacedBash.landlock]] as const) : []),
+  ];
   const starts: StartSlot[] = [];
   const stdioStarts: StdioStartSlot[] = [];
   const upstreams = new Map(upstreamRows.map((row) => [row.id, { toolport: [] as LatencySlot[], direct: [] as LatencySlot[] }]));
@@ -141,29 +165,18 @@ async function main(): Promise<number> {
         say(`${tag}  ${row.label}  ${target}: ${describeRun(slot.result)}${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`);
       }
     }
-    for (const [target, into] of runBash
-      ? ([
-          ['toolport', bash.toolport],
-          ['raw', bash.raw],
-          ['toolport-default', bash.sandbox],
-        ] as const)
-      : []) {
+    for (const [target, into] of bashTargets) {
       const slot = collect(await bashSlot(ctx, target, round));
       into.push(slot);
       say(
-        `${tag}  Bash true x${slot.latenciesMs.length}  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms${rssChange(slot)}`,
+        `${tag}  Bash true x${slot.latenciesMs.length}  ${target}${sandboxNote(slot)}: median ${fixed(median(slot.latenciesMs))} ms, p99 ${fixed(percentile(slot.latenciesMs, 99))} ms${rssChange(slot)}${slot.failures.length > 0 ? '  FAILED' : ''}`,
       );
     }
-    for (const [target, into] of runSpacedBash
-      ? ([
-          ['raw', spacedBash.raw],
-          ['toolport-default', spacedBash.sandbox],
-        ] as const)
-      : []) {
+    for (const [target, into] of spacedBashTargets) {
       const slot = collect(await bashSlot(ctx, target, round, BASH_PAUSE_MS));
       into.push(slot);
       say(
-        `${tag}  Bash true x${slot.latenciesMs.length}, ${BASH_PAUSE_MS} ms apart  ${target}${slot.sandbox ? ` (sandbox ${slot.sandbox})` : ''}: median ${fixed(median(slot.latenciesMs))} ms`,
+        `${tag}  Bash true x${slot.latenciesMs.length}, ${BASH_PAUSE_MS} ms apart  ${target}${sandboxNote(slot)}: median ${fixed(median(slot.latenciesMs))} ms, p99 ${fixed(percentile(slot.latenciesMs, 99))} ms${slot.failures.length > 0 ? '  FAILED' : ''}`,
       );
     }
     for (let i = 0; i < (runStarts ? options.starts : 0); i++) {
@@ -242,6 +255,10 @@ async function main(): Promise<number> {
           ),
         ]
       : []),
+    ...(runLandlock ? [summariseLatency(BASH_LANDLOCK_ROW.id, BASH_LANDLOCK_ROW.label, BASH_LANDLOCK_GOAL, bash.landlock, bash.raw)] : []),
+    ...(runSpacedLandlock
+      ? [summariseLatency(BASH_LANDLOCK_SPACED_ROW.id, BASH_LANDLOCK_SPACED_ROW.label, BASH_LANDLOCK_SPACED_GOAL, spacedBash.landlock, spacedBash.raw)]
+      : []),
     ...(runStarts ? [summariseColdStart(COLD_START_ROW.id, COLD_START_ROW.label, COLD_START_GOAL, starts)] : []),
     ...(runStdioStarts ? [summariseStdioStart(STDIO_START_ROW.id, STDIO_START_ROW.label, stdioStarts)] : []),
     ...upstreamRows.map((row) => summariseUpstream(row, upstreams.get(row.id)!.toolport, upstreams.get(row.id)!.direct)),
@@ -265,6 +282,7 @@ async function main(): Promise<number> {
     '  or toolport ms / baseline ms for the Bash, cold-start and upstream rows (medians over the rounds);',
     'ratio same work: toolport req/s / req/s of the raw server doing the same work (key check, counts, one audit line per call written as toolport writes it);',
     'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures);',
+    "ratio p99: of the sequential rows, toolport's p99 / the baseline's p99 (given in brackets after the baseline's p50), each the median over the rounds;",
     "slowest s: toolport's slowest whole second as a share of its median second (per-second counts of every slot are in the JSON)",
     ...(upstreamRows.length > 0
       ? [
@@ -285,8 +303,17 @@ async function main(): Promise<number> {
     failures,
     slots: {
       throughput: Object.fromEntries(throughput),
-      bash: { toolport: bash.toolport.map(latencyFigures), sandbox: bash.sandbox.map(latencyFigures), raw: bash.raw.map(latencyFigures) },
-      bashSpaced: { sandbox: spacedBash.sandbox.map(latencyFigures), raw: spacedBash.raw.map(latencyFigures) },
+      bash: {
+        toolport: bash.toolport.map(latencyFigures),
+        sandbox: bash.sandbox.map(latencyFigures),
+        landlock: bash.landlock.map(latencyFigures),
+        raw: bash.raw.map(latencyFigures),
+      },
+      bashSpaced: {
+        sandbox: spacedBash.sandbox.map(latencyFigures),
+        landlock: spacedBash.landlock.map(latencyFigures),
+        raw: spacedBash.raw.map(latencyFigures),
+      },
       coldStart: starts,
       stdioStart: stdioStarts,
       upstreams: Object.fromEntries(
@@ -320,6 +347,12 @@ function latencyFigures({ latenciesMs, frontHopMs, ...slot }: LatencySlot) {
   const at = (p: number): number | undefined => us(percentile(latenciesMs, p));
   const front = frontHopMs === undefined ? {} : { frontHopP50Ms: us(median(frontHopMs)), frontHopP90Ms: us(percentile(frontHopMs, 90)) };
   return { ...slot, calls: latenciesMs.length, p50Ms: us(median(latenciesMs)), p90Ms: at(90), p99Ms: at(99), maxMs: at(100), ...front };
+}
+
+/** How a toolport Bash slot ran, from its log: ` (sandbox on, landlock)`. */
+function sandboxNote(slot: LatencySlot): string {
+  if (slot.sandbox === undefined) return '';
+  return ` (sandbox ${slot.sandbox}${slot.mechanism === undefined ? '' : `, ${slot.mechanism}`})`;
 }
 
 function fixed(n: number | undefined): string {

@@ -52,10 +52,11 @@ const USAGE = `npm run bench [-- options]
   --only TEXT         only the row with this id, or else the rows whose id or label contains
                       TEXT; repeatable, or ids separated by commas (ids: get-tools,
                       get-tools-keyed, echo, echo-keyed, mcp-tools-list, mcp-tools-call, calls,
-                      bash, bash-default, bash-spaced, cold-start, mcp-stdio-start, upstream-stdio,
-                      upstream-http, upstream-stdio-mcp, upstream-stdio-mcp-slow,
-                      upstream-http-slow, echo-token, read-rules, echo-keyed-redis, tools-10,
-                      tools-100, tools-1000, rss-keyed)`;
+                      bash, bash-default, bash-spaced, bash-landlock, bash-landlock-spaced,
+                      cold-start, mcp-stdio-start, upstream-stdio, upstream-http,
+                      upstream-stdio-mcp, upstream-stdio-mcp-slow, upstream-http-slow,
+                      echo-token, read-rules, echo-keyed-redis, tools-10, tools-100,
+                      tools-1000, rss-keyed)`;
 
 /** Reads the command line; throws with the usage on a bad flag or value. */
 export function parseOptions(args: string[]): BenchOptions {

@@ -14,11 +14,14 @@ export interface RowSummary {
   p99Ms?: number;
   /** The baseline's req/s (throughput) or median ms (latency). */
   baseline?: number;
-  /** Sequential rows: the baseline's p90 ms. */
+  /** Sequential rows: the baseline's p90 and p99 ms. */
   baselineP90Ms?: number;
+  baselineP99Ms?: number;
   baselineName: string;
   /** toolport / baseline: of req/s for throughput, of the median ms for latency. */
   ratio?: number;
+  /** Sequential rows: toolport's p99 / the baseline's p99 (each the median over the rounds). */
+  ratioP99?: number;
   /** The lowest and highest ratio of a single round: how much the machine's other work moved the figures. */
   ratioRange?: [number, number];
   /** Throughput rows against raw servers: the req/s of the raw server doing toolport's per-call work too (raw-server.ts). */
@@ -145,17 +148,21 @@ export function summariseLatency(
 ): RowSummary {
   const p50Ms = median(defined(toolport.map((s) => median(s.latenciesMs))));
   const baseline = median(defined(raw.map((s) => median(s.latenciesMs))));
+  const p99Ms = median(defined(toolport.map((s) => percentile(s.latenciesMs, 99))));
+  const baselineP99Ms = median(defined(raw.map((s) => percentile(s.latenciesMs, 99))));
   return judged({
     id,
     label,
     kind: 'latency',
     p50Ms,
     p90Ms: median(defined(toolport.map((s) => percentile(s.latenciesMs, 90)))),
-    p99Ms: median(defined(toolport.map((s) => percentile(s.latenciesMs, 99)))),
+    p99Ms,
     baseline,
     baselineP90Ms: median(defined(raw.map((s) => percentile(s.latenciesMs, 90)))),
+    baselineP99Ms,
     baselineName,
     ratio: p50Ms !== undefined && baseline ? p50Ms / baseline : undefined,
+    ratioP99: p99Ms !== undefined && baselineP99Ms ? p99Ms / baselineP99Ms : undefined,
     ratioRange: rangeOfRounds(
       roundsOf(toolport),
       (round) => median(toolport.find((s) => s.round === round)?.latenciesMs ?? []),
@@ -204,6 +211,7 @@ export function table(rows: readonly RowSummary[]): string {
     'baseline',
     'ratio bare',
     'rounds',
+    'ratio p99',
     'same work',
     'ratio same work',
     'rounds',
@@ -223,9 +231,10 @@ export function table(rows: readonly RowSummary[]): string {
         ? `${Math.round(r.baseline).toLocaleString('en-US')} req/s`
         : r.kind === 'memory'
           ? `${mib(r.baseline, 0)} MiB`
-          : `${r.baseline.toFixed(2)} ms`,
+          : `${r.baseline.toFixed(2)} ms${r.baselineP99Ms === undefined ? '' : ` (p99 ${r.baselineP99Ms.toFixed(2)})`}`,
     r.ratio === undefined ? '—' : `${r.ratio.toFixed(2)}x`,
     range(r.ratioRange),
+    r.ratioP99 === undefined ? '—' : `${r.ratioP99.toFixed(2)}x`,
     r.sameWork === undefined ? '—' : `${Math.round(r.sameWork).toLocaleString('en-US')} req/s`,
     r.ratioSameWork === undefined ? '—' : `${r.ratioSameWork.toFixed(2)}x`,
     range(r.ratioSameWorkRange),

@@ -133,6 +133,10 @@ export const BASH_REQUEST: RequestSpec = { method: 'POST', path: '/tools/Bash', 
 export const BASH_GOAL = atMost(1.5);
 /** Issue 22: the default (sandboxed) Bash at most 2x a bare spawn at p50 (and 3x at p99, read from the table). */
 export const BASH_DEFAULT_GOAL = atMost(2.0);
+/** Issue 29 point 7: Bash under Landlock and seccomp at most 2x a bare spawn at p50, back to back. */
+export const BASH_LANDLOCK_GOAL = atMost(2.0);
+/** Issue 29 point 7: and at most 1.5x at p50 when the calls come 100 ms apart. */
+export const BASH_LANDLOCK_SPACED_GOAL = atMost(1.5);
 /** Issue 22: the time to the first `/healthz` 200 at most 1.3x a bare Fastify server's. */
 export const COLD_START_GOAL = atMost(1.3);
 /** Issue 19: a tools/call proxied to an upstream takes at most this much of the direct call's median. */

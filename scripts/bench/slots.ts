@@ -34,6 +34,8 @@ export interface LatencySlot extends SlotBase {
   latenciesMs: number[];
   /** For toolport: how its Bash ran (`on` or `off`, from its log). */
   sandbox?: string;
+  /** For toolport with its sandbox on: what confined Bash (`bubblewrap` or `landlock`, from its log). */
+  mechanism?: string;
   /**
    * For toolport in an upstream row: its own Echo over the same client, timed after the upstream
    * calls, as many: the hop in front of the upstream, which the direct call does not make.
@@ -127,15 +129,22 @@ export async function throughputSlot(
   return slot;
 }
 
+/** The servers of the Bash rows: toolport with the sandbox off, its default (`auto`), Landlock forced; the bare spawn. */
+export type BashTarget = 'toolport' | 'toolport-default' | 'toolport-landlock' | 'raw';
+
+const BASH_SPECS = {
+  toolport: { name: 'bash', env: {} },
+  'toolport-default': { name: 'bash-sandbox', env: { TOOLPORT_BASH_SANDBOX: 'auto' } },
+  // `auto` takes bubblewrap wherever it works; `landlock` makes toolport use Landlock and seccomp or not start.
+  'toolport-landlock': { name: 'bash-landlock', env: { TOOLPORT_BASH_SANDBOX: 'landlock' } },
+} as const;
+
 /**
- * One slot of sequential Bash `true` calls: toolport (sandbox off, or its default), or the raw
- * spawn; back to back, or `pauseMs` apart (half as many calls then).
+ * One slot of sequential Bash `true` calls: toolport (sandbox off, its default, or Landlock), or
+ * the raw spawn; back to back, or `pauseMs` apart (half as many calls then).
  */
-export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport-default' | 'raw', round: number, pauseMs = 0): Promise<LatencySlot> {
-  const spec =
-    target === 'raw'
-      ? rawSpec(ctx, 'bash')
-      : toolportSpec(ctx, target === 'toolport' ? 'bash' : 'bash-sandbox', target === 'toolport' ? {} : { TOOLPORT_BASH_SANDBOX: 'auto' });
+export async function bashSlot(ctx: BenchContext, target: BashTarget, round: number, pauseMs = 0): Promise<LatencySlot> {
+  const spec = target === 'raw' ? rawSpec(ctx, 'bash') : toolportSpec(ctx, BASH_SPECS[target].name, BASH_SPECS[target].env);
   const slot: LatencySlot = {
     target: target === 'raw' ? 'raw' : 'toolport',
     round,
@@ -151,8 +160,15 @@ export async function bashSlot(ctx: BenchContext, target: 'toolport' | 'toolport
     slot.latenciesMs = latenciesMs;
     slot.rssEndBytes = await rssOf(server.pid);
     if (failures.length > 0) slot.failures.push(`${target} Bash: ${failures.length} failed calls, the first: ${failures[0]}`);
-    if (slot.target === 'toolport') slot.sandbox = /"bashSandbox":"(\w+)"/.exec(await readFile(server.logFile, 'utf8'))?.[1] ?? 'unknown';
+    if (slot.target === 'toolport') {
+      const log = await readFile(server.logFile, 'utf8');
+      slot.sandbox = /"bashSandbox":"(\w+)"/.exec(log)?.[1] ?? 'unknown';
+      slot.mechanism = /"bashSandbox":"on","mechanism":"(\w+)"/.exec(log)?.[1];
+    }
   });
+  if (target === 'toolport-landlock' && slot.latenciesMs.length > 0 && slot.mechanism !== 'landlock') {
+    slot.failures.push(`TOOLPORT_BASH_SANDBOX=landlock, but toolport's log names the sandbox ${slot.mechanism ?? slot.sandbox ?? 'unknown'}`);
+  }
   return slot;
 }
 
