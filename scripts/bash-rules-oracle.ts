@@ -34,7 +34,10 @@ async function worker(): Promise<void> {
       if (!judgement.allowed) continue;
       counts.allowed[key]++;
       counts.ran++;
-      for (const violation of judgement.violations) bypasses.push(`${key}: ${JSON.stringify(line)}: ${violation}`);
+      for (const violation of judgement.violations) {
+        bypasses.push(`${key}: ${JSON.stringify(line)}: ${violation}`);
+        process.stderr.write(`bypass: ${bypasses.at(-1)}\n`);
+      }
     }
     if (counts.lines % 5000 === 0) process.stderr.write(`${counts.lines} lines, ${counts.ran} run, ${bypasses.length} bypasses\n`);
   }

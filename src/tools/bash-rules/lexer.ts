@@ -64,27 +64,45 @@ export class Cursor {
   }
 }
 
+// Characters that are themselves in an unquoted word: none of bash's metacharacters, quotes, escapes,
+// expansions, globs, braces or tildes.
+const PLAIN = new Uint8Array(128);
+for (let code = 33; code < 127; code++) PLAIN[code] = 1;
+for (const c of '|&;<>()$`\\"\'*?[{}~') PLAIN[c.charCodeAt(0)] = 0;
+
+function plainAt(source: string, i: number): boolean {
+  const code = source.charCodeAt(i);
+  // Past ASCII (letters of other scripts), bash reads a character as part of the word.
+  return code >= 128 || PLAIN[code] === 1;
+}
+
 /** Reads one word at the cursor, up to the next metacharacter. */
 export function lexWord(cursor: Cursor): LexedWord {
   cursor.join();
+  const source = cursor.source;
   const start = cursor.i;
-  let raw = '';
   let value = '';
   let literal = true;
   // The last character read unquoted, for tildes after `=` and `:`.
   let previous: string | undefined;
   for (let c = cursor.peek(); c !== undefined && !METACHARACTERS.has(c); c = cursor.peek()) {
-    const from = cursor.i;
-    if (c === '\\') {
-      const escaped = cursor.source[cursor.i + 1];
+    if (plainAt(source, cursor.i)) {
+      // A run of plain characters at once: the common case, and the one a long line is made of.
+      let end = cursor.i + 1;
+      while (end < source.length && plainAt(source, end)) end++;
+      value += source.slice(cursor.i, end);
+      previous = source[end - 1];
+      cursor.i = end;
+    } else if (c === '\\') {
+      const escaped = source[cursor.i + 1];
       if (escaped === undefined) unsupported('a backslash at the end of the line');
       value += escaped;
       cursor.i += 2;
       previous = undefined;
     } else if (c === "'") {
-      const end = cursor.source.indexOf("'", cursor.i + 1);
+      const end = source.indexOf("'", cursor.i + 1);
       if (end < 0) unsupported('an unterminated quote');
-      value += cursor.source.slice(cursor.i + 1, end);
+      value += source.slice(cursor.i + 1, end);
       cursor.i = end + 1;
       previous = undefined;
     } else if (c === '"') {
@@ -101,16 +119,17 @@ export function lexWord(cursor: Cursor): LexedWord {
       unsupported('command substitution (`...`)');
     } else {
       // Globs and braces expand to words of their own, a tilde to a home directory: known only when the line runs.
-      if ('*?[{}'.includes(c) || (c === '~' && (raw === '' || previous === '=' || previous === ':'))) literal = false;
+      if (c !== '~' || cursor.i === start || previous === '=' || previous === ':') literal = false;
       value += c;
       cursor.i++;
       previous = c;
     }
-    raw += cursor.source.slice(from, cursor.i).replaceAll('\\\n', '');
   }
+  const text = source.slice(start, cursor.i);
+  const raw = text.includes('\\\n') ? text.replaceAll('\\\n', '') : text;
   // A lone `[` is the test command, which bash never reads as a glob.
   if (raw === '[') literal = true;
-  return { text: cursor.source.slice(start, cursor.i), raw, value: literal ? value : undefined };
+  return { text, raw, value: literal ? value : undefined };
 }
 
 // The value of a double-quoted part at the cursor (on its opening quote), or undefined when it holds a variable.
