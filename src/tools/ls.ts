@@ -12,8 +12,8 @@ import { displayName, QUOTED_NAMES } from './display-name.js';
 import { fileErrorResult } from './file-errors.js';
 import { checkPathRules } from './file-rules.js';
 import { quotePath } from '../os/fs/describe.js';
-import { MAX_PATTERN_LENGTH } from './glob.js';
-import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
+import { MAX_PATTERN_LENGTH } from './glob/glob.js';
+import { PATTERN_LIMITS, patternProblem } from './glob/limits.js';
 import { isOwnFileName } from '../os/fs/own-files.js';
 import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
 

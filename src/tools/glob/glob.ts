@@ -3,17 +3,17 @@ import path from 'node:path';
 import { glob } from 'tinyglobby';
 import picomatch from 'picomatch';
 import { Type } from 'typebox';
-import { defineTool } from '../core/define-tool.js';
-import { errorResult, textResult } from '../core/result.js';
-import type { ToolDef, ToolResult } from '../core/types.js';
-import { displayName, QUOTED_NAMES } from './display-name.js';
-import { fileErrorResult } from './file-errors.js';
-import { quotePath } from '../os/fs/describe.js';
-import { PATTERN_LIMITS, patternProblem } from './glob-limits.js';
-import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget, type Visible } from './glob-crawl.js';
-import { checkPathRules } from './file-rules.js';
-import { HeldTree } from '../os/fs/held-dir.js';
-import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
+import { defineTool } from '../../core/define-tool.js';
+import { errorResult, textResult } from '../../core/result.js';
+import type { ToolDef, ToolResult } from '../../core/types.js';
+import { displayName, QUOTED_NAMES } from '../display-name.js';
+import { fileErrorResult } from '../file-errors.js';
+import { quotePath } from '../../os/fs/describe.js';
+import { PATTERN_LIMITS, patternProblem } from './limits.js';
+import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget, type Visible } from './crawl.js';
+import { checkPathRules } from '../file-rules.js';
+import { HeldTree } from '../../os/fs/held-dir.js';
+import { heldPath, systemError, type Location, type Workspace } from '../../os/fs/workspace.js';
 
 /** Most paths one call returns (the newest); a note says how many matched in all. */
 export const MAX_GLOB_RESULTS = 100;

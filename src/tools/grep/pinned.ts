@@ -2,16 +2,16 @@ import { constants } from 'node:fs';
 import { mkdir, mkdtemp, open, rm, symlink, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Permissions } from '../core/permissions.js';
-import { describeAbortReason, errorResult } from '../core/result.js';
-import type { ToolContext, ToolResult } from '../core/types.js';
-import { HeldTree } from '../os/fs/held-dir.js';
-import { heldPath } from '../os/fs/workspace.js';
-import type { RgCommand } from '../os/proc/rg-confined.js';
-import { displayName } from './display-name.js';
-import { LineCollector } from './grep-lines.js';
-import { listFiles, type ListingRequest } from './grep-listing.js';
-import { failedRun, grepResult, recordSink, runRg, type RgRename, type RgRun } from './grep-run.js';
+import type { Permissions } from '../../core/permissions.js';
+import { describeAbortReason, errorResult } from '../../core/result.js';
+import type { ToolContext, ToolResult } from '../../core/types.js';
+import { HeldTree } from '../../os/fs/held-dir.js';
+import { heldPath } from '../../os/fs/workspace.js';
+import type { RgCommand } from '../../os/proc/rg-confined.js';
+import { displayName } from '../display-name.js';
+import { LineCollector } from './lines.js';
+import { listFiles, type ListingRequest } from './listing.js';
+import { failedRun, grepResult, recordSink, runRg, type RgRename, type RgRun } from './run.js';
 
 /** Most files one search under rules for reading holds the names of; a note says when it stopped there. */
 export const MAX_RULED_FILES = 100_000;

@@ -1,5 +1,5 @@
-import { displayName } from './display-name.js';
-import { MAX_OUTPUT_CHARS } from './output-cap.js';
+import { displayName } from '../display-name.js';
+import { MAX_OUTPUT_CHARS } from '../output-cap.js';
 
 // Longest record kept whole; rg's lines are short (--max-columns), so only a runaway path comes near.
 const MAX_RECORD_BYTES = 4 * MAX_OUTPUT_CHARS;

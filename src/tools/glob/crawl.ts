@@ -2,8 +2,8 @@ import type { Dirent } from 'node:fs';
 import { lstat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { FileSystemAdapter } from 'tinyglobby';
-import { listHeld, type HeldTree } from '../os/fs/held-dir.js';
-import { heldPath, systemError } from '../os/fs/workspace.js';
+import { listHeld, type HeldTree } from '../../os/fs/held-dir.js';
+import { heldPath, systemError } from '../../os/fs/workspace.js';
 
 /** What one search may do and has done. */
 export interface CrawlBudget {

@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { MAX_OUTPUT_CHARS } from './output-cap.js';
+import { MAX_OUTPUT_CHARS } from '../output-cap.js';
 
 /** Characters of rg's error output a result shows. */
 export const MAX_STDERR_CHARS = 2_000;

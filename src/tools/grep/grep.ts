@@ -1,21 +1,21 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { Type, type Static } from 'typebox';
-import { defineTool } from '../core/define-tool.js';
-import { errorResult } from '../core/result.js';
-import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
-import { QUOTED_NAMES } from './display-name.js';
-import { fileErrorResult } from './file-errors.js';
-import { quotePath } from '../os/fs/describe.js';
-import { checkLinkCount, checkPathRules } from './file-rules.js';
-import { LineCollector } from './grep-lines.js';
-import { searchPinned, type PinnedLimits } from './grep-pinned.js';
-import { RECORD_ARGS } from './grep-records.js';
-import { failedRun, grepResult, recordSink, runRg } from './grep-run.js';
-import { MAX_OUTPUT_CHARS } from './output-cap.js';
-import { OWN_FILE_GLOBS } from '../os/fs/own-files.js';
-import { renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from '../os/proc/rg-confined.js';
-import { heldPath, systemError, type Location, type Workspace } from '../os/fs/workspace.js';
+import { defineTool } from '../../core/define-tool.js';
+import { errorResult } from '../../core/result.js';
+import type { ToolContext, ToolDef, ToolResult } from '../../core/types.js';
+import { QUOTED_NAMES } from '../display-name.js';
+import { fileErrorResult } from '../file-errors.js';
+import { quotePath } from '../../os/fs/describe.js';
+import { checkLinkCount, checkPathRules } from '../file-rules.js';
+import { LineCollector } from './lines.js';
+import { searchPinned, type PinnedLimits } from './pinned.js';
+import { RECORD_ARGS } from './records.js';
+import { failedRun, grepResult, recordSink, runRg } from './run.js';
+import { MAX_OUTPUT_CHARS } from '../output-cap.js';
+import { OWN_FILE_GLOBS } from '../../os/fs/own-files.js';
+import { renamer, rgCommand, rgRunner, type GrepConfinement, type RgCommand, type RgRunner } from '../../os/proc/rg-confined.js';
+import { heldPath, systemError, type Location, type Workspace } from '../../os/fs/workspace.js';
 
 export const DEFAULT_HEAD_LIMIT = 250;
 /** Largest head_limit accepted; the output cap stops far fewer lines of ordinary length anyway. */
