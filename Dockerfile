@@ -38,14 +38,16 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM base AS runtime
-# ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is its sandbox, and perl-base
-# (already in every Debian image) runs the subreaper that kills what a command leaves behind when
-# the sandbox cannot run, and the helper that holds the file tools' locks. tini is PID 1: it
+# ripgrep backs the Grep tool and bash the Bash tool; bubblewrap is its sandbox where the runtime
+# lets it make namespaces, and perl-base (already in every Debian image) runs the reaper, which
+# confines each command with Landlock and seccomp where bubblewrap cannot run and kills what a
+# command leaves behind, and the helper that holds the file tools' locks. git is for the commands
+# Bash runs (an agent's first tool after the shell). tini is PID 1: it
 # forwards SIGTERM to node (which shuts down gracefully and exits 0) and reaps the orphans of
 # commands the tools spawn, which node as PID 1 would leave as zombies. No ca-certificates: node
 # carries its own CA store.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap perl-base ripgrep tini \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bash bubblewrap git perl-base ripgrep tini \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 
@@ -64,12 +66,12 @@ RUN for helper in dist/main/reaper.pl dist/main/flock.pl dist/os/proc/reaper.pl 
 # The only directory the file tools may touch; mount a volume over it to serve real files.
 RUN install -d -o node -g node /workspace
 
-# The Bash sandbox: auto runs it when a trial run at start-up works, and the start-up log says
-# which mode runs and why. Under a runtime's default settings it does not: bubblewrap cannot
-# mount a /proc of its own while the runtime masks parts of the container's /proc (Docker's
-# default seccomp profile also refuses the user namespace). Bash then runs unconfined, inside
-# what the container confines, under the subreaper. `podman run --security-opt unmask=/proc/*`
-# lets the sandbox work; add `-e TOOLPORT_BASH_SANDBOX=true` to refuse to start without it.
+# The Bash sandbox: auto uses bubblewrap when a trial run at start-up works, and otherwise
+# Landlock (ABI 6, Linux 6.12 or later) with seccomp, which the reaper applies to each command
+# before it runs: that needs no namespace, no capability and no package beyond perl-base, so it
+# works under a runtime's defaults, Docker's default seccomp profile with every capability dropped,
+# and a restricted Kubernetes pod. The start-up log names the mechanism in use and why
+# (docs/security.md). `-e TOOLPORT_BASH_SANDBOX=true` refuses to start without one of the two.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
