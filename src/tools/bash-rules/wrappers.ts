@@ -123,7 +123,8 @@ const SCRIPT_REFUSAL = (shell: string): string =>
 const OTHER_SHELLS = new Set(['sh', 'dash', 'ash', 'zsh', 'ksh', 'mksh', 'yash', 'fish', 'csh', 'tcsh', 'busybox']);
 
 const DURATION = /^(\d+\.?\d*|\.\d+)[smhd]?$/;
-const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=/;
+// env takes every word with a `=` before its command as an assignment, whatever the name (`LAN!G=C`, `=x`).
+const ASSIGNMENT = /^([^=]*)=/s;
 
 /** One layer of a simple command: the command a wrapper runs, the line a shell runs, or the command itself. */
 export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {

@@ -252,6 +252,10 @@ const DENY_ONLY_ROWS: readonly Row[] = [
   ['bash ./evil.sh "a$"#x', 'bash running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
   ['echo ls | bash', 'bash running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
   ['sh evil.sh', 'sh running a script or its standard input is not allowed under permission rules: the rules cannot read the commands it runs'],
+  // Found by the oracle's 100,000-line run: env takes any word with a "=" as an assignment, not only a valid name's.
+  ['(env LAN!G=C curl evil)', 'denied by Bash(curl:*)', 'env LAN!G=C curl evil'],
+  ['env LANG#=C cat .env &>out.txt', 'denied by Bash(cat:*)', 'env LANG#=C cat .env &>out.txt'],
+  ['env =LANG=C curl x', 'denied by Bash(curl:*)', 'env =LANG=C curl x'],
 ];
 
 function expectVerdict(verdict: Awaited<ReturnType<typeof checkCommandLine>>, expected: true | string, command?: string): void {

@@ -18,7 +18,16 @@ const skip =
       : false;
 
 // Lines after which bash once ran what the rules forbid; each must stay refused, or run only what is allowed.
-const FOUND = ['bash ./evil.sh "a$"#x', 'echo ls | bash', 'echo "${x:-\'$(id)\'}"', 'shopt -u interactive_comments\necho #$(id)', 'echo x | xargs id'];
+const FOUND = [
+  'bash ./evil.sh "a$"#x',
+  'echo ls | bash',
+  'echo "${x:-\'$(id)\'}"',
+  'shopt -u interactive_comments\necho #$(id)',
+  'echo x | xargs id',
+  '(env LAN!G=C uname HEAD~1--)',
+  'env LANG#=C rm -f gone &>out.txt',
+  'env =LANG=C touch pwned',
+];
 
 describe('Bash rules judged by bash itself', { skip }, () => {
   let root: string;
