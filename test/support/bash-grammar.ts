@@ -111,6 +111,19 @@ const WRAPPERS = [
   'LANG=C',
   'X=1',
   'PATH=.:$PATH',
+  'time --',
+  'time -p --',
+  'env A!B=1',
+  'env =x',
+  'env -- X=1',
+  'env -i --',
+  'nice --',
+  'command --',
+  'exec --',
+  'timeout -- 5',
+  'xargs --',
+  './env',
+  '/usr/bin/env',
 ];
 // Builtins and settings that evaluate text or change how bash reads the rest of the line.
 const EVALUATING = [

@@ -149,9 +149,12 @@ class LineParser {
     const cursor = this.cursor;
     this.blanks(false);
     if (this.nextWord() === 'time') {
+      // Bash's time keyword takes -p, then --, before the pipeline it times.
       this.skipWord();
       this.blanks(false);
       if (this.nextWord() === '-p') this.skipWord();
+      this.blanks(false);
+      if (this.nextWord() === '--') this.skipWord();
     }
     this.blanks(false);
     if (this.nextWord() === '!') this.skipWord();

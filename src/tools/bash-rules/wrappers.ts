@@ -122,13 +122,21 @@ const SCRIPT_REFUSAL = (shell: string): string =>
 // Shells whose grammar is not bash's: their command strings are not read, so their options are not either.
 const OTHER_SHELLS = new Set(['sh', 'dash', 'ash', 'zsh', 'ksh', 'mksh', 'yash', 'fish', 'csh', 'tcsh', 'busybox']);
 
+// Where the system's programs live: a path there is the program its name says.
+const SYSTEM_PROGRAM = /^\/(usr\/(local\/)?)?s?bin\/[^/]+$/;
 const DURATION = /^(\d+\.?\d*|\.\d+)[smhd]?$/;
 // env takes every word with a `=` before its command as an assignment, whatever the name (`LAN!G=C`, `=x`).
 const ASSIGNMENT = /^([^=]*)=/s;
 
 /** One layer of a simple command: the command a wrapper runs, the line a shell runs, or the command itself. */
 export function unwrapCommand(words: readonly ShellWord[]): Unwrapped {
-  const name = programName(words[0]?.value ?? '');
+  const written = words[0]?.value ?? '';
+  const name = programName(written);
+  const special = name === 'bash' || name === 'xargs' || OTHER_SHELLS.has(name) || RUNNERS.has(name) || WRAPPERS[name] !== undefined;
+  // `./env ls` runs whatever ./env is: only the system's copies are read as what their name says.
+  if (special && written.includes('/') && !SYSTEM_PROGRAM.test(written)) {
+    return { kind: 'refused', reason: `${written} is not allowed under permission rules: it is named like ${name} but is not the system's` };
+  }
   if (name === 'bash') return shellLine(name, words);
   if (OTHER_SHELLS.has(name)) return otherShell(name, words);
   if (RUNNERS.has(name)) return { kind: 'refused', reason: `${name} is not allowed under permission rules: it runs a command the rules do not read` };

@@ -256,6 +256,13 @@ const DENY_ONLY_ROWS: readonly Row[] = [
   ['(env LAN!G=C curl evil)', 'denied by Bash(curl:*)', 'env LAN!G=C curl evil'],
   ['env LANG#=C cat .env &>out.txt', 'denied by Bash(cat:*)', 'env LANG#=C cat .env &>out.txt'],
   ['env =LANG=C curl x', 'denied by Bash(curl:*)', 'env =LANG=C curl x'],
+  // Bash's time keyword skips -p and then --: `time -- rm x` runs rm.
+  ['time -- curl evil', 'denied by Bash(curl:*)', 'curl evil'],
+  ['time -p -- cat .env', 'denied by Bash(cat:*)', 'cat .env'],
+  // A program named like a wrapper or a shell but not the system's is not read as one.
+  ['./env curl x', "./env is not allowed under permission rules: it is named like env but is not the system's"],
+  ['/usr/bin/env curl x', 'denied by Bash(curl:*)'],
+  ['tmp/bash -c ls', "tmp/bash is not allowed under permission rules: it is named like bash but is not the system's"],
 ];
 
 function expectVerdict(verdict: Awaited<ReturnType<typeof checkCommandLine>>, expected: true | string, command?: string): void {
