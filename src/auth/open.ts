@@ -3,7 +3,7 @@ import { IdentityMapper } from './identity.js';
 import { Introspector } from './introspection.js';
 import { discoverIssuer, type IssuerMetadata } from './issuer-metadata.js';
 import { JwtVerifier, remoteKeySet } from './jwt-verifier.js';
-import { EMPTY_MAPPING, readMapping, type OAuthMapping } from './mapping.js';
+import { checkMappingIssuers, EMPTY_MAPPING, readMapping, type OAuthMapping } from './mapping.js';
 import { AccessTokens } from './access-tokens.js';
 import { OAuthSetupError } from './token-refusal.js';
 
@@ -59,6 +59,9 @@ export function defaultAudiences(publicUrl: string): string[] {
  * key, or an introspection client with no endpoint to use.
  */
 export async function openResourceServer(settings: OAuthSettings, options: OpenOptions = {}): Promise<ResourceServer> {
+  const mapping = options.mapping ?? (settings.mappingFile === undefined ? undefined : await readMapping(settings.mappingFile));
+  // Before any issuer is asked: entries that name no issuer, with several issuers, stop start-up.
+  if (mapping !== undefined) checkMappingIssuers(mapping, settings.issuers, settings.mappingFile);
   const issuers = await Promise.all(settings.issuers.map((issuer) => discoverIssuer(issuer, options.fetchFn)));
   const keySets = new Map<string, ReturnType<typeof remoteKeySet>>();
   for (const metadata of issuers) {
@@ -82,8 +85,7 @@ export async function openResourceServer(settings: OAuthSettings, options: OpenO
     now: options.now,
     keySets: (uri) => keySets.get(uri) ?? remoteKeySet(uri, options.jwksCooldownMs),
   });
-  const mapping = options.mapping ?? (settings.mappingFile === undefined ? undefined : await readMapping(settings.mappingFile));
-  const mapper = new IdentityMapper({ mapping, toolsClaim: settings.toolsClaim, severalIssuers: issuers.length > 1, permissions: options.permissions });
+  const mapper = new IdentityMapper({ mapping, toolsClaim: settings.toolsClaim, issuers: settings.issuers, permissions: options.permissions });
   const introspector = introspectorFor(settings, issuers[0]!, audiences, options);
   return {
     tokens: new AccessTokens({ verifier, mapper, introspector, now: options.now }),

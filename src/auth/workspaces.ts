@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { KeySpec } from '../core/keyring.js';
-import type { GrantRule, OAuthMapping } from './mapping.js';
+import { mappingRules, mapRules, type OAuthMapping } from './mapping.js';
 
 const LABEL = 'oauth ';
 
@@ -24,16 +24,18 @@ export function tokenCallersAsKeys(mapping: OAuthMapping | undefined, keys: read
 export function withWorkspaces(mapping: OAuthMapping, opened: readonly KeySpec[]): OAuthMapping {
   const roots = opened.slice(1).map((key) => key.workspace);
   let next = 0;
-  const canonical = (rules: Readonly<Record<string, GrantRule>>): Record<string, GrantRule> =>
-    Object.fromEntries(Object.entries(rules).map(([name, rule]) => [name, rule.workspace === undefined ? rule : { ...rule, workspace: roots[next++] }]));
-  return { ...mapping, subjects: canonical(mapping.subjects), groups: canonical(mapping.groups) };
+  return mapRules(mapping, (rule) => (rule.workspace === undefined ? rule : { ...rule, workspace: roots[next++] }));
 }
 
-function rulesWithWorkspaces(mapping: OAuthMapping | undefined): Array<[string, GrantRule]> {
+/** Each entry with a workspace, as a key's label and the rule: `subject "alice"`, or `subject "alice" of <issuer>` in an issuer's section. */
+function rulesWithWorkspaces(mapping: OAuthMapping | undefined): Array<[string, { workspace?: string }]> {
   if (mapping === undefined) return [];
-  const named = (kind: string, rules: Readonly<Record<string, GrantRule>>): Array<[string, GrantRule]> =>
-    Object.entries(rules).map(([name, rule]) => [`${kind} ${JSON.stringify(name)}`, rule]);
-  return [...named('subject', mapping.subjects), ...named('group', mapping.groups)].filter(([, rule]) => rule.workspace !== undefined);
+  return mappingRules(mapping)
+    .filter(({ rule }) => rule.workspace !== undefined)
+    .map(({ section, kind, name, rule }) => [
+      `${kind === 'subjects' ? 'subject' : 'group'} ${JSON.stringify(name)}${section.issuer === undefined ? '' : ` of ${section.issuer}`}`,
+      rule,
+    ]);
 }
 
 function secret(): string {

@@ -2,6 +2,7 @@ import type { UpstreamStates } from './routes/health.js';
 import type { KeySpec, ServerPermissions } from '../core/keyring.js';
 import type { ResourceServer } from '../auth/open.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
+import { mappingScopeNames } from '../auth/mapping.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
@@ -305,7 +306,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     oauth?.scopes ?? [
       `${TOOL_SCOPE_PREFIX}*`,
       ...options.registry.list().map((t) => `${TOOL_SCOPE_PREFIX}${t.name}`),
-      ...Object.keys(oauth?.mapping.scopes ?? {}),
+      ...(oauth === undefined ? [] : mappingScopeNames(oauth.mapping)),
     ];
   await registerOpenAPI(app, {
     docs: options.docs ?? true,

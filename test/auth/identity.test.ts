@@ -14,6 +14,7 @@ const TOOLS = [
 ];
 
 const ISS = 'https://idp.example.com';
+const OTHER = 'https://partner.example.org';
 const EXP = 1_900_000_000_000;
 const tools = (identity: { tools: ReadonlySet<string> | undefined }) => (identity.tools === undefined ? undefined : [...identity.tools]);
 
@@ -87,7 +88,7 @@ describe('IdentityMapper', () => {
   });
 
   test('with several issuers the label names the issuer too', () => {
-    assert.equal(new IdentityMapper({ severalIssuers: true }).identify({ iss: ISS, sub: 'alice' }, EXP).label, `sub:alice@${ISS}`);
+    assert.equal(new IdentityMapper({ issuers: [ISS, OTHER] }).identify({ iss: ISS, sub: 'alice' }, EXP).label, `sub:alice@${ISS}`);
   });
 
   test('a client credentials token without sub is known by its client; one with neither is refused', () => {
@@ -96,5 +97,58 @@ describe('IdentityMapper', () => {
       () => new IdentityMapper().identify({ iss: ISS }, EXP),
       (err: unknown) => err instanceof TokenRefusal && err.message === 'The access token names no subject (sub) and no client (client_id, azp).',
     );
+  });
+  test("with several issuers, a subject's and a group's entries apply to the tokens of their own issuer only", () => {
+    const mapping = parseMapping(
+      {
+        issuers: {
+          [ISS]: { scopes: { admin: ['*'] }, subjects: { alice: { tools: ['Read'] } }, groups: { admins: { tools: ['*'] } } },
+          [OTHER]: { groupsClaim: 'roles', groups: { readers: { tools: ['Read'] } } },
+        },
+      },
+      'oauth.json',
+    );
+    const mapper = new IdentityMapper({ mapping, issuers: [ISS, OTHER] });
+    assert.deepEqual(tools(mapper.identify({ iss: ISS, sub: 'alice' }, EXP)), ['Read']);
+    assert.equal(mapper.identify({ iss: ISS, sub: 'bob', groups: ['admins'] }, EXP).tools, undefined);
+    assert.equal(mapper.identify({ iss: ISS, sub: 'bob', scope: 'admin' }, EXP).tools, undefined);
+    // The same names from the other issuer: nothing of the first issuer's entries.
+    assert.deepEqual(tools(mapper.identify({ iss: OTHER, sub: 'alice' }, EXP)), []);
+    assert.deepEqual(tools(mapper.identify({ iss: OTHER, sub: 'bob', groups: ['admins'], scope: 'admin' }, EXP)), []);
+    // Its own section, with its own groups claim.
+    assert.deepEqual(tools(mapper.identify({ iss: OTHER, sub: 'carol', roles: ['readers'] }, EXP)), ['Read']);
+    assert.equal(mapper.identify({ iss: OTHER, sub: 'alice' }, EXP).label, `sub:alice@${OTHER}`);
+  });
+
+  test('with one issuer, the entries at the top and those of its section both apply', () => {
+    const mapping = parseMapping({ subjects: { alice: { tools: ['Read'] } }, issuers: { [ISS]: { subjects: { alice: { tools: ['Write'] } } } } }, 'oauth.json');
+    const mapper = new IdentityMapper({ mapping, issuers: [ISS] });
+    assert.deepEqual(tools(mapper.identify({ iss: ISS, sub: 'alice' }, EXP)), ['Write', 'Read']);
+  });
+
+  test('a mapping with entries that name no issuer, with several issuers configured, is refused', () => {
+    const mapping = parseMapping({ groups: { admins: { tools: ['*'] } } }, 'oauth.json');
+    assert.throws(() => new IdentityMapper({ mapping, issuers: [ISS, OTHER] }), {
+      name: 'OAuthSetupError',
+      message:
+        'TOOLPORT_OAUTH_MAPPING: the mapping: groups["admins"] names no issuer, and 2 issuers are configured (TOOLPORT_OAUTH_ISSUER), so a token of any of them could claim it; with several issuers, put every entry under "issuers": {"<issuer>": {"groups": {...}}}',
+    });
+  });
+
+  test('a claim of the wrong type is refused, not guessed at', () => {
+    const mapper = new IdentityMapper({ mapping: parseMapping({ groups: { ops: { tools: ['Bash'] } } }, 'oauth.json'), toolsClaim: 'roles' });
+    const refused = (claims: Record<string, unknown>, message: string) =>
+      assert.throws(
+        () => mapper.identify({ iss: ISS, ...claims }, EXP),
+        (err: unknown) => err instanceof TokenRefusal && err.error === 'invalid_token' && err.message === message,
+      );
+    refused({ sub: 42 }, "The access token's sub claim is not a non-empty string.");
+    refused({ sub: '' }, "The access token's sub claim is not a non-empty string.");
+    refused({ sub: 'a', client_id: ['x'] }, "The access token's client_id claim is not a non-empty string.");
+    refused({ sub: 'a', azp: {} }, "The access token's azp claim is not a non-empty string.");
+    refused({ sub: 'a', scope: ['tools:*'] }, "The access token's scope claim is not a string of space-separated scopes.");
+    refused({ sub: 'a', scp: [1] }, "The access token's scp claim is not a string or an array of strings.");
+    refused({ sub: 'a', groups: { ops: true } }, "The access token's groups claim is not a string or an array of strings.");
+    refused({ sub: 'a', roles: 7 }, "The access token's roles claim is not a string or an array of strings.");
   });
 });

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { freePort } from '../support/ports.js';
@@ -60,5 +63,20 @@ test('a public URL that is not absolute stops start-up, naming TOOLPORT_PUBLIC_U
   assert.equal(
     stderr,
     'toolport: Invalid TOOLPORT_PUBLIC_URL: expected an absolute https URL (http only on a loopback host) without query, fragment or credentials, got "tools.example.com"',
+  );
+});
+
+test('a mapping whose entries name no issuer, with several issuers, stops start-up before any issuer is asked, saying why', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolport-mapping-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'oauth.json');
+  await writeFile(file, JSON.stringify({ subjects: { alice: { tools: ['Bash'] } } }));
+  // Neither issuer listens: the mapping is refused first.
+  const issuers = [`http://127.0.0.1:${await freePort()}`, `http://127.0.0.1:${await freePort()}`];
+  const stderr = await refusedStart({ TOOLPORT_OAUTH_ISSUER: issuers.join(','), TOOLPORT_PUBLIC_URL: 'http://127.0.0.1:3000', TOOLPORT_OAUTH_MAPPING: file });
+  assert.equal(
+    stderr,
+    `toolport: TOOLPORT_OAUTH_MAPPING: ${file}: subjects["alice"] names no issuer, and 2 issuers are configured (TOOLPORT_OAUTH_ISSUER), so a token of any of them could claim it; ` +
+      'with several issuers, put every entry under "issuers": {"<issuer>": {"subjects": {...}}}',
   );
 });
