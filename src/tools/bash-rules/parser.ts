@@ -1,3 +1,4 @@
+import { HereDocuments } from './here-documents.js';
 import { Cursor, lexWord, METACHARACTERS, unsupported, Unsupported, type LexedWord } from './lexer.js';
 import type { ShellWord } from './words.js';
 
@@ -59,12 +60,6 @@ const CONSTRUCTS: Readonly<Record<string, string>> = {
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/;
 const ARRAY_ELEMENT = /^[A-Za-z_][A-Za-z0-9_]*\[/;
 
-interface HereDocument {
-  readonly delimiter: string;
-  readonly stripTabs: boolean;
-  readonly quoted: boolean;
-}
-
 /**
  * Reads a whole line in the subset of bash the rules model: lists (`;`, `&`, `&&`, `||`, newlines),
  * pipelines (`|`, `|&`, `!`, `time`), subshells and groups, simple commands of the words `lexWord`
@@ -88,7 +83,7 @@ class TooMany extends Error {}
 class LineParser {
   readonly commands: SimpleCommand[] = [];
   private readonly cursor: Cursor;
-  private readonly pending: HereDocument[] = [];
+  private readonly hereDocuments = new HereDocuments();
 
   constructor(
     source: string,
@@ -106,8 +101,6 @@ class LineParser {
       const c = cursor.peek();
       if (c === undefined) {
         if (closer !== undefined) unsupported(`an unclosed "${closer === ')' ? '(' : '{'}"`);
-        // A here-document the line ends before the body of is empty, as bash reads it.
-        this.pending.length = 0;
         return;
       }
       if ((closer === ')' && c === ')') || (closer === '}' && this.nextWord() === '}')) {
@@ -273,7 +266,7 @@ class LineParser {
     if (c === '#') unsupported(`a redirection (${operator}) whose target starts a comment`);
     const word = lexWord(cursor);
     const target = { text: word.text, value: word.value };
-    if (operator === '<<' || operator === '<<-') return this.hereDocument(operator, word);
+    if (operator === '<<' || operator === '<<-') return this.hereDocuments.open(operator, word);
     if (operator === '<<<') return { operator, target, access: 'text' };
     if (word.value === undefined) unsupported(`a redirection (${operator}) to a target that is not literal (${word.text})`);
     if (operator === '>&' || operator === '<&') {
@@ -284,27 +277,10 @@ class LineParser {
     return { operator, target, access: operator === '<' ? 'read' : operator === '<>' ? 'read-write' : 'write' };
   }
 
-  private hereDocument(operator: string, word: LexedWord): Redirect {
-    if (word.value === undefined || /[$`]/.test(word.raw)) unsupported(`a here-document delimiter that is not literal (${word.text})`);
-    this.pending.push({ delimiter: word.value, stripTabs: operator === '<<-', quoted: /['"\\]/.test(word.raw) });
-    return { operator, target: { text: word.text, value: undefined }, access: 'text' };
-  }
-
   // A newline token at the cursor: here-documents opened on the line end it with their bodies.
   private newline(): void {
-    const cursor = this.cursor;
-    cursor.skip();
-    for (const document of this.pending.splice(0)) {
-      const source = cursor.source;
-      for (;;) {
-        if (cursor.i >= source.length) break;
-        const end = source.indexOf('\n', cursor.i);
-        const line = source.slice(cursor.i, end < 0 ? source.length : end);
-        cursor.i = end < 0 ? source.length : end + 1;
-        if ((document.stripTabs ? line.replace(/^\t+/, '') : line) === document.delimiter) break;
-        if (!document.quoted && /[$`\\]/.test(line)) unsupported(`a here-document whose body bash expands (quote its delimiter: <<'${document.delimiter}')`);
-      }
-    }
+    this.cursor.skip();
+    this.hereDocuments.readBodies(this.cursor);
   }
 
   // Blanks and a comment; newlines too (and what follows them) when `newlines`.
