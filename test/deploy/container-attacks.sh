@@ -163,11 +163,11 @@ echo $ATTACK_END" | expect_attack "text.includes('$ATTACK_END') && !/SIGNALLED|F
 check_other_call_hidden() {
   local text_token argv_token call deadline status=0
   text_token=$(secret); argv_token=$(secret)
-  bash_as "$KEY_B" ": $text_token; perl -e 'sleep 15' \"user:\$(printf %s $(printf %s "$argv_token" | base64 -w0) | base64 -d)\"" 60000 >"$WORK/b-call.json" &
+  bash_as "$KEY_B" ": $text_token; perl -e 'sleep 15' \"user:\$(printf %s $(printf %s "$argv_token" | base64 -w0) | base64 -d)\"; echo done" 60000 >"$WORK/b-call.json" &
   call=$!
   # The bracket keeps grep from finding its own command line.
   deadline=$((SECONDS + 10))
-  until podman exec "$C" grep -q -s -a -E "user:[${argv_token:0:1}]${argv_token:1}" /proc/[0-9]*/cmdline; do
+  until podman exec "$C" sh -c 'grep -q -s -a -E "$1" /proc/[0-9]*/cmdline' sh "user:[${argv_token:0:1}]${argv_token:1}"; do
     ((SECONDS < deadline)) || { echo "key B's command never ran"; kill "$call"; return 1; }
     sleep 0.2
   done
