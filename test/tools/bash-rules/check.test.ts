@@ -296,6 +296,23 @@ describe('checkCommandLine', () => {
     expectVerdict(await checkCommandLine('if', rules), 'an if statement is not allowed under permission rules');
   });
 
+  it("allows a realistic agent's lines under rules of the issue's kind", async () => {
+    const rules = { allow: ['npm test:*', 'git status:*', 'ls:*', 'head:*', 'grep:*'].map(parseCommandPattern), deny: [] };
+    const lines = [
+      'cd src && ls',
+      'npm test -- --watch=false',
+      'git status --short',
+      'git status 2>&1 | head -20',
+      'ls -la src | grep "\\.ts$" | head -5',
+      'npm test 2>&1 | grep -E "fail|pass"',
+      'cd src/tools && ls -la && cd ../.. && git status --short',
+      'NO_COLOR=1 npm test -- test/x.test.ts > /dev/null 2>&1; git status',
+      'set -euo pipefail\nnpm test\ngit status --porcelain | head -n 1 # check',
+    ];
+    for (const line of lines) expectVerdict(await checkCommandLine(line, rules), true);
+    expectVerdict(await checkCommandLine('cd src && ls', { allow: [parseCommandPattern('ls:*')], deny: [] }), true);
+  });
+
   it('with no rules at all, allows any line without reading it', async () => {
     expectVerdict(await checkCommandLine('if', { deny: [] }), true);
   });
