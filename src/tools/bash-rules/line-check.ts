@@ -6,7 +6,7 @@ import type { CommandPattern } from './pattern.js';
 import { unwrapCommand } from './wrappers.js';
 import { SHELL_KEYWORDS, type ShellWord } from './words.js';
 
-/** Longest line checked under rules, in UTF-8 bytes: reading it is linear, and 64 KiB takes well under a millisecond. */
+/** Longest line checked under rules, in UTF-8 bytes: reading is linear, and the costliest 64 KiB line takes about 10 ms. */
 export const MAX_LINE_BYTES = 65_536;
 /** Most simple commands one line may run, counting those inside `bash -c`. */
 export const MAX_COMMANDS = 1_000;
@@ -57,6 +57,7 @@ const UNREADABLE_CHARACTERS = /[\0-\x08\x0b-\x1f\x7f]/;
 // moves about and tests conditions with them between the commands its rules allow.
 const IMPLICIT = new Set(['cd', 'pwd', 'true', 'false', 'test', '[']);
 const MOVES = new Set(['cd', 'pushd', 'popd']);
+
 /**
  * Decides a whole line under one layer of Bash rules, synchronously, in time linear in its length.
  * The line must be made only of what the rules model (see `parseLine`); every simple command it
