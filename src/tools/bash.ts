@@ -25,6 +25,8 @@ export interface BashToolOptions {
   sandbox?: BashSandboxSetting;
   /** Files the server reads secrets or configuration from (the API keys file); the sandbox hides them. */
   secretFiles?: readonly string[];
+  /** Sandboxed commands may use the network (default: none). */
+  network?: boolean;
   /** Directories the sandbox hides whole: the other keys' workspaces. */
   hiddenDirectories?: readonly string[];
   /** Bounds on each call's processes, memory, files, CPU time and /tmp (default: `DEFAULT_BASH_LIMITS`). */
@@ -83,6 +85,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     setting: options.sandbox ?? 'auto',
     secretFiles: options.secretFiles,
     hiddenDirectories: options.hiddenDirectories,
+    network: options.network,
     limits: options.limits ?? DEFAULT_BASH_LIMITS,
     spares: options.spares ?? BASH_CONCURRENCY,
   });
@@ -132,7 +135,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
         cgroup: outcome.cgroup,
         limits: isolation.limits,
         processesLimited: isolation.enforced.processes !== 'none',
-        tmpLimited: isolation.enforced.tmp !== 'none',
+        tmpLimited: isolation.enforced.tmp === 'tmpfs',
       });
       return formatResult(outcome, stdout, stderr, timeoutMs, notes);
     },
@@ -198,10 +201,13 @@ function withoutFinalNewline(text: string): string {
 }
 
 function describe(isolation: BashIsolation): string {
-  const sandbox = isolation.mode === 'sandbox';
-  const boundary = sandbox
-    ? "- Sandbox: commands run inside a bubblewrap sandbox. The file system is read-only except the workspace and a private, empty /tmp; there is no network; processes, IPC and hostname are private. Files outside the workspace can still be read, but not the server's secrets (its API keys file, /run/secrets)."
-    : "- NOT confined to the workspace: the workspace path checks of the file tools do not apply to Bash. A command can read, write and run anything the server's user can, and reach the network. The real boundary is the container, a dedicated unprivileged user, or the OS sandbox (off on this server).";
+  const network = isolation.network ? 'the network is open' : 'there is no network';
+  const boundary =
+    isolation.mechanism === 'bubblewrap'
+      ? `- Sandbox: commands run inside a bubblewrap sandbox. The file system is read-only except the workspace and a private, empty /tmp; ${network}; processes, IPC and hostname are private. Files outside the workspace can still be read, but not the server's secrets (its API keys file, /run/secrets).`
+      : isolation.mechanism === 'landlock'
+        ? `- Sandbox: commands run under Landlock and seccomp. They can read and run the system's programs (/usr, /etc, ...) and write only the workspace and a private, empty directory that is their TMPDIR and HOME: /tmp itself and other paths are not writable, so use $TMPDIR for temporary files. ${network[0]!.toUpperCase()}${network.slice(1)}${isolation.network ? '' : ' (no sockets at all: a test that listens on localhost fails)'}. The server's processes and other calls cannot be signalled or inspected.`
+        : "- NOT confined to the workspace: the workspace path checks of the file tools do not apply to Bash. A command can read, write and run anything the server's user can, and reach the network. The real boundary is the container, a dedicated unprivileged user, or the OS sandbox (off on this server).";
   return [
     'Executes a bash command (`bash -c`) and returns its output.',
     '',
@@ -234,8 +240,10 @@ function describeLimits(isolation: BashIsolation): string {
   if (limits.maxAddressSpace > 0) bounds.push(`${mib(limits.maxAddressSpace)} of address space per process`);
   if (limits.maxFileSize > 0) bounds.push(`files of at most ${mib(limits.maxFileSize)} (a process writing past it is stopped)`);
   if (limits.maxCpuSeconds > 0) bounds.push(`${limits.maxCpuSeconds} s of CPU time per process, and no more than the timeout`);
-  if (isolation.mode === 'sandbox' && limits.tmpSize > 0)
+  if (isolation.mechanism === 'bubblewrap' && limits.tmpSize > 0)
     bounds.push(`${mib(limits.tmpSize)} in /tmp and in /dev/shm each (held in memory; write large files to the workspace)`);
+  if (isolation.mechanism === 'landlock' && limits.tmpSize > 0)
+    bounds.push(`${mib(limits.tmpSize)} in the private directory (write large files to the workspace)`);
   if (bounds.length === 0) return '- Limits: none beyond the timeout.';
   return `- Limits per call, where this server can enforce them: ${bounds.join('; ')}. The result says which limit a command ran into.`;
 }
