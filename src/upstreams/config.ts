@@ -33,6 +33,8 @@ export interface StdioUpstream extends UpstreamCommon {
   /** The whole environment it gets besides PATH and HOME. */
   env: Record<string, string>;
   cwd: string | undefined;
+  /** It may open sockets (default true); false refuses them under the sandbox, and refuses to run it without one. */
+  network: boolean;
 }
 
 export interface HttpUpstream extends UpstreamCommon {
@@ -78,8 +80,9 @@ const SERVER_KEYS = [
   'timeoutMs',
   'maxConcurrency',
   'tools',
+  'network',
 ] as const;
-const STDIO_ONLY = ['args', 'env', 'cwd'] as const;
+const STDIO_ONLY = ['args', 'env', 'cwd', 'network'] as const;
 
 type Json = Record<string, unknown>;
 
@@ -215,6 +218,8 @@ function parseServer(name: string, entry: unknown, env: Record<string, string | 
     if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) fail('"args" must be an array of strings');
     const cwd = server['cwd'];
     if (cwd !== undefined && (typeof cwd !== 'string' || cwd === '')) fail('"cwd" must be a non-empty string');
+    const network = server['network'] ?? true;
+    if (typeof network !== 'boolean') fail('"network" must be true or false');
     const spec: StdioUpstream = {
       ...common,
       variableValues,
@@ -223,6 +228,7 @@ function parseServer(name: string, entry: unknown, env: Record<string, string | 
       args: (args as string[]).map((arg, i) => noNul(`args[${i}]`, expand(`args[${i}]`, arg), fail)),
       env: stringMap(server, 'env', 'a variable name (non-empty, without "=" or NUL)', (key) => key !== '' && !/[=\0]/.test(key), expand, fail),
       cwd: typeof cwd === 'string' ? noNul('"cwd"', expand('"cwd"', cwd), fail) : undefined,
+      network: network as boolean,
     };
     return spec;
   }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ToolRegistry } from '../core/registry.js';
 import { VERSION } from '../infra/version.js';
 import { loadUpstreams, type UpstreamSpec } from './config.js';
+import { UpstreamConfinement } from './confinement.js';
 import { LOCK_FILE_NAME, readLock } from './lock.js';
 import { UpstreamSource, type UpstreamSourceOptions } from './source.js';
 
@@ -26,16 +27,28 @@ export async function readUpstreamSpecs(config: UpstreamsConfig, env: Record<str
   return config.upstreams === undefined ? [] : loadUpstreams(config.upstreams, env, cwd);
 }
 
+export interface OpenUpstreamsOptions extends Pick<UpstreamSourceOptions, 'baseEnv'>, Partial<Pick<UpstreamSourceOptions, 'onState' | 'upstream'>> {
+  /**
+   * Files and directories no stdio upstream may read: the server's keys, configuration and
+   * plug-in files, the keys' workspaces. The upstreams file and its lock are added here.
+   */
+  hidden?: readonly string[];
+  /** Run stdio upstreams in the sandbox where it works (default true); false: with the server's rights. */
+  sandbox?: boolean;
+}
+
 /**
  * The upstreams of a server, their tools going into `registry`: the lock read (and its absence
- * said once), the eager upstreams started and waited for once. Undefined without upstreams.
+ * said once), the stdio upstreams' sandbox tried once (see `UpstreamConfinement`; where it does
+ * not work they run with the server's rights, and the log says why), the eager upstreams started
+ * and waited for once. Undefined without upstreams.
  */
 export async function openUpstreams(
   specs: readonly UpstreamSpec[],
   config: UpstreamsConfig,
   registry: ToolRegistry,
   log: Logger,
-  options: Pick<UpstreamSourceOptions, 'baseEnv'> & Partial<Pick<UpstreamSourceOptions, 'onState' | 'upstream'>>,
+  options: OpenUpstreamsOptions,
   cwd = process.cwd(),
 ): Promise<UpstreamSource | undefined> {
   if (specs.length === 0) return undefined;
@@ -44,7 +57,29 @@ export async function openUpstreams(
   if (lock === undefined) {
     log.info({ lockFile: file }, 'no upstream lock file: every upstream tool definition is served as listed (toolport upstreams lock pins them)');
   }
-  const source = new UpstreamSource(specs, registry, { ...options, log, version: VERSION, lock });
+  const { hidden = [], sandbox = true, ...sourceOptions } = options;
+  const confinement = specs.some((spec) => spec.transport === 'stdio')
+    ? await confine(sandbox, [...hidden, path.resolve(cwd, config.upstreams!), file], log)
+    : undefined;
+  const source = new UpstreamSource(specs, registry, { ...sourceOptions, confinement, log, version: VERSION, lock });
   await source.start();
   return source;
+}
+
+/** The stdio upstreams' sandbox, or why there is none (said in the log: a warning where it does not work). */
+async function confine(sandbox: boolean, hidden: readonly string[], log: Logger): Promise<UpstreamConfinement | string> {
+  if (!sandbox) {
+    log.warn('stdio upstreams run without a sandbox (turned off): they can read what the server can, its keys included');
+    return 'the sandbox is turned off';
+  }
+  const confinement = await UpstreamConfinement.open(hidden);
+  if (typeof confinement === 'string') {
+    log.warn(
+      { reason: confinement },
+      "stdio upstreams run without a sandbox: they can read what the server's user can, the server's keys included, and what they start with setsid can outlive them",
+    );
+    return confinement;
+  }
+  log.info({ mechanism: 'landlock', hidden: confinement.hidden }, 'stdio upstreams run in the Landlock sandbox');
+  return confinement;
 }

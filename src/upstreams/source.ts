@@ -7,6 +7,7 @@ import { fromMCPCallResult } from '../providers/mcp-content.js';
 import type { UpstreamSpec } from './config.js';
 import { checkDefinitions, type UpstreamToolDefinition } from './definitions.js';
 import { admitted, type HeldTool, type LockFile } from './lock.js';
+import type { UpstreamConfinement } from './confinement.js';
 import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
 
 export interface UpstreamSourceOptions {
@@ -20,6 +21,8 @@ export interface UpstreamSourceOptions {
   upstream?: Partial<Pick<UpstreamOptions, 'relistMs' | 'backoffMs' | 'maxBackoffMs' | 'connectTimeoutMs'>>;
   /** The server's environment: a stdio upstream gets its PATH and HOME. */
   baseEnv: Record<string, string | undefined>;
+  /** The stdio upstreams' sandbox, or why there is none; closed by `stop`. */
+  confinement?: UpstreamConfinement | string;
 }
 
 /**
@@ -43,6 +46,7 @@ export class UpstreamSource {
         new Upstream(spec, {
           ...options.upstream,
           baseEnv: options.baseEnv,
+          confinement: options.confinement,
           log: options.log.child({ upstream: spec.name }),
           version: options.version,
           onTools: (tools) => this.#listed(this.#named(spec.name), tools),
@@ -91,6 +95,7 @@ export class UpstreamSource {
   /** Stops every upstream (their process groups too). */
   async stop(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.stop()));
+    if (typeof this.#options.confinement === 'object') await this.#options.confinement.close();
   }
 
   #listed(upstream: Upstream, wire: readonly unknown[]): void {

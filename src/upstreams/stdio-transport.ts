@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { StdioUpstream } from './config.js';
+import type { ConfinedLaunch, UpstreamConfinement } from './confinement.js';
 import { CLOSE_SLACK_MS, killProcessGroup, trackGroup } from '../os/proc/process.js';
 import { NotJsonRpcError, parseMessage } from './json-rpc.js';
 import { LineSplitter, MessageTooLargeError } from './line-splitter.js';
@@ -28,6 +31,13 @@ export interface StdioTransportOptions {
   log: Logger;
   /** Hides the upstream's secrets in what goes to the log. */
   redact: (text: string) => string;
+  /**
+   * The sandbox it runs in (see `UpstreamConfinement`), or why there is none here: then it runs
+   * with the server's rights, unless `network` is false, which only the sandbox can hold.
+   */
+  confinement?: UpstreamConfinement | string;
+  /** It may open sockets (default true). */
+  network?: boolean;
 }
 
 /**
@@ -39,16 +49,27 @@ export function stdioTransport(
   baseEnv: Record<string, string | undefined>,
   log: Logger,
   redact: (text: string) => string,
+  confinement?: UpstreamConfinement | string,
 ): StdioProcessTransport {
   const env: Record<string, string> = {};
   for (const name of ['PATH', 'HOME']) if (baseEnv[name] !== undefined) env[name] = baseEnv[name];
-  return new StdioProcessTransport({ command: spec.command, args: spec.args, env: { ...env, ...spec.env }, cwd: spec.cwd, log, redact });
+  return new StdioProcessTransport({
+    command: spec.command,
+    args: spec.args,
+    env: { ...env, ...spec.env },
+    cwd: spec.cwd,
+    log,
+    redact,
+    confinement,
+    network: spec.network,
+  });
 }
 
 /**
  * MCP's stdio transport for an upstream process, with what the SDK's own transport lacks for a
  * server: the process leads its own process group, so stopping it ends whatever it started too
- * (and so does the leader's own exit, and the server's, through `trackGroup`); it gets only the
+ * (and so does the leader's own exit, and the server's, through `trackGroup`); confined, the
+ * leader is the reaper's supervisor, which also ends what left the group; it gets only the
  * environment given; its stderr goes to the log line by line, bounded; a message longer than
  * {@link MAX_MESSAGE_BYTES}, or more than {@link MAX_UNSENT_BYTES} of input it does not read, ends it.
  */
@@ -74,21 +95,43 @@ export class StdioProcessTransport implements Transport {
     return this.#child?.pid;
   }
 
-  start(): Promise<void> {
-    const { command, args, env, cwd, log, redact } = this.#options;
+  async start(): Promise<void> {
+    const { command, args, env, log, redact, confinement } = this.#options;
+    let launch: ConfinedLaunch | undefined;
+    if (typeof confinement === 'string' && this.#options.network === false) {
+      this.exit = 'could not start: "network": false needs the sandbox';
+      this.#ended();
+      throw new Error(`cannot run ${JSON.stringify(command)}: it has "network": false, and the sandbox that would hold it cannot run here (${confinement})`);
+    }
+    if (typeof confinement === 'object') {
+      const cwd = path.resolve(this.#options.cwd ?? process.cwd());
+      // The supervisor would start and then fail to run it: said here, as spawn says it unconfined.
+      if (!(await runnable(command, env['PATH'] ?? '', cwd))) {
+        this.exit = 'could not start: ENOENT';
+        this.#ended();
+        throw new Error(`cannot run ${JSON.stringify(command)}: no such command`);
+      }
+      launch = await confinement.launch(command, args, { cwd, env, network: this.#options.network ?? true });
+    }
     return new Promise((resolve, reject) => {
-      const child = spawn(command, [...args], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, windowsHide: true });
+      const child = launch
+        ? spawn(launch.file, launch.args, { env: launch.env, cwd: this.#options.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, windowsHide: true })
+        : spawn(command, [...args], { env, cwd: this.#options.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, windowsHide: true });
       this.#child = child;
       child.once('error', (err) => {
         this.exit = `could not start: ${(err as NodeJS.ErrnoException).code ?? err.message}`;
         reject(new Error(`cannot run ${JSON.stringify(command)}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such command' : err.message}`));
+        void launch?.release();
         this.#ended();
       });
       child.once('spawn', () => {
-        if (child.pid !== undefined) trackGroup(child.pid, 'SIGKILL');
+        // The supervisor gets SIGTERM when the server exits, and ends what left the group before
+        // it goes: SIGKILL would end it first.
+        if (child.pid !== undefined) trackGroup(child.pid, launch ? 'SIGTERM' : 'SIGKILL');
         resolve();
       });
       child.once('exit', (code, signal) => {
+        void launch?.release();
         this.exit ??= signal !== null ? `killed by ${signal}` : `exited with status ${code}`;
         // The leader is gone: what it started in its group goes too (helpers would outlive every
         // restart), and a process that left the group and holds the pipes open cannot keep the
@@ -178,6 +221,20 @@ export class StdioProcessTransport implements Transport {
     this.#lines.clear();
     this.onclose?.();
   }
+}
+
+/** True when `command` names an executable file, by its path or found on `PATH` (as execvp finds it). */
+async function runnable(command: string, PATH: string, cwd: string): Promise<boolean> {
+  const candidates = command.includes('/') ? [path.resolve(cwd, command)] : PATH.split(':').map((dir) => path.resolve(cwd, dir || '.', command));
+  for (const candidate of candidates) {
+    try {
+      await access(candidate, constants.X_OK);
+      return true;
+    } catch {
+      // Not this one.
+    }
+  }
+  return false;
 }
 
 /** A line on stdout as a message: undefined for a line that is not JSON (skipped, as the SDK's transport does); throws `NotJsonRpcError` for JSON that is not JSON-RPC. */

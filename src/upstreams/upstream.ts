@@ -6,6 +6,7 @@ import { describeHttpFailure, httpAgent, httpTransport, isConnectionFailure } fr
 import { PERMISSIVE, ToolLister, relister } from './listing.js';
 import { redactor } from './redact.js';
 import { StdioProcessTransport, stdioTransport } from './stdio-transport.js';
+import type { UpstreamConfinement } from './confinement.js';
 import { STOPPING_GRACE_MS } from '../core/executor.js';
 import { ConcurrencyLimiter, defaultShareOfQueue, defaultShareOfSlots } from '../core/limiter.js';
 
@@ -44,6 +45,8 @@ export interface UpstreamOptions {
   abortGraceMs?: number;
   /** The environment a stdio upstream gets besides its own `env`: PATH and HOME, taken from here (the server's environment). */
   baseEnv: Record<string, string | undefined>;
+  /** The sandbox of a stdio upstream, or why there is none here (see `StdioTransportOptions.confinement`). */
+  confinement?: UpstreamConfinement | string;
 }
 
 /** A call an upstream could not answer: it is down, stopped, or went away during the call. The text is for the model. */
@@ -256,7 +259,7 @@ export class Upstream {
   }
 
   #makeTransport(): Transport {
-    if (this.spec.transport === 'stdio') return stdioTransport(this.spec, this.#options.baseEnv, this.#log, this.redact);
+    if (this.spec.transport === 'stdio') return stdioTransport(this.spec, this.#options.baseEnv, this.#log, this.redact, this.#options.confinement);
     this.#agent ??= httpAgent();
     return httpTransport(this.spec, this.#agent, (transport, why) => this.#brokenBy.set(transport, why));
   }

@@ -57,6 +57,7 @@ describe('parseUpstreams', () => {
         args: ['-y', '@modelcontextprotocol/server-github'],
         env: { GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN },
         cwd: undefined,
+        network: true,
       },
       {
         name: 'remote',
@@ -151,7 +152,7 @@ describe('parseUpstreams', () => {
   it('refuses an unknown key, naming it and the accepted ones', () => {
     assert.equal(
       serverFailure({ command: 'x', autoApprove: [] }),
-      'Upstream "github": unknown key "autoApprove" (accepted: type, command, args, env, cwd, url, headers, disabled, prefix, separator, startup, timeoutMs, maxConcurrency, tools).',
+      'Upstream "github": unknown key "autoApprove" (accepted: type, command, args, env, cwd, url, headers, disabled, prefix, separator, startup, timeoutMs, maxConcurrency, tools, network).',
     );
   });
 
@@ -194,6 +195,8 @@ describe('parseUpstreams', () => {
       [{ command: 'x', args: ['a\u0000b'] }, 'args[0] must not contain a NUL character'],
       [{ command: 'x', cwd: '' }, '"cwd" must be a non-empty string'],
       [{ command: 'x', disabled: 'yes' }, '"disabled" must be true or false'],
+      [{ command: 'x', network: 'none' }, '"network" must be true or false'],
+      [{ url: 'https://x.example', network: false }, '"network" applies to a "command" server only'],
       [{ url: '' }, '"url" must be a non-empty string'],
       [{ url: 'https://x.example', headers: { 'Bad Name': 'v' } }, '"headers" has "Bad Name", which is not a header name'],
       [{ url: 'https://x.example', headers: { 'X-Key': 'a\r\nInjected: 1' } }, 'headers.X-Key must not contain line breaks or NUL'],

@@ -24,8 +24,10 @@ async function everythingUpstream(
   { name = 'every', extra = {}, upstream = {} }: { name?: string; extra?: Record<string, unknown>; upstream?: UpstreamSourceOptions['upstream'] } = {},
 ): Promise<{ source: UpstreamSource; registry: ToolRegistry; log: string }> {
   const log = path.join(dir, 'received.log');
+  // Made here: in the sandbox the upstream writes only below its cwd, where the upstreams file is hidden.
+  await writeFile(log, '');
   const config = JSON.stringify({
-    mcpServers: { [name]: { command: process.execPath, args: [RECORDING, log, process.execPath, EVERYTHING, 'stdio'], ...extra } },
+    mcpServers: { [name]: { command: process.execPath, args: [RECORDING, log, process.execPath, EVERYTHING, 'stdio'], cwd: dir, ...extra } },
   });
   const file = path.join(dir, 'upstreams.json');
   await writeFile(file, config);
@@ -139,7 +141,7 @@ describe('the reference everything server as an upstream, over REST', () => {
     const count = (await readFile(received, 'utf8')).split('trigger-long-running-operation').length;
     const call = app.inject({ method: 'POST', url: '/tools/every__trigger-long-running-operation', payload: { duration: 30, steps: 30 } });
     await until(async () => (await readFile(received, 'utf8')).split('trigger-long-running-operation').length > count, 'the call to reach the upstream');
-    process.kill(-pid, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
     const answer = (await call).json() as { isError: boolean; content: Array<{ text: string }> };
     assert.equal(answer.isError, true);
     assert.match(answer.content[0]!.text, /^Upstream "every" went away during the call \(the process killed by SIGKILL\)/);

@@ -140,7 +140,7 @@ async function hostile(t: Cleanup, mode: string, extra: Record<string, unknown> 
   const launch =
     shell === undefined ? { command: process.execPath, args: [HOSTILE, mode] } : { command: 'sh', args: ['-c', shell, process.execPath, HOSTILE, mode] };
   const file = path.join(dir, 'upstreams.json');
-  const text = JSON.stringify({ mcpServers: { h: { ...launch, env: { HOSTILE_LOG: record }, ...extra } } });
+  const text = JSON.stringify({ mcpServers: { h: { ...launch, cwd: dir, env: { HOSTILE_LOG: record }, ...extra } } });
   await writeFile(file, text);
   const received = async (): Promise<string[]> => (await readFile(record, 'utf8')).split('\n').filter(Boolean);
   return { dir, file, record, received, specs: parseUpstreams(text, {}), config: { upstreams: file, upstreamsLock: undefined } };

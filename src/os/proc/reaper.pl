@@ -79,8 +79,10 @@ sub ENOENT () { 2 }
 # The auxiliary vector's entry for the page size, in which /proc/PID/stat counts resident memory.
 sub AT_PAGESZ () { 6 }
 
+# `supervise` runs one command on the stdio it was given (see the section at the end); else the resident.
+my $supervising = @ARGV > 0 && $ARGV[0] eq 'supervise' ? shift @ARGV : undef;
 my ($SYS_prctl, $SYS_rt_sigprocmask, $SYS_capset, $server, $address) = @ARGV;
-$0 = 'toolport-reaper';
+$0 = defined $supervising ? 'toolport-supervisor' : 'toolport-reaper';
 syscall($SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == 0 or die "toolport reaper: prctl(PR_SET_PDEATHSIG): $!\n";
 exit 0 if getppid() != $server;
 my $resident = $$;
@@ -94,6 +96,7 @@ my $stops = eval { pack('Q', $stop_bits) } // pack('L2', $stop_bits, 0);
 sub mask { syscall($SYS_rt_sigprocmask, $_[0], $_[1], 0, SIGSET_BYTES) == 0 or die "toolport reaper: rt_sigprocmask: $!\n"; }
 our $to_server = \*STDOUT;
 sub report { syswrite($to_server, "$_[0]\n"); }
+supervise(@ARGV[4 .. $#ARGV]) if defined $supervising;
 
 # A child's exit interrupts select, so the resident reports it at once; the timeout covers one
 # that comes just before select starts.
@@ -212,7 +215,20 @@ sub reap_call {
   # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
   # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
   # A call over a bound gets no grace: a fork loop would go on forking through it.
-  my $deadline = defined $bound ? now_ms() : undef;
+  $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
+  $status = 1 << 8 unless defined $status;
+  # The output connections end now, before the report, so the server has all of the output (and
+  # their end) as soon as it hears: Perl's own exit can take milliseconds more.
+  open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
+  report("done $token $status" . (defined $bound ? " $bound" : ''));
+  exit_as($status);
+}
+
+# Ends every process below this one: SIGTERM to each (once), SIGKILL to what is left once
+# `deadline` (ms, from now_ms; undef: the first found plus `grace_ms`) has passed, reaping them all.
+# Returns the wait status of `main` (the command) if it is reaped here, else `status`.
+sub end_subtree {
+  my ($main, $status, $grace_ms, $deadline) = @_;
   my %termed;
   my $pause = 0.0005;
   my $rounds = 0;
@@ -229,11 +245,12 @@ sub reap_call {
     select(undef, undef, undef, $pause);
     $pause = $pause * 2 > 0.01 ? 0.01 : $pause * 2;
   }
-  $status = 1 << 8 unless defined $status;
-  # The output connections end now, before the report, so the server has all of the output (and
-  # their end) as soon as it hears: Perl's own exit can take milliseconds more.
-  open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
-  report("done $token $status" . (defined $bound ? " $bound" : ''));
+  return $status;
+}
+
+# Exits as a process with wait status `status` did: the same code, or the same signal.
+sub exit_as {
+  my ($status) = @_;
   if ($status & SIGNAL_BITS) {
     my $signal = $status & SIGNAL_BITS;
     $SIG{$_} = 'DEFAULT' for keys %SIG;
@@ -364,4 +381,56 @@ sub tree_bytes {
     }
   }
   return $bytes;
+}
+
+# ---------------------------------------------------------------------------------------------
+# Supervise: one command on the stdio this process was given (an upstream MCP server's JSON-RPC
+# pipes), confined and reaped. Arguments after `supervise` and the three system-call numbers: the
+# server's pid (if it is already gone, exit at once), the grace period in ms, the number of
+# confinement fields, the fields (see `confine`), `--`, and the command. The supervisor makes
+# itself a child subreaper and dies with the server (PR_SET_PDEATHSIG, set above), forks the
+# command, which inherits stdin, stdout and stderr and is confined before it starts (a field that
+# cannot be applied ends it with 126, fail closed), and waits. When the command exits, or the
+# supervisor gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or the server's
+# death), it ends every process below it as a call reaper does (see `end_subtree`), so nothing the
+# command started, setsid included, outlives it; then it exits as the command did. It writes
+# nothing to stdout, which is the command's; its own errors go to stderr.
+sub supervise {
+  my ($grace_ms, $count, @rest) = @_;
+  my $fail = sub { print STDERR "toolport supervisor: $_[0]\n"; exit 126; };
+  $fail->('usage: supervise PRCTL RT_SIGPROCMASK CAPSET SERVER GRACE_MS COUNT FIELD... -- COMMAND...')
+    unless defined $count && $count =~ /^\d+\z/ && $grace_ms =~ /^\d+\z/ && @rest > $count + 1 && $rest[$count] eq '--';
+  my @confine = splice(@rest, 0, $count);
+  shift @rest;
+  my @command = @rest;
+  mask(SIG_BLOCK, $stops);
+  syscall($SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or $fail->("prctl(PR_SET_CHILD_SUBREAPER): $!");
+  my $main = fork();
+  $fail->("fork: $!") unless defined $main;
+  if ($main == 0) {
+    if (@confine and my $why = confine(\@confine)) { $fail->($why); }
+    mask(SIG_UNBLOCK, $stops);
+    { exec { $command[0] } @command };
+    print STDERR "toolport supervisor: $command[0]: $!\n";
+    exit 127;
+  }
+  my $status;
+  # As in reap_call: the handlers leave the wait by dying only while the eval is on the stack.
+  our $waiting = 0;
+  $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
+  eval {
+    local $waiting = 1;
+    mask(SIG_UNBLOCK, $stops);
+    die "stop\n" if getppid() != $server;
+    while (1) {
+      my $pid = waitpid(-1, 0);
+      last if $pid < 0;
+      if ($pid == $main) { $status = $?; last; }
+    }
+    mask(SIG_BLOCK, $stops);
+  };
+  mask(SIG_BLOCK, $stops);
+  $status = $? if !defined $status && !kill(0, $main);
+  $status = end_subtree($main, $status, $grace_ms, undef);
+  exit_as($status // 1 << 8);
 }

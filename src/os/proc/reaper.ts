@@ -10,7 +10,7 @@ import { ReapedCall, type BeginOptions } from './reaped-call.js';
  * The reaper's Perl source (see its header for what it does and its protocol). It sits beside
  * this module: in src/, in dist/ (the build copies it), and beside the bundles in dist/main/.
  */
-const REAPER_SCRIPT = fileURLToPath(new URL('./reaper.pl', import.meta.url));
+export const REAPER_SCRIPT = fileURLToPath(new URL('./reaper.pl', import.meta.url));
 // sockaddr_un's sun_path: the reaper connects to the name padded to its whole size (reaper.pl).
 const SUN_PATH_BYTES = 108;
 
@@ -27,7 +27,7 @@ function abstractName(name: string): string {
  * `syscall` needs them, and the minimal Perl that every Debian system carries (perl-base) has no
  * `syscall.ph` to look them up.
  */
-const REAPER_SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number; capset: number }>> = {
+export const REAPER_SYSCALLS: Readonly<Record<string, { prctl: number; rtSigprocmask: number; capset: number }>> = {
   x64: { prctl: 157, rtSigprocmask: 14, capset: 126 },
   arm64: { prctl: 167, rtSigprocmask: 135, capset: 91 },
   riscv64: { prctl: 167, rtSigprocmask: 135, capset: 91 },
