@@ -1,5 +1,5 @@
 import type { Claims } from './identity.js';
-import { audienceMessage } from './jwt-verifier.js';
+import { audienceMessage, CLOCK_SKEW_SECONDS } from './jwt-verifier.js';
 import { TokenRefusal } from './token-refusal.js';
 
 /** The longest an introspection answer is trusted without asking again: a revoked token stops working within it. */
@@ -16,6 +16,13 @@ export interface IntrospectionOptions {
   now?: () => number;
   fetchFn?: typeof fetch;
 }
+
+/**
+ * The `token_type` values (lower case) of an access token's answer: RFC 6749's `Bearer`, and the
+ * kind of token as some servers write it (`access_token`, RFC 8693's URI). Any other (`refresh_token`,
+ * `N_A`, `DPoP`) is refused; an answer without one is taken as the access token it was asked about.
+ */
+export const ACCESS_TOKEN_TYPES: ReadonlySet<string> = new Set(['bearer', 'access_token', 'urn:ietf:params:oauth:token-type:access_token']);
 
 /** An active token's claims, and until when its answer may be reused (epoch ms). */
 export interface IntrospectedToken {
@@ -78,9 +85,29 @@ export class Introspector {
     if (answer.cnf !== undefined) {
       throw new TokenRefusal('invalid_token', 'The access token is bound to a key (cnf) and cannot be used as a bearer token here.');
     }
+    // RFC 7662 section 2.2: `token_type` is OAuth's (RFC 6749 section 7.1), a bearer's `Bearer`; some
+    // servers write the kind of token instead. A refresh token is never an access token here.
+    const type = answer.token_type;
+    if (type !== undefined && (typeof type !== 'string' || !ACCESS_TOKEN_TYPES.has(type.toLowerCase()))) {
+      throw new TokenRefusal('invalid_token', `The token's type (token_type) is ${JSON.stringify(type)}, not an access token's (Bearer).`);
+    }
     const now = this.#now();
-    const expiresAt = typeof answer.exp === 'number' ? answer.exp * 1000 : now + INTROSPECTION_CACHE_MS;
+    const [exp, nbf, iat] = (['exp', 'nbf', 'iat'] as const).map((claim) => numericDate(answer, claim));
+    const expiresAt = exp === undefined ? now + INTROSPECTION_CACHE_MS : exp * 1000;
     if (expiresAt <= now) throw new TokenRefusal('invalid_token', 'The access token has expired.');
+    // As a JWT's: not before its nbf or iat, with the clock skew.
+    const ahead = (date: number | undefined): boolean => date !== undefined && date > now / 1000 + CLOCK_SKEW_SECONDS;
+    if (ahead(nbf) || ahead(iat)) {
+      throw new TokenRefusal('invalid_token', 'The access token is not valid yet.');
+    }
     return { claims: { ...answer, iss: issuer }, expiresAt, reuseUntil: Math.min(expiresAt, now + INTROSPECTION_CACHE_MS) };
   }
+}
+
+/** A NumericDate of the answer (seconds since the epoch), when it has one; `TokenRefusal` for one that is not a number. */
+function numericDate(answer: Record<string, unknown>, claim: 'exp' | 'nbf' | 'iat'): number | undefined {
+  const value = answer[claim];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new TokenRefusal('invalid_token', `The access token's ${claim} claim is not a number.`);
+  return value;
 }

@@ -93,9 +93,11 @@ export class JwtVerifier {
       if (typeof payload.iat === 'number' && payload.iat > this.#now() / 1000 + CLOCK_SKEW_SECONDS) {
         throw new TokenRefusal('invalid_token', 'The access token is not valid yet.');
       }
-      const type = protectedHeader.typ?.toLowerCase();
-      if (type !== undefined && !ACCEPTED_TYPES.has(type.replace(/^application\//, ''))) {
-        throw new TokenRefusal('invalid_token', `The token's type (typ) is ${JSON.stringify(protectedHeader.typ)}, not an access token's (at+jwt).`);
+      // The header is the sender's to write: a `typ` that is not a string is refused, not called a method on.
+      const typ: unknown = protectedHeader.typ;
+      if (typ !== undefined && typeof typ !== 'string') throw new TokenRefusal('invalid_token', "The token's type (typ) is not a string.");
+      if (typ !== undefined && !ACCEPTED_TYPES.has(typ.toLowerCase().replace(/^application\//, ''))) {
+        throw new TokenRefusal('invalid_token', `The token's type (typ) is ${JSON.stringify(typ)}, not an access token's (at+jwt).`);
       }
       // An ID token is for the client that asked for it, not for a resource server (RFC 9068 section 4; OpenID Connect).
       if (payload.nonce !== undefined || payload.at_hash !== undefined || payload.typ === 'ID') {
@@ -120,6 +122,8 @@ function refusalFor(err: unknown, audiences: readonly string[]): TokenRefusal | 
   const invalid = (message: string): TokenRefusal => new TokenRefusal('invalid_token', message);
   if (err instanceof errors.JWTExpired) return invalid('The access token has expired.');
   if (err instanceof errors.JWTClaimValidationFailed) {
+    // A claim of the wrong type (`"exp": "soon"`, `"aud": 7`): the token's fault, said as such.
+    if (err.reason === 'invalid') return invalid(`The access token's ${err.claim} claim is not of the type it must have.`);
     switch (err.claim) {
       case 'aud':
         return invalid(audienceMessage(audiences));

@@ -13,9 +13,20 @@ const NOT_PASSED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'co
  * called in process; these routes carry the app's hooks (keys, Host guard), as the browser's own
  * did, and answer what it answers.
  */
-export function docsRoutes(app: FastifyInstance, current: () => OpenAPIDocument): void {
+export function docsRoutes(app: FastifyInstance, current: () => OpenAPIDocument, served: (request: FastifyRequest, reply: FastifyReply) => void): void {
   let browser: Promise<FastifyInstance> | undefined;
   const answer = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    // The document itself follows the caller's scope, as /openapi.json does (`served` answers it);
+    // the YAML form exists for the whole document only.
+    const file = request.url.split('?')[0];
+    if (file === '/docs/json') {
+      served(request, reply);
+      return reply;
+    }
+    if (file === '/docs/yaml' && request.apiKey?.tools !== undefined) {
+      reply.callNotFound();
+      return reply;
+    }
     browser ??= documentBrowser(current()).catch((err: unknown) => {
       browser = undefined;
       throw err;

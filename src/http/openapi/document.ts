@@ -1,11 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { ToolScope } from '../../core/keyring.js';
 import { VERSION } from '../../infra/version.js';
 import { namedSchemas } from './components.js';
 import { docsRoutes } from './docs.js';
 import { PUBLISHED_SCHEMAS } from './response-schemas.js';
-import { TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
+import { scopedDocument, TOOLS_DOCUMENT_URL, toolsDocument, type OpenAPIDocument } from './tools-document.js';
 import { liveDocument } from './live-tools.js';
 import { sendPrebuilt } from '../compressed-lists.js';
 import type { ToolRegistry } from '../../core/registry.js';
@@ -79,28 +79,36 @@ export async function registerOpenAPI(
   const live = liveDocument(options.registry);
   const current = (): OpenAPIDocument => live(() => app.swagger() as unknown as OpenAPIDocument);
   app.decorate('openapiDocument', current);
-  if (options.docs) docsRoutes(app, current);
   // Each document is serialised once per change of the tools (and per key scope for the tools-only
   // one), on its first request, and sent as lists are: compressed when the client accepts it, with
   // a strong ETag per coding. Weakly held: a keys reload that drops a scope drops its document too.
+  // Both documents follow the caller's scope: a token or key scoped to some tools reads no other tool here.
   let madeFrom: OpenAPIDocument | undefined;
   let full: Buffer | undefined;
   let unscoped: Buffer | undefined;
   let scoped = new WeakMap<ToolScope, Buffer>();
+  let scopedFull = new WeakMap<ToolScope, Buffer>();
   const fresh = (): OpenAPIDocument => {
     const document = current();
     if (madeFrom !== document) {
       madeFrom = document;
       full = unscoped = undefined;
       scoped = new WeakMap();
+      scopedFull = new WeakMap();
     }
     return document;
   };
   const bytes = (document: unknown): Buffer => Buffer.from(JSON.stringify(document));
-  app.get('/openapi.json', { schema: { hide: true } }, (request, reply) => {
+  const served = (request: FastifyRequest, reply: FastifyReply): void => {
     const document = fresh();
-    sendPrebuilt(request, reply, (full ??= bytes(document)), JSON_TYPE);
-  });
+    const scope = request.apiKey?.tools;
+    let body: Buffer | undefined;
+    if (scope === undefined) body = full ??= bytes(document);
+    else if ((body = scopedFull.get(scope)) === undefined) scopedFull.set(scope, (body = bytes(scopedDocument(document, scope))));
+    sendPrebuilt(request, reply, body, JSON_TYPE);
+  };
+  app.get('/openapi.json', { schema: { hide: true } }, served);
+  if (options.docs) docsRoutes(app, current, served);
   app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, (request, reply) => {
     const document = fresh();
     const scope = request.apiKey?.tools;

@@ -56,6 +56,25 @@ export function toolsDocument(full: OpenAPIDocument, scope?: ToolScope): OpenAPI
 }
 
 /**
+ * The full document as a caller with `scope` sees it: the service routes as they are, and the
+ * operations of the tools in its scope only, so a token scoped to one tool reads no other tool's
+ * name or schema here either (the lists and `toolsDocument` filter the same way). A removed tool's
+ * own ToolResult component goes with it.
+ */
+export function scopedDocument(full: OpenAPIDocument, scope: ToolScope): OpenAPIDocument {
+  const paths: OpenAPIDocument['paths'] = {};
+  const removed = new Set<string>();
+  for (const [path, item] of Object.entries(full.paths)) {
+    const operation = item.post as { operationId?: string; tags?: string[] } | undefined;
+    const tool = operation?.tags?.includes(TOOL_TAG) === true ? operation.operationId : undefined;
+    if (tool !== undefined && !scope.has(tool)) removed.add(toolResultComponent(tool));
+    else paths[path] = item;
+  }
+  const { schemas = {}, ...otherComponents } = full.components ?? {};
+  return { ...full, paths, components: { ...otherComponents, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => !removed.has(name))) } };
+}
+
+/**
  * The component of a tool's own ToolResult, for a tool with an output schema: its structuredContent
  * typed. No other component holds "_", so no tool name makes one clash.
  */
