@@ -221,7 +221,7 @@ echo "== image: built in $(since "$started"), $(podman image inspect "$IMAGE" --
   awk '{ printf "%.0f MB", $1 / 1e6 }')"
 
 checks_started=$(now)
-# shellcheck source=../test/deploy/container-attacks.sh
+# shellcheck source-path=SCRIPTDIR source=../test/deploy/container-attacks.sh
 source "$ROOT/test/deploy/container-attacks.sh"
 
 # The secrets an attacker is after: the server's key (TOOLPORT_API_KEYS), two keys of the keys
@@ -350,6 +350,7 @@ play_cleanup() {
   podman volume rm -f "$PLAY-tmp" "$PLAY-toolport-workspace" >/dev/null 2>&1 || true
 }
 # cleanup takes the exit status from $?, and errexit holds in traps: hand the status on.
+# shellcheck disable=SC2154 # play_status is assigned in the trap's own string
 trap 'play_status=$?; play_cleanup "$play_status"; set +e; (exit "$play_status"); cleanup' EXIT
 check_played_ready() { http GET /readyz | expect_json 'b.status === "ready"' && check_tools; }
 mkdir -m 755 "$WORK/play-keys"
