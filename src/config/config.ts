@@ -62,6 +62,13 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     see: 'upstreams.md#pinned-definitions',
   },
   {
+    name: 'TOOLPORT_UPSTREAM_SANDBOX',
+    default: code('auto'),
+    meaning:
+      'run stdio upstreams under Landlock and seccomp: `auto`, where it works here (else as the server, with a warning); `true`, always (start-up fails without); `false`, never',
+    see: 'upstreams.md#isolation',
+  },
+  {
     name: 'TOOLPORT_WORKSPACE',
     default: 'the current directory (`/workspace` in the image)',
     meaning: 'the only directory the file tools may touch; unset, the current directory is refused when it is `/` or the home directory',
@@ -320,6 +327,8 @@ export interface Config {
   workspace: string;
   /** Most bytes each workspace may use for Write and Edit to go on writing in it (TOOLPORT_WORKSPACE_QUOTA); 0: no quota. */
   workspaceQuota: number;
+  /** Run stdio upstreams under Landlock and seccomp (TOOLPORT_UPSTREAM_SANDBOX): `auto`, where it works; `true`, always (or fail); `false`, never. */
+  upstreamSandbox: 'auto' | 'true' | 'false';
   /** Run Bash in a sandbox: `auto`, the first that works; `true`, one always (or fail); `bubblewrap` or `landlock`, that one; `false`, never. */
   bashSandbox: BashSandboxSetting;
   /** Sandboxed Bash commands may use the network (TOOLPORT_BASH_NETWORK=all). */
@@ -446,6 +455,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     plugins: list(env, 'TOOLPORT_PLUGINS') ?? [],
     upstreams: raw(env, 'TOOLPORT_UPSTREAMS'),
     upstreamsLock: raw(env, 'TOOLPORT_UPSTREAMS_LOCK'),
+    upstreamSandbox: oneOf(env, 'TOOLPORT_UPSTREAM_SANDBOX', ['auto', 'true', 'false'], 'auto'),
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
     workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),

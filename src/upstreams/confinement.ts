@@ -67,8 +67,15 @@ export class UpstreamConfinement {
     return this.#profile.hidden;
   }
 
-  /** How to start `command args` confined at `cwd` with `env` (HOME taken from it), with or without the network. */
-  async launch(command: string, args: readonly string[], options: { cwd: string; env: Record<string, string>; network: boolean }): Promise<ConfinedLaunch> {
+  /**
+   * How to start `command args` confined with `env` (HOME taken from it), with or without the
+   * network; `cwd` is the directory its entry names (writable), or undefined for the server's own.
+   */
+  async launch(
+    command: string,
+    args: readonly string[],
+    options: { cwd: string | undefined; env: Record<string, string>; network: boolean },
+  ): Promise<ConfinedLaunch> {
     const dir = await this.#dirs.create();
     try {
       const place: UpstreamPlace = { cwd: options.cwd, home: options.env['HOME'], tmp: dir.path, network: options.network };

@@ -14,6 +14,8 @@ export interface UpstreamsConfig {
   upstreams: string | undefined;
   /** TOOLPORT_UPSTREAMS_LOCK; undefined: `toolport.lock.json` beside the upstreams file. */
   upstreamsLock: string | undefined;
+  /** TOOLPORT_UPSTREAM_SANDBOX (default `auto`). */
+  upstreamSandbox?: 'auto' | 'true' | 'false';
 }
 
 /** The lock file's path for this configuration (undefined without upstreams). */
@@ -33,8 +35,6 @@ export interface OpenUpstreamsOptions extends Pick<UpstreamSourceOptions, 'baseE
    * plug-in files, the keys' workspaces. The upstreams file and its lock are added here.
    */
   hidden?: readonly string[];
-  /** Run stdio upstreams in the sandbox where it works (default true); false: with the server's rights. */
-  sandbox?: boolean;
 }
 
 /**
@@ -57,23 +57,27 @@ export async function openUpstreams(
   if (lock === undefined) {
     log.info({ lockFile: file }, 'no upstream lock file: every upstream tool definition is served as listed (toolport upstreams lock pins them)');
   }
-  const { hidden = [], sandbox = true, ...sourceOptions } = options;
+  const { hidden = [], ...sourceOptions } = options;
   const confinement = specs.some((spec) => spec.transport === 'stdio')
-    ? await confine(sandbox, [...hidden, path.resolve(cwd, config.upstreams!), file], log)
+    ? await confine(config.upstreamSandbox ?? 'auto', [...hidden, path.resolve(cwd, config.upstreams!), file], log)
     : undefined;
   const source = new UpstreamSource(specs, registry, { ...sourceOptions, confinement, log, version: VERSION, lock });
   await source.start();
   return source;
 }
 
-/** The stdio upstreams' sandbox, or why there is none (said in the log: a warning where it does not work). */
-async function confine(sandbox: boolean, hidden: readonly string[], log: Logger): Promise<UpstreamConfinement | string> {
-  if (!sandbox) {
-    log.warn('stdio upstreams run without a sandbox (turned off): they can read what the server can, its keys included');
-    return 'the sandbox is turned off';
+/**
+ * The stdio upstreams' sandbox, or why there is none (said in the log: a warning where it does not
+ * work). Throws with TOOLPORT_UPSTREAM_SANDBOX=true where it does not work.
+ */
+async function confine(setting: 'auto' | 'true' | 'false', hidden: readonly string[], log: Logger): Promise<UpstreamConfinement | string> {
+  if (setting === 'false') {
+    log.warn("stdio upstreams run without a sandbox (TOOLPORT_UPSTREAM_SANDBOX=false): they can read what the server's user can, the server's keys included");
+    return 'TOOLPORT_UPSTREAM_SANDBOX=false';
   }
   const confinement = await UpstreamConfinement.open(hidden);
   if (typeof confinement === 'string') {
+    if (setting === 'true') throw new Error(`TOOLPORT_UPSTREAM_SANDBOX=true but the sandbox cannot run here: ${confinement}`);
     log.warn(
       { reason: confinement },
       "stdio upstreams run without a sandbox: they can read what the server's user can, the server's keys included, and what they start with setsid can outlive them",

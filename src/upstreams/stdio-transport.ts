@@ -104,9 +104,9 @@ export class StdioProcessTransport implements Transport {
       throw new Error(`cannot run ${JSON.stringify(command)}: it has "network": false, and the sandbox that would hold it cannot run here (${confinement})`);
     }
     if (typeof confinement === 'object') {
-      const cwd = path.resolve(this.#options.cwd ?? process.cwd());
+      const cwd = this.#options.cwd === undefined ? undefined : path.resolve(this.#options.cwd);
       // The supervisor would start and then fail to run it: said here, as spawn says it unconfined.
-      if (!(await runnable(command, env['PATH'] ?? '', cwd))) {
+      if (!(await runnable(command, env['PATH'] ?? '', cwd ?? process.cwd()))) {
         this.exit = 'could not start: ENOENT';
         this.#ended();
         throw new Error(`cannot run ${JSON.stringify(command)}: no such command`);

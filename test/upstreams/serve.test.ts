@@ -67,7 +67,7 @@ describe('toolport serve with upstreams from a Claude Desktop config', () => {
     });
   });
 
-  it('gives a stdio upstream only its own environment, PATH and HOME; its secret stays out of the log', async () => {
+  it('gives a stdio upstream only its own environment, PATH, HOME and (in the sandbox) TMPDIR; its secret stays out of the log', async () => {
     const response = await fetch(`${server.url}/tools/every__get-env`, {
       method: 'POST',
       headers: { ...AUTH, 'content-type': 'application/json' },
@@ -77,10 +77,11 @@ describe('toolport serve with upstreams from a Claude Desktop config', () => {
     const env = JSON.parse(result.content[0]!.text) as Record<string, string>;
     assert.equal(env.UPSTREAM_TOKEN, '[redacted]', 'the upstream got its secret, and its answer does not carry it back');
     assert.deepEqual(
-      Object.keys(env).filter((name) => name !== 'UPSTREAM_TOKEN' && name !== 'PATH' && name !== 'HOME'),
+      Object.keys(env).filter((name) => !['UPSTREAM_TOKEN', 'PATH', 'HOME', 'TMPDIR'].includes(name)),
       [],
       "nothing of toolport's own environment",
     );
+    if (env.TMPDIR !== undefined) assert.match(env.TMPDIR, /\/toolport-calls-\d+-[^/]+\/call-[^/]+$/, 'a private directory of its own');
     assert.ok(!JSON.stringify(server.lines).includes(SECRET), 'the secret is in no log line');
     assert.ok(server.lines.some((l) => l.upstream === 'loud' && l.stderr === 'my token is [redacted]'));
     assert.ok(!server.stderr().includes(SECRET));

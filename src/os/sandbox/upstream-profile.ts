@@ -14,8 +14,8 @@ const PRIVATE_PREFIX = 'toolport-calls-';
 
 /** Where one confined upstream runs: what it may write, and whether it may use the network. */
 export interface UpstreamPlace {
-  /** Its working directory, which it may write (never `/`). */
-  cwd: string;
+  /** The working directory its entry gives it, which it may write (never `/`); without one it runs in the server's, read-only. */
+  cwd: string | undefined;
   /** Its HOME, which it may write (never `/`), when it has one. */
   home: string | undefined;
   /** Its private temporary directory (TMPDIR), which it may write. */
@@ -30,7 +30,7 @@ export interface UpstreamPlace {
  * the `hidden` paths (the server's keys, configuration and plug-in files, the keys' workspaces,
  * /run/secrets) and the private directories of Bash calls and of other upstreams in the system's
  * temporary directory. It writes only its working directory, its HOME and a private directory of
- * its own (TMPDIR). Landlock's scopes keep it from signalling or tracing the server, from reading
+ * its own (TMPDIR); never the server's working directory unless its entry names it (`cwd`). Landlock's scopes keep it from signalling or tracing the server, from reading
  * the server's /proc files (`environ` holds TOOLPORT_API_KEYS) and from its abstract sockets (the
  * reaper's); seccomp refuses namespaces, io_uring, keyrings, System V IPC and, with
  * `network: false`, every socket.
@@ -57,7 +57,7 @@ export class UpstreamProfile {
   /** The reaper's confinement fields for an upstream at `place`. */
   async fieldsFor(place: UpstreamPlace): Promise<string[]> {
     const hidden = [...this.#hidden, ...(await privateDirectories(this.#temporary))];
-    const writable = [place.cwd, ...(place.home === undefined ? [] : [place.home])].filter((dir) => dir !== '/');
+    const writable = [place.cwd, place.home].filter((dir): dir is string => dir !== undefined && dir !== '/');
     const rules = [
       ...(await grantExcept(['/'], FS_READ_EXEC, hidden)),
       ...DEVICES,

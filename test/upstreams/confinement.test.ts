@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { UpstreamConfinement } from '../../src/upstreams/confinement.js';
+import { EVERYTHING } from '../support/everything-server.js';
+import { httpClient } from '../support/mcp-clients.js';
+import { freePort } from '../support/ports.js';
+import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { kill, startServer, type ServerProcess } from '../support/server-process.js';
+import { skipWithout } from '../support/require.js';
+import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
+
+const PRYING = path.resolve(import.meta.dirname, '../fixtures/upstreams/prying-server.mjs');
+const KEY = 'confined-upstream-key-0123456789abcdef';
+const SCOPED_KEY = 'scoped-upstream-key-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+
+/** Why the upstreams' sandbox cannot run here (the kernel's Landlock older than ABI 6, no perl), or undefined. */
+async function sandboxUnavailable(): Promise<string | undefined> {
+  const confinement = await UpstreamConfinement.open([]);
+  if (typeof confinement === 'string') return confinement;
+  await confinement.close();
+  return undefined;
+}
+
+interface Pried {
+  ancestors: number[];
+  environ: number[];
+  keysFile: string | null;
+  signalled: number[];
+  tmp: boolean;
+  connect: string;
+}
+
+/** A server with the prying upstream (see the fixture), a keys file beside its config, and a key in its environment. */
+async function pryingServer(t: Cleanup, marker: string, extra: Record<string, string> = {}, entry: Record<string, unknown> = {}): Promise<ServerProcess> {
+  const dir = await temporaryDirectory(t);
+  const keysFile = path.join(dir, 'keys.json');
+  await writeFile(keysFile, JSON.stringify([{ label: 'scoped', key: SCOPED_KEY }]));
+  const file = path.join(dir, 'upstreams.json');
+  const port = await freePort();
+  const pry = { command: process.execPath, args: [PRYING, keysFile, marker], env: { PRY_PORT: String(port) }, ...entry };
+  await writeFile(file, JSON.stringify({ mcpServers: { pry } }));
+  const server = await startServer({
+    PORT: String(port),
+    TOOLPORT_UPSTREAMS: file,
+    TOOLPORT_API_KEYS: KEY,
+    TOOLPORT_API_KEYS_FILE: keysFile,
+    TOOLPORT_BASH_SANDBOX: 'false',
+    TOOLPORT_SHUTDOWN_GRACE_MS: '100',
+    ...extra,
+  });
+  t.after(() => kill(server));
+  return server;
+}
+
+/** The `sleep <marker>` processes the fixture started with setsid (its own command line holds the marker too). */
+function sleepers(marker: string): number[] {
+  return processesWith(marker).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0');
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function pry(server: ServerProcess): Promise<Pried> {
+  const response = await fetch(`${server.url}/tools/pry__pry`, { method: 'POST', headers: AUTH, body: '{}' });
+  const body = (await response.json()) as { content: Array<{ text: string }>; isError: boolean };
+  assert.equal(body.isError, false, JSON.stringify(body));
+  return JSON.parse(body.content[0]!.text) as Pried;
+}
+
+describe('a stdio upstream in the sandbox, as an attacker', () => {
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    it(`reads no key, signals nothing of the server, and what it started with setsid ends at the server's ${signal}`, async (t) => {
+      if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+      const marker = trackedMarker(t);
+      const server = await pryingServer(t, marker);
+      await server.logLine((line) => line.msg === 'stdio upstreams run in the Landlock sandbox');
+      const pried = await pry(server);
+      assert.ok(pried.ancestors.includes(server.pid), `toolport (${server.pid}) is among its ancestors ${pried.ancestors.join(', ')}`);
+      assert.deepEqual(pried.environ, [], "no process's environment with TOOLPORT_API_KEYS was readable");
+      assert.equal(pried.keysFile, null, 'the keys file was not readable');
+      assert.deepEqual(pried.signalled, [], 'neither its supervisor nor toolport could be signalled');
+      assert.equal(pried.tmp, true, 'it wrote its own TMPDIR');
+      assert.equal(pried.connect, 'connected', 'it reached the network, as upstreams may by default');
+      assert.equal(sleepers(marker).length, 1, 'the process it started with setsid runs');
+      server.child.kill(signal);
+      await server.exited;
+      await waitFor(() => processesWith(marker).length === 0, `the upstream and its setsid process to end after the server's ${signal}`, 10_000);
+    });
+  }
+
+  it('with "network": false opens no socket', async (t) => {
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    const server = await pryingServer(t, trackedMarker(t), {}, { network: false });
+    const pried = await pry(server);
+    assert.equal(pried.connect, 'EACCES');
+    assert.equal(pried.tmp, true);
+  });
+
+  it('reads the keys and leaves its setsid process behind when the sandbox is turned off: what the sandbox prevents', async (t) => {
+    // The control: the same attack works unconfined, so the test above cannot pass by a broken fixture.
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    const marker = trackedMarker(t);
+    const server = await pryingServer(t, marker, { TOOLPORT_UPSTREAM_SANDBOX: 'false' });
+    await server.logLine((line) => line.msg === 'upstream connected');
+    const pried = await pry(server);
+    assert.ok(pried.environ.includes(server.pid), 'the server environment was readable');
+    assert.ok(pried.keysFile?.includes(SCOPED_KEY), 'the keys file was readable');
+    server.child.kill('SIGTERM');
+    await server.exited;
+    await waitFor(() => processesWith(marker).length === sleepers(marker).length, 'the upstream to end');
+    assert.equal(sleepers(marker).length, 1, 'the setsid process outlived the server');
+  });
+});
+
+describe('the reference everything server in the sandbox', () => {
+  it('lists its tools and answers a call', async (t) => {
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    const dir = await temporaryDirectory(t);
+    const file = path.join(dir, 'upstreams.json');
+    await writeFile(file, JSON.stringify({ mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'] } } }));
+    const server = await startServer({ TOOLPORT_UPSTREAMS: file, TOOLPORT_BASH_SANDBOX: 'false' });
+    t.after(() => kill(server));
+    await server.logLine((line) => line.msg === 'stdio upstreams run in the Landlock sandbox');
+    const client = await httpClient('v2-legacy', server.url);
+    try {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((tool) => tool.name === 'every__echo'));
+      assert.deepEqual((await client.callTool('every__echo', { message: 'confined' })).content, [{ type: 'text', text: 'Echo: confined' }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
