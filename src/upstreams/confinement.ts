@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
 import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../os/proc/reaper.js';
 import { PrivateDirectories, type PrivateDirectory } from '../os/sandbox/private-dirs.js';
@@ -22,6 +23,8 @@ export interface ConfinedLaunch {
  */
 const SUPERVISOR_GRACE_MS = KILL_GRACE_MS / 2;
 const TRIAL_TIMEOUT_MS = 10_000;
+/** toolport's own files (the package: src/ or dist/ is one level below), which no upstream may change. */
+const TOOLPORT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAX_REASON_CHARS = 500;
 
 /**
@@ -55,7 +58,7 @@ export class UpstreamConfinement {
     } catch (err) {
       return `no private directory for upstreams can be made: ${(err as Error).message}`;
     }
-    const confinement = new UpstreamConfinement(new UpstreamProfile(hidden), dirs, perl);
+    const confinement = new UpstreamConfinement(new UpstreamProfile(hidden, [process.cwd(), TOOLPORT_ROOT]), dirs, perl);
     const failed = await confinement.#trial().catch((err: unknown) => `a trial run failed: ${(err as Error).message}`);
     if (failed === undefined) return confinement;
     await dirs.close();

@@ -90,6 +90,17 @@ describe('parseUpstreams', () => {
     );
   });
 
+  it('takes "network": false for a stdio server, which may use the network without it', () => {
+    const specs = parse({ closed: { command: 'x', network: false }, open: { command: 'y', prefix: 'o' } });
+    assert.deepEqual(
+      specs.map((s) => [s.name, s.transport === 'stdio' && s.network]),
+      [
+        ['closed', false],
+        ['open', true],
+      ],
+    );
+  });
+
   it('expands ${VAR} and ${VAR:-default} in command, args, env, cwd, url and headers; a lone $ stays', () => {
     const env = { HOME_DIR: '/home/me', TOKEN, EMPTY: '' };
     const [stdio, http] = parse(

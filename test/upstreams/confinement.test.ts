@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../../src/os/proc/reaper.js';
 import { UpstreamConfinement } from '../../src/upstreams/confinement.js';
 import { EVERYTHING } from '../support/everything-server.js';
 import { httpClient } from '../support/mcp-clients.js';
@@ -136,5 +138,94 @@ describe('the reference everything server in the sandbox', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+/** Runs a launch to its end with no input: its exit code, signal and what it wrote. */
+function run(file: string, args: readonly string[], env: Record<string, string>, cwd?: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, [...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += String(chunk)));
+    child.stderr.on('data', (chunk: Buffer) => (output += String(chunk)));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('UpstreamConfinement', () => {
+  it("ends what the upstream started with setsid when the upstream exits by itself, and exits with the upstream's status", async (t) => {
+    const confinement = await UpstreamConfinement.open([]);
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (typeof confinement === 'string') return;
+    t.after(() => confinement.close());
+    const marker = trackedMarker(t);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const launch = await confinement.launch('sh', ['-c', `setsid sleep ${marker} </dev/null >/dev/null 2>&1 & sleep 0.2; exit 7`], {
+      cwd: undefined,
+      env,
+      network: true,
+    });
+    t.after(() => launch.release());
+    const { code } = await run(launch.file, launch.args, launch.env);
+    assert.equal(code, 7);
+    assert.equal(sleepers(marker).length, 0, 'the setsid process ended before the supervisor exited');
+  });
+
+  it("hides the secrets, the server's directory is read-only, and the upstream writes its cwd, HOME and TMPDIR", async (t) => {
+    const dir = await temporaryDirectory(t);
+    const [secrets, cwd, home] = [path.join(dir, 'secrets'), path.join(dir, 'cwd'), path.join(dir, 'home')];
+    await Promise.all([mkdir(secrets), mkdir(cwd), mkdir(home)]);
+    const keys = path.join(secrets, 'keys.json');
+    await writeFile(keys, SCOPED_KEY);
+    const beside = path.join(dir, 'beside.txt');
+    await writeFile(beside, 'readable');
+    const confinement = await UpstreamConfinement.open([keys]);
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (typeof confinement === 'string') return;
+    t.after(() => confinement.close());
+    // touch, not `: >`: sh exits when a special built-in's redirection fails.
+    const script = [
+      `cat ${keys} 2>/dev/null && echo 'read the keys'`,
+      `cat ${beside} >/dev/null || echo 'could not read beside the keys'`,
+      `touch ${path.join(process.cwd(), 'upstream-was-here')} 2>/dev/null && echo "wrote the server's directory"`,
+      `touch ${path.join(cwd, 'f')} || echo 'could not write its cwd'`,
+      `touch ${path.join(home, 'f')} || echo 'could not write its HOME'`,
+      `touch "$TMPDIR/f" || echo 'could not write its TMPDIR'`,
+      `touch ${path.join(dir, 'f')} 2>/dev/null && echo 'wrote elsewhere'`,
+      'echo done',
+    ].join('; ');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home };
+    const launch = await confinement.launch('sh', ['-c', script], { cwd, env, network: false });
+    t.after(() => launch.release());
+    assert.deepEqual(await run(launch.file, launch.args, launch.env, cwd), { code: 0, output: 'done\n' });
+  });
+
+  it("keeps the server's directory read-only even below the HOME it may write", async (t) => {
+    const confinement = await UpstreamConfinement.open([]);
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (typeof confinement === 'string') return;
+    t.after(() => confinement.close());
+    const target = path.join(process.cwd(), 'upstream-was-here');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.dirname(process.cwd()) };
+    const launch = await confinement.launch('sh', ['-c', `touch ${target} 2>/dev/null && echo wrote; cat package.json >/dev/null && echo read`], {
+      cwd: undefined,
+      env,
+      network: false,
+    });
+    t.after(() => launch.release());
+    assert.deepEqual(await run(launch.file, launch.args, launch.env), { code: 0, output: 'read\n' });
+  });
+
+  it('a confinement field that cannot be applied stops the command before it runs (126)', async (t) => {
+    const syscalls = REAPER_SYSCALLS[process.arch];
+    if (!skipWithout(t, 'the reaper', syscalls === undefined ? `no system-call numbers for ${process.arch}` : undefined)) return;
+    const args = [REAPER_SCRIPT, 'supervise', String(syscalls!.prctl), String(syscalls!.rtSigprocmask), String(syscalls!.capset)];
+    const ran = await run('perl', [...args, String(process.pid), '1000', '1', 'landlock 99 1 0 0', '--', 'sh', '-c', 'echo ran'], {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+    });
+    assert.equal(ran.code, 126);
+    assert.match(ran.output, /^toolport supervisor: Landlock (ABI \d+ is here, and 99 is needed|is not available here)/);
+    assert.doesNotMatch(ran.output, /ran/);
   });
 });

@@ -41,11 +41,17 @@ export interface UpstreamPlace {
  */
 export class UpstreamProfile {
   readonly #hidden: readonly string[];
+  readonly #readOnly: readonly string[];
   readonly #temporary: string;
 
-  /** The profile hiding `hidden` (files or directories; missing ones are skipped) from every upstream. */
-  constructor(hidden: readonly string[], temporary = tmpdir()) {
+  /**
+   * The profile hiding `hidden` (files or directories; missing ones are skipped) from every
+   * upstream, and keeping `readOnly` (the server's directory, its code) from being written even
+   * below a HOME it may write.
+   */
+  constructor(hidden: readonly string[], readOnly: readonly string[] = [], temporary = tmpdir()) {
     this.#hidden = [...new Set([...hidden, ...SECRET_DIRECTORIES])];
+    this.#readOnly = readOnly;
     this.#temporary = temporary;
   }
 
@@ -61,7 +67,8 @@ export class UpstreamProfile {
     const rules = [
       ...(await grantExcept(['/'], FS_READ_EXEC, hidden)),
       ...DEVICES,
-      ...(await grantExcept(writable, FS_ALL, hidden)),
+      // A read-only path inside a writable one is left out here and readable by the rules above.
+      ...(await grantExcept(writable, FS_ALL, [...hidden, ...this.#readOnly.filter((dir) => !writable.includes(dir))])),
       { path: place.tmp, access: FS_ALL },
     ];
     return confineFields(rules, seccompFilter({ network: place.network }), place.network);
