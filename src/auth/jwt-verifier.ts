@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { remoteKeySet } from './key-set.js';
 import { TokenRefusal } from './token-refusal.js';
 
 /**
@@ -10,11 +11,6 @@ export const ACCEPTED_ALGORITHMS: readonly string[] = ['RS256', 'RS384', 'RS512'
 export const MAX_TOKEN_BYTES = 8192;
 /** How far apart toolport's clock and the issuer's may be for `exp`, `nbf` and `iat`. */
 export const CLOCK_SKEW_SECONDS = 30;
-/** An unknown `kid` refetches the issuer's keys at most once per this interval. */
-export const JWKS_COOLDOWN_MS = 30_000;
-/** Keys are refetched after this long even when every `kid` is known, so a key the issuer withdrew stops working. */
-export const JWKS_MAX_AGE_MS = 10 * 60_000;
-
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
 /** Whether a bearer token has the form of a JWT (three base64url parts), as opposed to a key or an opaque token. */
@@ -29,7 +25,7 @@ export interface JwtVerifierOptions {
   audiences: readonly string[];
   /** The clock, epoch ms (tests move it). */
   now?: () => number;
-  /** The key set of a JWKS URL (`remoteKeySet` by default). */
+  /** The key set of a JWKS URL (`remoteKeySet(jwksUri).getKey` by default). */
   keySets?: (jwksUri: string) => JWTVerifyGetKey;
 }
 
@@ -38,11 +34,6 @@ export interface VerifiedJwt {
   claims: JWTPayload;
   /** `exp`, epoch ms; the token is accepted up to `CLOCK_SKEW_SECONDS` past it. */
   expiresAt: number;
-}
-
-/** The JWKS of an issuer as jose keeps it: fetched once, refetched on an unknown `kid` at most once per `JWKS_COOLDOWN_MS`. */
-export function remoteKeySet(jwksUri: string, cooldownMs = JWKS_COOLDOWN_MS): ReturnType<typeof createRemoteJWKSet> {
-  return createRemoteJWKSet(new URL(jwksUri), { cooldownDuration: cooldownMs, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: 5_000 });
 }
 
 /**
@@ -59,7 +50,7 @@ export class JwtVerifier {
   readonly #now: () => number;
 
   constructor(options: JwtVerifierOptions) {
-    const keySets = options.keySets ?? remoteKeySet;
+    const keySets = options.keySets ?? ((jwksUri: string) => remoteKeySet(jwksUri, { now: options.now }).getKey);
     this.#keys = new Map([...options.issuers].map(([issuer, jwksUri]) => [issuer, keySets(jwksUri)]));
     this.#audiences = [...options.audiences];
     this.#now = options.now ?? Date.now;

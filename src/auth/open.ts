@@ -2,7 +2,8 @@ import type { ServerPermissions } from '../core/keyring.js';
 import { IdentityMapper } from './identity.js';
 import { Introspector } from './introspection.js';
 import { discoverIssuer, type IssuerMetadata } from './issuer-metadata.js';
-import { JwtVerifier, remoteKeySet } from './jwt-verifier.js';
+import { JwtVerifier } from './jwt-verifier.js';
+import { remoteKeySet, type RemoteKeySet } from './key-set.js';
 import { checkMappingIssuers, EMPTY_MAPPING, readMapping, type OAuthMapping } from './mapping.js';
 import { AccessTokens } from './access-tokens.js';
 import { OAuthSetupError } from './token-refusal.js';
@@ -39,7 +40,7 @@ export interface OpenOptions {
   mapping?: OAuthMapping;
   now?: () => number;
   fetchFn?: typeof fetch;
-  /** An unknown `kid` refetches an issuer's keys at most once per this interval (default `JWKS_COOLDOWN_MS`). */
+  /** An issuer's keys are fetched at most once per this interval, whatever the answer (default `JWKS_COOLDOWN_MS`). */
   jwksCooldownMs?: number;
 }
 
@@ -63,13 +64,13 @@ export async function openResourceServer(settings: OAuthSettings, options: OpenO
   // Before any issuer is asked: entries that name no issuer, with several issuers, stop start-up.
   if (mapping !== undefined) checkMappingIssuers(mapping, settings.issuers, settings.mappingFile);
   const issuers = await Promise.all(settings.issuers.map((issuer) => discoverIssuer(issuer, options.fetchFn)));
-  const keySets = new Map<string, ReturnType<typeof remoteKeySet>>();
+  const keySets = new Map<string, RemoteKeySet>();
   for (const metadata of issuers) {
     const variable = settings.jwksUrl === undefined ? 'TOOLPORT_OAUTH_ISSUER' : 'TOOLPORT_OAUTH_JWKS_URL';
     const uri = settings.jwksUrl ?? metadata.jwksUri;
     if (uri === undefined)
       throw new OAuthSetupError('TOOLPORT_OAUTH_ISSUER', `the metadata of issuer ${metadata.issuer} names no jwks_uri; set TOOLPORT_OAUTH_JWKS_URL`);
-    const keys = remoteKeySet(uri, options.jwksCooldownMs);
+    const keys = remoteKeySet(uri, { cooldownMs: options.jwksCooldownMs, now: options.now, fetchFn: options.fetchFn });
     try {
       await keys.reload();
     } catch (err) {
@@ -83,7 +84,7 @@ export async function openResourceServer(settings: OAuthSettings, options: OpenO
     issuers: new Map(issuers.map((m) => [m.issuer, settings.jwksUrl ?? m.jwksUri!])),
     audiences,
     now: options.now,
-    keySets: (uri) => keySets.get(uri) ?? remoteKeySet(uri, options.jwksCooldownMs),
+    keySets: (uri) => keySets.get(uri)!.getKey,
   });
   const mapper = new IdentityMapper({ mapping, toolsClaim: settings.toolsClaim, issuers: settings.issuers, permissions: options.permissions });
   const introspector = introspectorFor(settings, issuers[0]!, audiences, options);

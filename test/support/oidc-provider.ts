@@ -59,6 +59,13 @@ export interface TestIssuer {
   readonly jwksFetches: number;
   /** How many introspection requests (RFC 7662) the issuer answered. */
   readonly introspections: number;
+  /** From now on the JWKS answers this status (a failing key endpoint); undefined: it answers again. */
+  failJwks(status: number | undefined): void;
+  /**
+   * Holds every introspection request from now on until `release` is called (a slow provider,
+   * with no clock in it); `held` is how many are waiting.
+   */
+  holdIntrospections(): { release(): void; readonly held: number };
   /** Revokes a token (RFC 7009) as the client it was issued to would. */
   revoke(token: string, client: { id: string; secret: string }): Promise<void>;
   close(): Promise<void>;
@@ -80,9 +87,24 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   let provider = new Provider(issuer, providerConfiguration(signingKey));
   let jwksFetches = 0;
   let introspections = 0;
+  let jwksStatus: number | undefined;
+  let hold: { waiting: Array<() => void>; released: boolean } | undefined;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (req.url?.startsWith('/jwks')) jwksFetches += 1;
-    if (req.url?.startsWith(INTROSPECTION_PATH)) introspections += 1;
+    if (req.url?.startsWith('/jwks')) {
+      jwksFetches += 1;
+      if (jwksStatus !== undefined) {
+        res.statusCode = jwksStatus;
+        res.end('{"error":"temporarily_unavailable"}');
+        return;
+      }
+    }
+    if (req.url?.startsWith(INTROSPECTION_PATH)) {
+      introspections += 1;
+      if (hold !== undefined && !hold.released) {
+        hold.waiting.push(() => provider.callback()(req, res));
+        return;
+      }
+    }
     if (req.url?.startsWith('/interaction/')) {
       grantEverything(provider, req, res).catch((err: unknown) => {
         res.statusCode = 500;
@@ -110,6 +132,22 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     },
     get introspections() {
       return introspections;
+    },
+    failJwks(status) {
+      jwksStatus = status;
+    },
+    holdIntrospections() {
+      const current: { waiting: Array<() => void>; released: boolean } = { waiting: [], released: false };
+      hold = current;
+      return {
+        release() {
+          current.released = true;
+          for (const handle of current.waiting.splice(0)) handle();
+        },
+        get held() {
+          return current.waiting.length;
+        },
+      };
     },
     async revoke(token, client) {
       const response = await fetch(`${issuer}/token/revocation`, { method: 'POST', headers: formHeaders(client), body: new URLSearchParams({ token }) });
