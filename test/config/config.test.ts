@@ -297,6 +297,7 @@ describe('loadConfig rejects with a ConfigError naming the variable', () => {
     ['TOOLPORT_PLUGINS', './a.js, ,./b.js', 'Invalid TOOLPORT_PLUGINS: expected a comma-separated list without empty items, got "./a.js, ,./b.js"'],
     ['TOOLPORT_BASH_SANDBOX', 'maybe', 'Invalid TOOLPORT_BASH_SANDBOX: expected auto, true, false, bubblewrap or landlock, got "maybe"'],
     ['TOOLPORT_BASH_NETWORK', 'loopback', 'Invalid TOOLPORT_BASH_NETWORK: expected one of none, all, got "loopback"'],
+    ['TOOLPORT_UPSTREAM_SANDBOX', 'landlock', 'Invalid TOOLPORT_UPSTREAM_SANDBOX: expected one of auto, true, false, got "landlock"'],
     ['TOOLPORT_DOCS', 'on', 'Invalid TOOLPORT_DOCS: expected true or false, got "on"'],
     ['TOOLPORT_BASH_MAX_PROCESSES', '-1', 'Invalid TOOLPORT_BASH_MAX_PROCESSES: expected an integer from 0 to 1000000, got "-1"'],
     ['TOOLPORT_BASH_TMP_SIZE', '128M', 'Invalid TOOLPORT_BASH_TMP_SIZE: expected an integer from 0 to 1125899906842624, got "128M"'],
