@@ -7,7 +7,7 @@
  * (app.inject, sandbox as `auto` finds it), which is issue 30's goal: at most 2x the unloaded p50.
  * Also times one hostile line alone. Prints milliseconds.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -117,6 +117,7 @@ flooding = false;
 await Promise.all(callFloods);
 await app.close();
 await workspace.close();
+await rm(root, { recursive: true, force: true });
 process.stdout.write(`${row("another key's Bash git status through the server, alone", callsAlone)}\n`);
 process.stdout.write(`${row(`the same while the hostile key keeps 16 such calls in flight (${hostileCalls} answered)`, callsLoaded)}\n`);
 process.stdout.write(`answers: ${[...statuses].map(([status, count]) => `${status}: ${count}`).join(', ')}\n`);
