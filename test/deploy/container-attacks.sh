@@ -6,8 +6,8 @@
 # the same user), where it must find what Bash must not: a scan that finds nothing anywhere proves
 # nothing.
 #
-# attack_setting sets, before the checks of one setting: C (the container), BASE_URL, and
-# WS_A / WS_B (key A's and key B's workspaces inside the container). The script sets once:
+# attack_setting sets, before the checks of one setting: C (the container), BASE_URL, WS_A / WS_B
+# (key A's and key B's workspaces inside the container) and MECHANISM (landlock or bubblewrap). The script sets once:
 # KEY_A, KEY_B, MARKER_B (the content of B_FILE in key B's workspace), SECRETS (every key and
 # secret, one a line, exported), OUTSIDE_HOST / OUTSIDE_IP (the npm registry, port 443) and
 # HOST_PORT (a port the host listens on).
@@ -156,6 +156,14 @@ kill -0 \$\$ && echo 'its own shell answers kill -0'
 echo $ATTACK_END" | expect_attack "text.includes('$ATTACK_END') && !/SIGNALLED|FD LINK|FD OPENED|MAPS OF|TRACED/.test(text) && text.includes('its own shell answers') && /ptrace 1 refused: Operation not permitted/.test(text)"
 }
 
+# In bubblewrap's PID namespace a call sees only its own processes (the PIDs the container knows
+# mean nothing there), so no process outside it can be named, signalled or traced.
+check_sees_only_its_call() {
+  bash_as "$KEY_A" "echo $ATTACK_START
+for p in /proc/[0-9]*; do echo \"SEEN \${p#/proc/} \$(tr '\\0' ' ' < \$p/cmdline 2>/dev/null | cut -c1-60)\"; done
+echo $ATTACK_END" | expect_attack "text.includes('$ATTACK_END') && /SEEN 1 /.test(text) && !/dist\\/server\\.js|toolport-reaper|tini|flock\\.pl/.test(text.replace(/^SEEN 1 .*$/m, ''))"
+}
+
 # Key B runs a command with a secret in its text, as an agent's `export TOKEN=...; curl ...`
 # would, and a second secret only in a child's arguments (`curl -u user:$TOKEN`); key A, meanwhile,
 # reads every command line. The first must stay hidden. The second is reported, not asserted:
@@ -225,12 +233,16 @@ check_process_bound() {
 fill_command() {
   echo "echo $ATTACK_START; for i in \$(seq 22); do head -c 50M /dev/zero > \"$1/fill\$i\" || break; echo \"wrote \$((i * 50)) MB\"; done; echo $ATTACK_END"
 }
+# Under Landlock /tmp itself is not writable; bubblewrap gives each call a /tmp of its own,
+# bounded by TOOLPORT_BASH_TMP_SIZE.
 check_tmp_not_writable() {
-  bash_as "$KEY_A" "$(fill_command /tmp)" | expect_attack "text.includes('$ATTACK_END') && !text.includes('wrote')" && echo_promptly
+  local predicate="!text.includes('wrote')"
+  [[ $MECHANISM == bubblewrap ]] && predicate="!text.includes('wrote 1100 MB') && /TOOLPORT_BASH_TMP_SIZE/.test(text)"
+  bash_as "$KEY_A" "$(fill_command /tmp)" | expect_attack "text.includes('$ATTACK_END') && $predicate" && echo_promptly
 }
 check_tmpdir_bound() {
   local deadline
-  bash_as "$KEY_A" "$(fill_command '$TMPDIR')" 120000 |
+  bash_as "$KEY_A" "$(fill_command '${TMPDIR:-/tmp}')" 120000 |
     expect_attack "!text.includes('wrote 1100 MB') && (/TOOLPORT_BASH_TMP_SIZE/.test(text) || (b.isError && !/timed out/.test(text)))" >"$WORK/fill.txt" ||
     { cat "$WORK/fill.txt"; return 1; }
   grep -E 'TOOLPORT_BASH_|wrote' "$WORK/fill.txt" | tail -n 2 | sed 's/^/note: /'
@@ -263,11 +275,15 @@ attack_setting() {
   check "[$label] grep -r through /run, /etc, /home, /app and the workspaces finds no key or secret" check_grep_scan
   check "[$label] the container itself connects to $OUTSIDE_HOST:443 and to the host" check_container_connects
   check "[$label] Bash connects nowhere: the registry, the host, the server (/dev/tcp and node)" check_no_connection
-  check "[$label] Bash can neither signal nor trace a process outside its call (the server, the reapers, key B's next shell), nor open their files" check_no_signal_no_trace
+  if [[ $MECHANISM == bubblewrap ]]; then
+    check "[$label] Bash sees no process outside its call (its own PID namespace)" check_sees_only_its_call
+  else
+    check "[$label] Bash can neither signal nor trace a process outside its call (the server, the reapers, key B's next shell), nor open their files" check_no_signal_no_trace
+  fi
   check "[$label] key A reads nothing of key B's running command line" check_other_call_hidden
   check "[$label] key B's workspace is hidden from key A, by path, by find / and through Read" check_other_workspace_hidden
   check "[$label] 3,000 background processes: fewer exist at once, the call is stopped with a note, Echo answers" check_process_bound
-  check "[$label] /tmp itself is not writable from Bash" check_tmp_not_writable
+  check "[$label] /tmp itself is not writable from Bash (bubblewrap: its own /tmp, bounded)" check_tmp_not_writable
   check "[$label] 1.1 GB into \$TMPDIR is stopped at its bound with a note, and the files go" check_tmpdir_bound
   check "[$label] the good path in key A's workspace: git init/add/commit, npm test, node -e" check_good_path
 }
