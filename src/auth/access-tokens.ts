@@ -1,16 +1,9 @@
-import { ToolportError } from '../core/errors.js';
 import type { IdentityMapper, TokenIdentity } from './identity.js';
 import type { Introspector } from './introspection.js';
+import { IntrospectionAdmission } from './introspection-admission.js';
 import { CLOCK_SKEW_SECONDS, looksLikeJwt, MAX_TOKEN_BYTES, type JwtVerifier } from './jwt-verifier.js';
 import { TokenCache } from './token-cache.js';
 import { TokenRefusal } from './token-refusal.js';
-
-/**
- * Most introspections asked of the issuer at once. Anyone may send opaque tokens, valid or not, and
- * each new one is a request to the issuer: past this, the request is refused as overloaded (503)
- * rather than passed on, so a flood of made-up tokens cannot become a flood at the identity provider.
- */
-export const MAX_INTROSPECTIONS = 16;
 
 /** How long an opaque token the issuer called inactive is refused without asking it again. */
 export const REFUSAL_CACHE_MS = 10_000;
@@ -37,13 +30,14 @@ export class AccessTokens {
   readonly #known = new TokenCache<TokenIdentity>();
   readonly #refused = new TokenCache<TokenRefusal>();
   readonly #pending = new Map<string, Promise<TokenIdentity>>();
-  #introspecting = 0;
+  readonly #admission: IntrospectionAdmission;
 
   constructor(options: AccessTokensOptions) {
     this.#verifier = options.verifier;
     this.#mapper = options.mapper;
     this.#introspector = options.introspector;
     this.#now = options.now ?? Date.now;
+    this.#admission = new IntrospectionAdmission(this.#now);
   }
 
   /** The caller of a token verified before and not expired since; undefined otherwise. */
@@ -53,10 +47,12 @@ export class AccessTokens {
 
   /**
    * Verifies a token and names its caller; rejects with `TokenRefusal` for a token that is not
-   * valid here, with an Error when the issuer could not be asked. Undefined for a token this does
-   * not handle (not a JWT, and no introspection): the adapter's keys are all that is left.
+   * valid here, with an Error when the issuer could not be asked, and with RATE_LIMITED or
+   * QUEUE_FULL when `from` (the client's address) has used its budget or share of introspections
+   * (see `IntrospectionAdmission`). Undefined for a token this does not handle (not a JWT, and no
+   * introspection): the adapter's keys are all that is left.
    */
-  verify(token: string): Promise<TokenIdentity> | undefined {
+  verify(token: string, from?: string): Promise<TokenIdentity> | undefined {
     const jwt = looksLikeJwt(token);
     if (!jwt && this.#introspector === undefined) return undefined;
     // Bounded as a JWT is, before anything is asked: the issuer is not sent whatever a client sends.
@@ -66,10 +62,7 @@ export class AccessTokens {
     if (pending !== undefined) return pending;
     const refused = this.#refused.get(token, this.#now());
     if (refused !== undefined) return Promise.reject(refused);
-    if (!jwt && this.#introspecting >= MAX_INTROSPECTIONS) {
-      return Promise.reject(new ToolportError('OVERLOADED', 'Too many access tokens are being checked with the identity provider at once; try again shortly.'));
-    }
-    const verified = (jwt ? this.#verifyJwt(token) : this.#introspect(token)).finally(() => this.#pending.delete(token));
+    const verified = (jwt ? this.#verifyJwt(token) : this.#admission.run(from, () => this.#introspect(token))).finally(() => this.#pending.delete(token));
     this.#pending.set(token, verified);
     return verified;
   }
@@ -83,7 +76,6 @@ export class AccessTokens {
   }
 
   async #introspect(token: string): Promise<TokenIdentity> {
-    this.#introspecting += 1;
     try {
       const { claims, expiresAt, reuseUntil } = await this.#introspector!.introspect(token);
       const identity = this.#mapper.identify(claims, expiresAt);
@@ -92,8 +84,6 @@ export class AccessTokens {
     } catch (err) {
       if (err instanceof TokenRefusal) this.#refused.set(token, err, this.#now() + REFUSAL_CACHE_MS);
       throw err;
-    } finally {
-      this.#introspecting -= 1;
     }
   }
 }

@@ -7,7 +7,7 @@ import { openResourceServer } from '../../src/auth/open.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
-import { resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 
@@ -96,5 +96,100 @@ describe('a failing JWKS endpoint under a flood of forged tokens', () => {
     now += cooldownMs + 1;
     const response = await echo(app, rotated);
     assert.equal(response.statusCode, 200, response.body);
+  });
+});
+
+/** toolport taking the issuer's opaque tokens (introspected) and JWTs, with a rate limit per key or address. */
+async function introspecting(t: { after(fn: () => Promise<unknown>): void }, rateLimit: number): Promise<FastifyInstance> {
+  const oauth = await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL, { introspectionClient: INTROSPECTION_CLIENT }));
+  const registry = new ToolRegistry();
+  registry.register(Echo);
+  const app = await buildApp({ registry, oauth, rateLimit });
+  t.after(() => app.close());
+  return app;
+}
+
+const NOT_ACTIVE = 'The access token is not active: it expired, was revoked, or was never issued.';
+const opaque = () => idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:Echo', client: OPAQUE_CLIENT });
+
+/** Polls `ready` until it holds or `deadlineMs` passes; what is asserted afterwards decides, not this. */
+async function until(ready: () => boolean, deadlineMs = 10_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (!ready() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+describe('made-up opaque tokens against a slow identity provider', () => {
+  test("one client's flood cannot take the introspection slots other clients' real tokens need", async (t) => {
+    const app = await introspecting(t, 10_000);
+    const users = await Promise.all(Array.from({ length: 15 }, opaque));
+    const base = idp.introspections;
+    // The provider holds every introspection until released: as slow as the test needs, with no clock.
+    const provider = idp.holdIntrospections();
+    t.after(() => provider.release());
+    let settled = 0;
+    const flood = Array.from({ length: 48 }, (_, i) =>
+      echo(app, `made-up-opaque-token-${i}-${randomBytes(8).toString('hex')}`, '198.51.100.66').finally(() => (settled += 1)),
+    );
+    // The flood's share reached the provider; the rest was queued or refused.
+    await until(() => provider.held >= 4 && settled >= 36);
+    assert.equal(idp.introspections - base, 4, 'one address holds at most its share of the slots');
+    const real = users.map((token, i) => echo(app, token, `203.0.113.${i + 1}`));
+    await until(() => provider.held >= 16);
+    assert.equal(idp.introspections - base, 16, "every slot left went to the real users' tokens");
+    provider.release();
+    const answers = await Promise.all(real);
+    assert.deepEqual(
+      answers.map((response) => response.statusCode),
+      Array(15).fill(200),
+    );
+    const flooded = await Promise.all(flood);
+    const byStatus = (status: number) => flooded.filter((response) => response.statusCode === status);
+    assert.equal(byStatus(401).length, 12, 'its share and its place in the queue were asked about, and refused');
+    for (const response of byStatus(401)) assert.deepEqual(response.json(), invalidToken(NOT_ACTIVE));
+    assert.equal(byStatus(503).length, 36);
+    const busy = byStatus(503)[0]!;
+    const message =
+      "Checking access tokens with the identity provider is busy with this caller's calls: 4 running and 8 waiting, the most one caller may have (4 running, 8 waiting); retry later.";
+    assert.deepEqual(busy.json(), {
+      content: [{ type: 'text', text: message }],
+      isError: true,
+      error: {
+        code: 'QUEUE_FULL',
+        message,
+        details: { tool: 'introspection', running: 4, waiting: 8, maxConcurrencyPerCaller: 4, queuePerCaller: 8 },
+      },
+    });
+    assert.equal(busy.headers['retry-after'], '1');
+    assert.equal(idp.introspections - base, 15 + 12, 'the provider was asked 27 questions for 63 tokens');
+  });
+
+  test('refused requests count against the address budget before anything is asked of the provider', async (t) => {
+    const app = await introspecting(t, 10);
+    const real = await opaque();
+    const base = idp.introspections;
+    const attacker = '198.51.100.77';
+    const anonymous = await app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'hi' }, remoteAddress: attacker });
+    assert.equal(anonymous.statusCode, 401);
+    for (let i = 0; i < 4; i += 1)
+      assert.equal((await app.inject({ method: 'POST', url: '/tools/Echo', payload: {}, remoteAddress: attacker })).statusCode, 401);
+    const answers = [];
+    for (let i = 0; i < 10; i += 1) answers.push(await echo(app, `made-up-${i}-${randomBytes(8).toString('hex')}`, attacker));
+    assert.deepEqual(
+      answers.map((response) => response.statusCode),
+      [401, 401, 401, 401, 401, 429, 429, 429, 429, 429],
+    );
+    assert.equal(idp.introspections - base, 5, 'five made-up tokens fitted in the budget the 401s left; the rest were not sent');
+    const limited = answers.at(-1)!;
+    const retry = Number(limited.headers['retry-after']);
+    const message = `Rate limit exceeded: this client address may make 10 requests per minute; retry in ${retry} s.`;
+    assert.deepEqual(limited.json(), {
+      content: [{ type: 'text', text: message }],
+      isError: true,
+      error: { code: 'RATE_LIMITED', message, details: { limit: 10, windowSeconds: 60, retryAfterSeconds: retry } },
+    });
+    // The budget is the address's: a real token from it waits too, one from elsewhere works.
+    assert.equal((await echo(app, real, attacker)).statusCode, 429);
+    assert.equal(idp.introspections - base, 5);
+    assert.equal((await echo(app, real, '203.0.113.50')).statusCode, 200);
   });
 });

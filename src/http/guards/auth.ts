@@ -105,23 +105,29 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     if (request.routeOptions.config.openRoute === true) return done();
     if (route !== undefined && (OPEN_ROUTES.has(route) || (publicDocs && isDocsRoute(route)))) return done();
     const header = request.headers.authorization;
-    if (header === undefined || header === '') return done(challenges.missing(route));
+    if (header === undefined || header === '') return refuse(request, challenges.missing(route), done);
     const token = BEARER.exec(header)?.[1];
-    if (token === undefined) return done(challenges.malformed(route));
+    if (token === undefined) return refuse(request, challenges.malformed(route), done);
     const known = tokens?.cached(token) ?? (keyring.size > 0 ? keyring.identify(token) : undefined);
     if (known !== undefined) {
       request.apiKey = known;
       return done(oauth === undefined ? undefined : toolRefusal(request, known, oauth));
     }
-    const verifying = tokens?.verify(token);
-    if (verifying === undefined) return done(challenges.notValid(route));
-    verifying.then(
-      (identity) => {
-        request.apiKey = identity;
-        done(toolRefusal(request, identity, oauth!));
-      },
-      (err: unknown) => done(err instanceof TokenRefusal ? challenges.refused(route, err) : (err as Error)),
-    );
+    if (tokens === undefined) return refuse(request, challenges.notValid(route), done);
+    // Neither a key nor a token seen before: counted against the client address's budget before
+    // anything is asked of the issuer (a JWKS fetch, an introspection), or refused if it is spent.
+    countAddress(request, (spent) => {
+      if (spent !== undefined) return done(spent);
+      const verifying = tokens.verify(token, request.ip);
+      if (verifying === undefined) return done(challenges.notValid(route));
+      verifying.then(
+        (identity) => {
+          request.apiKey = identity;
+          done(toolRefusal(request, identity, oauth!));
+        },
+        (err: unknown) => done(err instanceof TokenRefusal ? challenges.refused(route, err) : (err as Error)),
+      );
+    });
   });
   // A tool call over MCP names its tool in the body: checked once the body is read, on /mcp only
   // (a route-level hook, so no other route pays for it).
@@ -137,6 +143,23 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
       route.preHandler = own === undefined ? [checkMcpTool] : [...(Array.isArray(own) ? own : [own]), checkMcpTool as preHandlerHookHandler];
     });
   }
+}
+
+/**
+ * Counts a request that no key or known token vouches for against its client address's rate limit
+ * (the same count as every request without a key: `countRateLimited`), and answers the refusal
+ * when the address's budget is spent. Refused requests are counted too, so a client cannot send
+ * 401s, or made-up tokens, without bound; without a rate limit, nothing is counted.
+ */
+function countAddress(request: FastifyRequest, then: (spent: Error | undefined) => void): void {
+  const count = request.server.countRateLimited;
+  if (count === undefined) return then(undefined);
+  count(request).then(then, () => then(undefined));
+}
+
+/** A 401, counted against the address first: past its budget, the 429 instead. */
+function refuse(request: FastifyRequest, refusal: Error, done: (err?: Error) => void): void {
+  countAddress(request, (spent) => done(spent ?? refusal));
 }
 
 function isDocsRoute(route: string): boolean {
