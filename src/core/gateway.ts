@@ -6,6 +6,7 @@ import { type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, typ
 import { InFlight, shuttingDown } from './in-flight.js';
 import { toolScope, type ServerPermissions, type ToolScope } from './keyring.js';
 import { PermissionDenied, Permissions } from './permissions.js';
+import { SampledLog } from './sampled-log.js';
 import type { ToolRegistry } from './registry.js';
 import type { Progress, ToolDef, ToolResult } from './types.js';
 
@@ -129,6 +130,8 @@ export class Gateway {
   readonly executor: ToolExecutor;
   readonly registry: ToolRegistry;
   readonly #log: Logger;
+  // Refusals are what a flood is made of: their audit lines are sampled per error code (see SampledLog).
+  readonly #refusals: SampledLog;
   readonly #observer: GatewayObserver | undefined;
   readonly #inFlight = new InFlight();
   readonly #toolsets: ReadonlyMap<string, ToolRegistry>;
@@ -154,6 +157,7 @@ export class Gateway {
     }
     this.#toolsets = toolsets;
     this.#log = options.logger ?? pino({ level: 'silent' });
+    this.#refusals = new SampledLog(this.#log, 'tool call refusals left out of the log');
     this.#observer = observer;
     this.#defaults = permissions && Permissions.compile([{ where: 'TOOLPORT_PERMISSIONS', rules: permissions.defaults }], permissions.catalog);
     this.#defaultScope = this.#defaults && toolScope(undefined, this.#defaults);
@@ -236,7 +240,8 @@ export class Gateway {
   refused(call: CallIdentity, error: ToolportError): void {
     const { caller } = call;
     const rule = error instanceof PermissionDenied ? error.rule : undefined;
-    this.#log.info(
+    this.#refusals.info(
+      error.code,
       {
         reqId: call.requestId,
         tool: call.tool,

@@ -7,6 +7,7 @@ import { openResourceServer } from '../../src/auth/open.js';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
+import { capturedLog } from '../support/log-capture.js';
 import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
@@ -191,5 +192,35 @@ describe('made-up opaque tokens against a slow identity provider', () => {
     assert.equal((await echo(app, real, attacker)).statusCode, 429);
     assert.equal(idp.introspections - base, 5);
     assert.equal((await echo(app, real, '203.0.113.50')).statusCode, 200);
+  });
+});
+
+describe('the log under a flood of refused requests', () => {
+  test('refusals are sampled per error code: 1000 refused requests write 100 audit lines, and a real refusal of another kind is still written', async (t) => {
+    const { lines, logger } = capturedLog();
+    const oauth = await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL));
+    const registry = new ToolRegistry();
+    registry.register(Echo);
+    const app = await buildApp({ registry, oauth, logger });
+    t.after(() => app.close());
+    const started = Date.now();
+    for (let wave = 0; wave < 10; wave += 1) {
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'hi' }, remoteAddress: `198.51.100.${(wave * 100 + i) % 250}` }),
+        ),
+      );
+      assert.ok(answers.every((response) => response.statusCode === 401));
+    }
+    const intervals = Math.floor((Date.now() - started) / 10_000) + 1;
+    const refused = lines.filter((line) => line.msg === 'tool call refused');
+    const bytes = lines.reduce((sum, line) => sum + JSON.stringify(line).length + 1, 0);
+    t.diagnostic(`1000 refused requests: ${refused.length} audit lines, ${bytes} bytes of log`);
+    assert.ok(refused.length <= 100 * intervals, `${refused.length} audit lines for 1000 refusals`);
+    assert.ok(refused.every((line) => line.code === 'UNAUTHORIZED' && line.status === 401));
+    // A real caller's refusal of another kind is still written during the flood.
+    const scoped = await idp.clientCredentials({ resource: PUBLIC_URL, scope: 'tools:NoArgs' });
+    assert.equal((await echo(app, scoped)).statusCode, 403);
+    assert.ok(lines.some((line) => line.msg === 'tool call refused' && line.code === 'FORBIDDEN'));
   });
 });
