@@ -11,7 +11,7 @@ import { createLogger } from '../infra/logger.js';
 import { connectRedis } from '../infra/redis.js';
 import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
-import { createToolset, secretFiles } from '../assembly/toolset.js';
+import { createToolset } from '../assembly/toolset.js';
 import { serverPermissions } from '../assembly/rule-catalog.js';
 import type { UpstreamSource } from '../upstreams/source.js';
 import { tokenCallersAsKeys, withWorkspaces } from '../auth/workspaces.js';
@@ -94,12 +94,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
         ? undefined
         : await openResourceServer(config.oauth, { mapping: mapping && withWorkspaces(mapping, workspaces.keys.slice(loadedKeys.length)), permissions });
     // After the checks that need no upstream: a bad keys file never starts a process.
-    // What no stdio upstream may read: the server's secrets and configuration, the keys' workspaces.
-    const hidden = [
-      ...secretFiles(config, process.cwd()),
-      ...[config.permissionsFile, config.oauth?.mappingFile].filter((file): file is string => file !== undefined),
-      ...workspaces.keys.flatMap((key) => (key.workspace === undefined ? [] : [key.workspace])),
-    ];
+    // No stdio upstream may read the keys' workspaces (nor the server's files, which it finds in `config`).
+    const hidden = workspaces.keys.flatMap((key) => (key.workspace === undefined ? [] : [key.workspace]));
     upstreams = await upstreamModule?.openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env, hidden });
     // The replicas share the rate-limit counts and MCP cancellations through it.
     const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;

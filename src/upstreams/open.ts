@@ -16,6 +16,22 @@ export interface UpstreamsConfig {
   upstreamsLock: string | undefined;
   /** TOOLPORT_UPSTREAM_SANDBOX (default `auto`). */
   upstreamSandbox?: 'auto' | 'true' | 'false';
+  /** The server's files no upstream may read in the sandbox (`Config`'s, when the caller has them). */
+  apiKeysFile?: string | undefined;
+  plugins?: readonly string[];
+  permissionsFile?: string | undefined;
+  oauth?: { mappingFile?: string | undefined } | undefined;
+}
+
+/**
+ * The files the server reads its secrets and configuration from, which no stdio upstream may read
+ * in the sandbox: the upstreams file and its lock, the keys file, the plug-ins given as paths
+ * (package names are left alone), the permissions file and the OAuth mapping file.
+ */
+function serverFiles(config: UpstreamsConfig, cwd: string): string[] {
+  const plugins = (config.plugins ?? []).filter((spec) => spec.startsWith('.') || spec.startsWith('/'));
+  const files = [config.upstreams, lockPath(config, cwd), config.apiKeysFile, ...plugins, config.permissionsFile, config.oauth?.mappingFile];
+  return files.filter((file): file is string => file !== undefined).map((file) => path.resolve(cwd, file));
 }
 
 /** The lock file's path for this configuration (undefined without upstreams). */
@@ -30,10 +46,7 @@ export async function readUpstreamSpecs(config: UpstreamsConfig, env: Record<str
 }
 
 export interface OpenUpstreamsOptions extends Pick<UpstreamSourceOptions, 'baseEnv'>, Partial<Pick<UpstreamSourceOptions, 'onState' | 'upstream'>> {
-  /**
-   * Files and directories no stdio upstream may read: the server's keys, configuration and
-   * plug-in files, the keys' workspaces. The upstreams file and its lock are added here.
-   */
+  /** Directories no stdio upstream may read besides the server's files (see `serverFiles`): the keys' workspaces. */
   hidden?: readonly string[];
 }
 
@@ -59,7 +72,7 @@ export async function openUpstreams(
   }
   const { hidden = [], ...sourceOptions } = options;
   const confinement = specs.some((spec) => spec.transport === 'stdio')
-    ? await confine(config.upstreamSandbox ?? 'auto', [...hidden, path.resolve(cwd, config.upstreams!), file], log)
+    ? await confine(config.upstreamSandbox ?? 'auto', [...serverFiles(config, cwd), ...hidden], log)
     : undefined;
   const source = new UpstreamSource(specs, registry, { ...sourceOptions, confinement, log, version: VERSION, lock });
   await source.start();

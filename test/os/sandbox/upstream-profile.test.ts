@@ -26,9 +26,11 @@ function accessTo(rules: Map<string, number>, p: string): number {
 test('an upstream reads what the user can but the hidden paths and the private directories, and writes only its places', async (t) => {
   const root = await realpath(await temporaryDirectory(t, 'toolport-upstream-profile-'));
   const temporary = path.join(root, 'tmp');
-  const [config, cwd, home, server, tmp] = ['config', 'cwd', 'home', path.join('home', 'toolport'), path.join('tmp', 'toolport-calls-1-a', 'call-b')].map((p) =>
-    path.join(root, p),
-  );
+  const config = path.join(root, 'config');
+  const cwd = path.join(root, 'cwd');
+  const home = path.join(root, 'home');
+  const server = path.join(home, 'toolport');
+  const tmp = path.join(temporary, 'toolport-calls-1-a', 'call-b');
   for (const dir of [config, cwd, server, tmp, path.join(temporary, 'other'), path.join(root, 'elsewhere')]) await mkdir(dir, { recursive: true });
   await writeFile(path.join(home, 'notes'), '');
   const keys = path.join(config, 'keys.json');
