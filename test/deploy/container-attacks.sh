@@ -255,6 +255,15 @@ check_tmpdir_bound() {
   done
 }
 
+# 1.5 GiB in one process, past the bound the script sets (TOOLPORT_BASH_MAX_MEMORY, 512 MiB, lower
+# than the default 4 GiB to spare the machine).
+check_memory_bound() {
+  bash_as "$KEY_A" "echo $ATTACK_START; perl -e '\$x = q(a) x (1536 * 1024 * 1024); print qq(allocated\\n); sleep 5'; echo $ATTACK_END" |
+    expect_attack "!text.includes('$ATTACK_END') && /TOOLPORT_BASH_MAX_MEMORY/.test(text)" >"$WORK/memory.txt" || { cat "$WORK/memory.txt"; return 1; }
+  grep -F 'TOOLPORT_BASH_' "$WORK/memory.txt" | sed 's/^/note: /'
+  echo_promptly
+}
+
 check_good_path() {
   bash_as "$KEY_A" "echo $ATTACK_START; set -e; rm -rf good; mkdir good; cd good
 git init -q . && echo hello > README && git add README && git -c user.name=A -c user.email=a@example.com commit -q -m first
@@ -285,5 +294,6 @@ attack_setting() {
   check "[$label] 3,000 background processes: fewer exist at once, the call is stopped with a note, Echo answers" check_process_bound
   check "[$label] /tmp itself is not writable from Bash (bubblewrap: its own /tmp, bounded)" check_tmp_not_writable
   check "[$label] 1.1 GB into \$TMPDIR is stopped at its bound with a note, and the files go" check_tmpdir_bound
+  check "[$label] 1.5 GiB in one process is stopped at TOOLPORT_BASH_MAX_MEMORY with a note, and Echo answers" check_memory_bound
   check "[$label] the good path in key A's workspace: git init/add/commit, npm test, node -e" check_good_path
 }
