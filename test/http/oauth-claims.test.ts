@@ -67,6 +67,11 @@ describe('claims and headers of the wrong type', () => {
     for (const typ of [1, ['at+jwt'], { at: 'jwt' }, null, true]) {
       await assertInvalidToken(await echo(app, await signed({ typ }, {})), "The token's type (typ) is not a string.");
     }
+    // Other header fields of the wrong type: refused as well, never a 500.
+    for (const header of [{ kid: 5 }, { kid: ['a'] }, { crit: 'exp' }, { crit: [1] }]) {
+      const response = await echo(app, await signed({ typ: 'at+jwt', ...header }, {}));
+      assert.equal(response.statusCode, 401, `${JSON.stringify(header)}: ${response.body}`);
+    }
     // The same signing path makes a token that is accepted.
     assert.equal((await echo(app, await signed({ typ: 'at+jwt' }, {}))).statusCode, 200);
   });
