@@ -188,8 +188,14 @@ sub reap_call {
   # $waiting as the eval unwinds, before Perl can run another handler.
   our $waiting = 0;
   my $bound;
-  # The watch sleeps between its counts; a child's exit cuts the sleep short.
-  $SIG{CHLD} = sub {} if @watch;
+  # The watch sleeps between its counts; a child's exit wakes it through a pipe of its own, since
+  # a SIGCHLD that comes between waitpid and select would not cut the sleep short. One byte at
+  # most is ever unread, so the handler never blocks.
+  my ($wake, $woken, $waker) = (undef, 0);
+  if (@watch) {
+    pipe($wake, $waker) or fail($token, "pipe: $!");
+    $SIG{CHLD} = sub { syswrite($waker, 'x') unless $woken++ };
+  }
   $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
   eval {
     local $waiting = 1;
@@ -201,7 +207,12 @@ sub reap_call {
       if ($pid == $main) { $status = $?; last; }
       next if $pid > 0;
       last if defined($bound = over_bound(@watch));
-      select(undef, undef, undef, $watch[0] / 1000);
+      my $readable = '';
+      vec($readable, fileno($wake), 1) = 1;
+      if (select($readable, undef, undef, $watch[0] / 1000) > 0) {
+        sysread($wake, my $byte, 1);
+        $woken = 0;
+      }
     }
     mask(SIG_BLOCK, $stops);
   };
@@ -262,6 +273,24 @@ sub exit_as {
 }
 
 sub now_ms { open(my $fh, '<', '/proc/uptime') or return 0; my ($s) = split / /, scalar <$fh>; return $s * 1000; }
+
+# The call's processes, from each one's list of children: a walk of the call's subtree only,
+# where `descendants` reads every process on the machine. Zombies are in the lists.
+my $children_files;
+sub subtree {
+  return descendants() unless $children_files //= -e "/proc/$$/task/$$/children";
+  my @found;
+  my @queue = ($$);
+  while (defined(my $pid = shift @queue)) {
+    opendir(my $tasks, "/proc/$pid/task") or next;
+    for my $task (grep { /^\d+$/ } readdir $tasks) {
+      open(my $fh, '<', "/proc/$pid/task/$task/children") or next;
+      my $line = <$fh> // next;
+      for my $child (split ' ', $line) { push @found, $child; push @queue, $child; }
+    }
+  }
+  return @found;
+}
 
 sub descendants {
   my %children;
@@ -345,7 +374,7 @@ sub over_bound {
   my (undef, $max_tasks, $max_rss, $max_tmp, $tmp) = @_;
   if ($max_tasks > 0 || $max_rss > 0) {
     my ($tasks, $pages) = (0, 0);
-    for my $pid (descendants()) {
+    for my $pid (subtree()) {
       open(my $fh, '<', "/proc/$pid/stat") or next;
       my $stat = <$fh> // next;
       my @fields = split / /, substr($stat, rindex($stat, ')') + 2);
