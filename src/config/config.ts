@@ -69,6 +69,25 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     see: 'upstreams.md#isolation',
   },
   {
+    name: 'TOOLPORT_UPSTREAM_MAX_PROCESSES',
+    default: code(512),
+    meaning:
+      'processes and threads one sandboxed stdio upstream may have at once, counted every 100 ms; past it the upstream is stopped and restarted; `0`: no limit',
+    see: 'upstreams.md#isolation',
+  },
+  {
+    name: 'TOOLPORT_UPSTREAM_MAX_MEMORY',
+    default: code('4G'),
+    meaning: 'resident memory of one sandboxed stdio upstream and what it started, counted as the processes are; `0`: no limit',
+    see: 'upstreams.md#isolation',
+  },
+  {
+    name: 'TOOLPORT_UPSTREAM_TMP_SIZE',
+    default: code('1G'),
+    meaning: "bytes one sandboxed stdio upstream's private TMPDIR may hold; `0`: no limit",
+    see: 'upstreams.md#isolation',
+  },
+  {
     name: 'TOOLPORT_WORKSPACE',
     default: 'the current directory (`/workspace` in the image)',
     meaning: 'the only directory the file tools may touch; unset, the current directory is refused when it is `/` or the home directory',
@@ -329,6 +348,8 @@ export interface Config {
   workspaceQuota: number;
   /** Run stdio upstreams under Landlock and seccomp (TOOLPORT_UPSTREAM_SANDBOX): `auto`, where it works; `true`, always (or fail); `false`, never. */
   upstreamSandbox: 'auto' | 'true' | 'false';
+  /** What the supervisor holds each sandboxed stdio upstream to (TOOLPORT_UPSTREAM_MAX_PROCESSES, _MAX_MEMORY, _TMP_SIZE); 0 switches one off. */
+  upstreamLimits: { maxProcesses: number; maxMemory: number; tmpSize: number };
   /** Run Bash in a sandbox: `auto`, the first that works; `true`, one always (or fail); `bubblewrap` or `landlock`, that one; `false`, never. */
   bashSandbox: BashSandboxSetting;
   /** Sandboxed Bash commands may use the network (TOOLPORT_BASH_NETWORK=all). */
@@ -456,6 +477,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     upstreams: raw(env, 'TOOLPORT_UPSTREAMS'),
     upstreamsLock: raw(env, 'TOOLPORT_UPSTREAMS_LOCK'),
     upstreamSandbox: oneOf(env, 'TOOLPORT_UPSTREAM_SANDBOX', ['auto', 'true', 'false'], 'auto'),
+    upstreamLimits: {
+      maxProcesses: integer(env, 'TOOLPORT_UPSTREAM_MAX_PROCESSES', 512, 0, 1_000_000),
+      maxMemory: byteSize(env, 'TOOLPORT_UPSTREAM_MAX_MEMORY', 4 * 1024 ** 3),
+      tmpSize: byteSize(env, 'TOOLPORT_UPSTREAM_TMP_SIZE', 1024 ** 3),
+    },
     shutdownGraceMs: integer(env, 'TOOLPORT_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     workspace: raw(env, 'TOOLPORT_WORKSPACE') ?? implicitWorkspace(env, cwd),
     workspaceQuota: byteSize(env, 'TOOLPORT_WORKSPACE_QUOTA', DEFAULT_WORKSPACE_QUOTA),

@@ -4,7 +4,17 @@ import { KILL_GRACE_MS } from '../os/proc/process.js';
 import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../os/proc/reaper.js';
 import { PrivateDirectories, type PrivateDirectory } from '../os/sandbox/private-dirs.js';
 import { seccompSupported } from '../os/sandbox/seccomp.js';
+import { WATCH_INTERVAL_MS } from '../os/sandbox/landlock-profile.js';
 import { UpstreamProfile, type UpstreamPlace } from '../os/sandbox/upstream-profile.js';
+
+/** What the supervisor holds each upstream to, counted every {@link WATCH_INTERVAL_MS}: processes and threads, resident bytes, bytes of its TMPDIR; 0: no bound. */
+export interface UpstreamLimits {
+  maxProcesses: number;
+  maxMemory: number;
+  tmpSize: number;
+}
+
+export const NO_UPSTREAM_LIMITS: Readonly<UpstreamLimits> = { maxProcesses: 0, maxMemory: 0, tmpSize: 0 };
 
 /** What the process of a confined upstream runs: the supervisor, which runs the command. */
 export interface ConfinedLaunch {
@@ -36,11 +46,13 @@ const MAX_REASON_CHARS = 500;
 export class UpstreamConfinement {
   readonly #profile: UpstreamProfile;
   readonly #dirs: PrivateDirectories;
+  readonly #limits: UpstreamLimits;
   readonly #perl: string;
 
-  private constructor(profile: UpstreamProfile, dirs: PrivateDirectories, perl: string) {
+  private constructor(profile: UpstreamProfile, dirs: PrivateDirectories, limits: UpstreamLimits, perl: string) {
     this.#profile = profile;
     this.#dirs = dirs;
+    this.#limits = limits;
     this.#perl = perl;
   }
 
@@ -49,7 +61,7 @@ export class UpstreamConfinement {
    * server and to read its environment, and must write its private directory. Returns why not,
    * when that does not hold here (not Linux, no Landlock ABI 6, no perl, ...).
    */
-  static async open(hidden: readonly string[], perl = 'perl'): Promise<UpstreamConfinement | string> {
+  static async open(hidden: readonly string[], limits: UpstreamLimits = NO_UPSTREAM_LIMITS, perl = 'perl'): Promise<UpstreamConfinement | string> {
     if (process.platform !== 'linux') return `Landlock is a Linux feature and this is ${process.platform}`;
     if (REAPER_SYSCALLS[process.arch] === undefined || !seccompSupported()) return `the confinement does not know the system calls of ${process.arch}`;
     let dirs: PrivateDirectories;
@@ -58,7 +70,7 @@ export class UpstreamConfinement {
     } catch (err) {
       return `no private directory for upstreams can be made: ${(err as Error).message}`;
     }
-    const confinement = new UpstreamConfinement(new UpstreamProfile(hidden, [process.cwd(), TOOLPORT_ROOT]), dirs, perl);
+    const confinement = new UpstreamConfinement(new UpstreamProfile(hidden, [process.cwd(), TOOLPORT_ROOT]), dirs, limits, perl);
     const failed = await confinement.#trial().catch((err: unknown) => `a trial run failed: ${(err as Error).message}`);
     if (failed === undefined) return confinement;
     await dirs.close();
@@ -82,7 +94,9 @@ export class UpstreamConfinement {
     const dir = await this.#dirs.create();
     try {
       const place: UpstreamPlace = { cwd: options.cwd, home: options.env['HOME'], tmp: dir.path, network: options.network };
-      const fields = await this.#profile.fieldsFor(place);
+      const { maxProcesses, maxMemory, tmpSize } = this.#limits;
+      const watch = maxProcesses > 0 || maxMemory > 0 || tmpSize > 0 ? [`watch ${WATCH_INTERVAL_MS} ${maxProcesses} ${maxMemory} ${tmpSize} ${dir.path}`] : [];
+      const fields = [...(await this.#profile.fieldsFor(place)), ...watch];
       return { ...this.#command(fields, [command, ...args]), env: { TMPDIR: dir.path, ...options.env }, release: () => dir.remove() };
     } catch (err) {
       await dir.remove();

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ToolRegistry } from '../core/registry.js';
 import { VERSION } from '../infra/version.js';
 import { loadUpstreams, type UpstreamSpec } from './config.js';
-import { UpstreamConfinement } from './confinement.js';
+import { NO_UPSTREAM_LIMITS, UpstreamConfinement, type UpstreamLimits } from './confinement.js';
 import { LOCK_FILE_NAME, readLock } from './lock.js';
 import { UpstreamSource, type UpstreamSourceOptions } from './source.js';
 
@@ -21,6 +21,8 @@ export interface UpstreamsConfig {
   plugins?: readonly string[];
   permissionsFile?: string | undefined;
   oauth?: { mappingFile?: string | undefined } | undefined;
+  /** TOOLPORT_UPSTREAM_MAX_PROCESSES, _MAX_MEMORY, _TMP_SIZE (default: none). */
+  upstreamLimits?: UpstreamLimits;
 }
 
 /**
@@ -72,7 +74,7 @@ export async function openUpstreams(
   }
   const { hidden = [], ...sourceOptions } = options;
   const confinement = specs.some((spec) => spec.transport === 'stdio')
-    ? await confine(config.upstreamSandbox ?? 'auto', [...serverFiles(config, cwd), ...hidden], log)
+    ? await confine(config.upstreamSandbox ?? 'auto', [...serverFiles(config, cwd), ...hidden], config.upstreamLimits ?? NO_UPSTREAM_LIMITS, log)
     : undefined;
   const source = new UpstreamSource(specs, registry, { ...sourceOptions, confinement, log, version: VERSION, lock });
   await source.start();
@@ -83,12 +85,17 @@ export async function openUpstreams(
  * The stdio upstreams' sandbox, or why there is none (said in the log: a warning where it does not
  * work). Throws with TOOLPORT_UPSTREAM_SANDBOX=true where it does not work.
  */
-async function confine(setting: 'auto' | 'true' | 'false', hidden: readonly string[], log: Logger): Promise<UpstreamConfinement | string> {
+async function confine(
+  setting: 'auto' | 'true' | 'false',
+  hidden: readonly string[],
+  limits: UpstreamLimits,
+  log: Logger,
+): Promise<UpstreamConfinement | string> {
   if (setting === 'false') {
     log.warn("stdio upstreams run without a sandbox (TOOLPORT_UPSTREAM_SANDBOX=false): they can read what the server's user can, the server's keys included");
     return 'TOOLPORT_UPSTREAM_SANDBOX=false';
   }
-  const confinement = await UpstreamConfinement.open(hidden);
+  const confinement = await UpstreamConfinement.open(hidden, limits);
   if (typeof confinement === 'string') {
     if (setting === 'true') throw new Error(`TOOLPORT_UPSTREAM_SANDBOX=true but the sandbox cannot run here: ${confinement}`);
     log.warn(
@@ -97,6 +104,6 @@ async function confine(setting: 'auto' | 'true' | 'false', hidden: readonly stri
     );
     return confinement;
   }
-  log.info({ mechanism: 'landlock', hidden: confinement.hidden }, 'stdio upstreams run in the Landlock sandbox');
+  log.info({ mechanism: 'landlock', hidden: confinement.hidden, limits }, 'stdio upstreams run in the Landlock sandbox');
   return confinement;
 }

@@ -147,7 +147,16 @@ export class StdioProcessTransport implements Transport {
       child.once('close', () => this.#ended());
       child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk));
       child.stdin!.on('error', (err) => this.onerror?.(err));
-      forwardStderr(child, log, redact);
+      // The supervisor says so when it stopped the upstream past a bound (the upstream could print
+      // the same line: it would only change the reason shown for its own restart).
+      const onLine = launch
+        ? (line: string): void => {
+            const bound = /^toolport supervisor: (went past its bound of \w+)$/.exec(line)?.[1];
+            // It may come after the exit, whose status it explains.
+            if (bound !== undefined && (this.exit === undefined || /^(killed by|exited with) /.test(this.exit))) this.exit = bound;
+          }
+        : undefined;
+      forwardStderr(child, log, redact, onLine);
     });
   }
 
@@ -253,7 +262,7 @@ function parseLine(line: Buffer): JSONRPCMessage | undefined {
  * it. A long line is redacted before it is cut to {@link MAX_STDERR_LINE}, with text past the cut
  * to spare, and the rest of it is left out: a secret is never split between two entries.
  */
-function forwardStderr(child: ChildProcess, log: Logger, redact: (text: string) => string): void {
+function forwardStderr(child: ChildProcess, log: Logger, redact: (text: string) => string, onLine?: (line: string) => void): void {
   let partial = '';
   // Inside a line already logged in part: the rest of it, up to the next newline, is left out.
   let skipping = false;
@@ -283,7 +292,10 @@ function forwardStderr(child: ChildProcess, log: Logger, redact: (text: string) 
       const line = partial + piece;
       partial = '';
       if (skipping) skipping = false;
-      else if (line.trim() !== '') emit(line.replace(/\r$/, ''), false);
+      else if (line.trim() !== '') {
+        onLine?.(line);
+        emit(line.replace(/\r$/, ''), false);
+      }
     }
     if (skipping) return;
     partial += rest;

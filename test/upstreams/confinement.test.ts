@@ -105,6 +105,18 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
     assert.equal(pried.tmp, true);
   });
 
+  it('past TOOLPORT_UPSTREAM_MAX_PROCESSES is stopped with what it started, and restarted, saying why', async (t) => {
+    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    const server = await pryingServer(t, trackedMarker(t), { TOOLPORT_UPSTREAM_MAX_PROCESSES: '60' });
+    const many = trackedMarker(t);
+    const response = await fetch(`${server.url}/tools/pry__spawn`, { method: 'POST', headers: AUTH, body: JSON.stringify({ count: 80, marker: many }) });
+    assert.equal(response.status, 200);
+    const lost = await server.logLine((line) => line.msg === 'upstream lost');
+    assert.equal(lost.reason, 'the process went past its bound of processes');
+    await waitFor(() => processesWith(many).length === 0, 'what it started to end');
+    await server.logLine((line) => line.msg === 'upstream connected' && line !== server.lines.find((l) => l.msg === 'upstream connected'));
+  });
+
   it('reads the keys and leaves its setsid process behind when the sandbox is turned off: what the sandbox prevents', async (t) => {
     // The control: the same attack works unconfined, so the test above cannot pass by a broken fixture.
     if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;

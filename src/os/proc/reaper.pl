@@ -422,8 +422,10 @@ sub tree_bytes {
 # cannot be applied ends it with 126, fail closed), and waits. When the command exits, or the
 # supervisor gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or the server's
 # death), it ends every process below it as a call reaper does (see `end_subtree`), so nothing the
-# command started, setsid included, outlives it; then it exits as the command did. It writes
-# nothing to stdout, which is the command's; its own errors go to stderr.
+# command started, setsid included, outlives it; then it exits as the command did. With a `watch`
+# field it counts the command's processes, memory and private directory as a call reaper does, and
+# ends it past a bound, saying which on stderr. It writes nothing to stdout, which is the
+# command's; its own errors go to stderr.
 sub supervise {
   my ($grace_ms, $count, @rest) = @_;
   my $fail = sub { print STDERR "toolport supervisor: $_[0]\n"; exit 126; };
@@ -432,6 +434,7 @@ sub supervise {
   my @confine = splice(@rest, 0, $count);
   shift @rest;
   my @command = @rest;
+  my @watch = map { /^watch (\d+) (\d+) (\d+) (\d+) (.*)\z/s ? ($1, $2, $3, $4, $5) : () } @confine;
   mask(SIG_BLOCK, $stops);
   syscall($SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or $fail->("prctl(PR_SET_CHILD_SUBREAPER): $!");
   my $main = fork();
@@ -443,23 +446,30 @@ sub supervise {
     print STDERR "toolport supervisor: $command[0]: $!\n";
     exit 127;
   }
-  my $status;
-  # As in reap_call: the handlers leave the wait by dying only while the eval is on the stack.
+  my ($status, $bound);
+  # As in reap_call: the handlers leave the wait by dying only while the eval is on the stack; the
+  # watch (`watch` fields, see over_bound) sleeps between its counts, cut short by a child's exit.
   our $waiting = 0;
+  $SIG{CHLD} = sub {} if @watch;
   $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
   eval {
     local $waiting = 1;
     mask(SIG_UNBLOCK, $stops);
     die "stop\n" if getppid() != $server;
     while (1) {
-      my $pid = waitpid(-1, 0);
+      my $pid = waitpid(-1, @watch ? WNOHANG : 0);
       last if $pid < 0;
       if ($pid == $main) { $status = $?; last; }
+      next if $pid > 0;
+      last if defined($bound = over_bound(@watch));
+      select(undef, undef, undef, $watch[0] / 1000);
     }
     mask(SIG_BLOCK, $stops);
   };
   mask(SIG_BLOCK, $stops);
   $status = $? if !defined $status && !kill(0, $main);
-  $status = end_subtree($main, $status, $grace_ms, undef);
+  # The server reads this line for the reason it restarts the upstream. Past a bound, no grace.
+  print STDERR "toolport supervisor: went past its bound of $bound\n" if defined $bound;
+  $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
   exit_as($status // 1 << 8);
 }
