@@ -138,6 +138,15 @@ describe('the Deployment', () => {
     }
   });
 
+  test("bounds a Bash call's memory below the container's memory limit, so the reaper stops a call before the OOM killer picks a process", () => {
+    const limit = String(server().resources?.limits?.memory);
+    const match = /^(\d+)(Mi|Gi)$/.exec(limit);
+    assert.ok(match, `limits.memory in Mi or Gi, got ${limit}`);
+    const bytes = Number(match[1]) * 1024 ** (match[2] === 'Gi' ? 3 : 2);
+    const perCall = config().bashLimits.maxMemory;
+    assert.ok(perCall > 0 && perCall < bytes, `TOOLPORT_BASH_MAX_MEMORY ${perCall} < ${bytes}`);
+  });
+
   test('meets the restricted Pod Security Standard', () => {
     assert.deepEqual(restrictedViolations(podSpec()), []);
   });
