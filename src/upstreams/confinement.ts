@@ -4,10 +4,16 @@ import { KILL_GRACE_MS } from '../os/proc/process.js';
 import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../os/proc/reaper.js';
 import { PrivateDirectories, type PrivateDirectory } from '../os/sandbox/private-dirs.js';
 import { seccompSupported } from '../os/sandbox/seccomp.js';
-import { WATCH_INTERVAL_MS } from '../os/sandbox/landlock-profile.js';
 import { UpstreamProfile, type UpstreamPlace } from '../os/sandbox/upstream-profile.js';
 
-/** What the supervisor holds each upstream to, counted every {@link WATCH_INTERVAL_MS}: processes and threads, resident bytes, bytes of its TMPDIR; 0: no bound. */
+/**
+ * How often the supervisor counts an upstream's processes, memory and TMPDIR. Each count walks
+ * /proc (about 1 ms for 100 processes, more on a busy machine), and an upstream runs for as long as
+ * the server does: a Bash call's 100 ms would cost a share of a core per upstream.
+ */
+const UPSTREAM_WATCH_INTERVAL_MS = 1_000;
+
+/** What the supervisor holds each upstream to, counted every {@link UPSTREAM_WATCH_INTERVAL_MS}: processes and threads, resident bytes, bytes of its TMPDIR; 0: no bound. */
 export interface UpstreamLimits {
   maxProcesses: number;
   maxMemory: number;
@@ -95,7 +101,8 @@ export class UpstreamConfinement {
     try {
       const place: UpstreamPlace = { cwd: options.cwd, home: options.env['HOME'], tmp: dir.path, network: options.network };
       const { maxProcesses, maxMemory, tmpSize } = this.#limits;
-      const watch = maxProcesses > 0 || maxMemory > 0 || tmpSize > 0 ? [`watch ${WATCH_INTERVAL_MS} ${maxProcesses} ${maxMemory} ${tmpSize} ${dir.path}`] : [];
+      const watch =
+        maxProcesses > 0 || maxMemory > 0 || tmpSize > 0 ? [`watch ${UPSTREAM_WATCH_INTERVAL_MS} ${maxProcesses} ${maxMemory} ${tmpSize} ${dir.path}`] : [];
       const fields = [...(await this.#profile.fieldsFor(place)), ...watch];
       return { ...this.#command(fields, [command, ...args]), env: { TMPDIR: dir.path, ...options.env }, release: () => dir.remove() };
     } catch (err) {
