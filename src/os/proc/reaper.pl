@@ -93,6 +93,8 @@ my $server_address = pack('S', AF_UNIX) . pack('a' . SUN_PATH_BYTES, chr(0) . $a
 # SIGHUP, SIGINT and SIGTERM as a kernel sigset_t: one 64-bit word, or two 32-bit ones where Perl has no 64-bit integers.
 my $stop_bits = (1 << (SIGHUP - 1)) | (1 << (SIGINT - 1)) | (1 << (SIGTERM - 1));
 my $stops = eval { pack('Q', $stop_bits) } // pack('L2', $stop_bits, 0);
+# SIGCHLD (17), alone, for the watch.
+my $child_exits = eval { pack('Q', 1 << 16) } // pack('L2', 1 << 16, 0);
 sub mask { syscall($SYS_rt_sigprocmask, $_[0], $_[1], 0, SIGSET_BYTES) == 0 or die "toolport reaper: rt_sigprocmask: $!\n"; }
 our $to_server = \*STDOUT;
 sub report { syswrite($to_server, "$_[0]\n"); }
@@ -189,11 +191,14 @@ sub reap_call {
   our $waiting = 0;
   my $bound;
   # The watch sleeps between its counts; a child's exit wakes it through a pipe of its own, since
-  # a SIGCHLD that comes between waitpid and select would not cut the sleep short. One byte at
-  # most is ever unread, so the handler never blocks.
+  # a SIGCHLD that comes between waitpid and select would not cut the sleep short. SIGCHLD is
+  # blocked but around the select: a burst of exits (a fork loop's orphans dying) would otherwise
+  # pass the most signals Perl keeps pending (120) and end the reaper. One byte at most is ever
+  # unread, so the handler never blocks.
   my ($wake, $woken, $waker) = (undef, 0);
   if (@watch) {
     pipe($wake, $waker) or fail($token, "pipe: $!");
+    mask(SIG_BLOCK, $child_exits);
     $SIG{CHLD} = sub { syswrite($waker, 'x') unless $woken++ };
   }
   $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
@@ -201,15 +206,25 @@ sub reap_call {
     local $waiting = 1;
     mask(SIG_UNBLOCK, $stops);
     die "stop\n" if getppid() != $resident;
+    my $counted = 0;
     while (1) {
       my $pid = waitpid(-1, @watch ? WNOHANG : 0);
       last if $pid < 0;
       if ($pid == $main) { $status = $?; last; }
+      next if $pid > 0 && !@watch;
+      # Counted every interval, also while orphans keep exiting: a fork loop reaps some all the time.
+      my $now = now_ms();
+      if ($now - $counted >= $watch[0]) {
+        $counted = $now;
+        last if defined($bound = over_bound(@watch));
+      }
       next if $pid > 0;
-      last if defined($bound = over_bound(@watch));
       my $readable = '';
       vec($readable, fileno($wake), 1) = 1;
-      if (select($readable, undef, undef, $watch[0] / 1000) > 0) {
+      mask(SIG_UNBLOCK, $child_exits);
+      my $ready = select($readable, undef, undef, $watch[0] / 1000);
+      mask(SIG_BLOCK, $child_exits);
+      if ($ready > 0) {
         sysread($wake, my $byte, 1);
         $woken = 0;
       }
@@ -226,6 +241,10 @@ sub reap_call {
   # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
   # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
   # A call over a bound gets no grace: a fork loop would go on forking through it.
+  if (@watch) {
+    $SIG{CHLD} = 'DEFAULT';
+    mask(SIG_UNBLOCK, $child_exits);
+  }
   $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
   $status = 1 << 8 unless defined $status;
   # The output connections end now, before the report, so the server has all of the output (and
@@ -448,9 +467,14 @@ sub supervise {
   }
   my ($status, $bound);
   # As in reap_call: the handlers leave the wait by dying only while the eval is on the stack; the
-  # watch (`watch` fields, see over_bound) sleeps between its counts, cut short by a child's exit.
+  # watch (`watch` fields, see over_bound) sleeps between its counts, woken by a child's exit
+  # through a pipe of its own.
   our $waiting = 0;
-  $SIG{CHLD} = sub {} if @watch;
+  my ($wake, $woken, $waker) = (undef, 0);
+  if (@watch) {
+    pipe($wake, $waker) or $fail->("pipe: $!");
+    $SIG{CHLD} = sub { syswrite($waker, 'x') unless $woken++ };
+  }
   $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
   eval {
     local $waiting = 1;
@@ -462,7 +486,12 @@ sub supervise {
       if ($pid == $main) { $status = $?; last; }
       next if $pid > 0;
       last if defined($bound = over_bound(@watch));
-      select(undef, undef, undef, $watch[0] / 1000);
+      my $readable = '';
+      vec($readable, fileno($wake), 1) = 1;
+      if (select($readable, undef, undef, $watch[0] / 1000) > 0) {
+        sysread($wake, my $byte, 1);
+        $woken = 0;
+      }
     }
     mask(SIG_BLOCK, $stops);
   };
@@ -470,6 +499,10 @@ sub supervise {
   $status = $? if !defined $status && !kill(0, $main);
   # The server reads this line for the reason it restarts the upstream. Past a bound, no grace.
   print STDERR "toolport supervisor: went past its bound of $bound\n" if defined $bound;
+  if (@watch) {
+    $SIG{CHLD} = 'DEFAULT';
+    mask(SIG_UNBLOCK, $child_exits);
+  }
   $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
   exit_as($status // 1 << 8);
 }
