@@ -88,7 +88,8 @@ test("Landlock: a command reads no other process's environment, the server's inc
     tool.bash,
     [
       `for pid in ${pids}; do cat /proc/$pid/environ; cat /proc/$pid/maps; ls -l /proc/$pid/fd/ | head -3; done 2>&1 | grep -c 'Permission denied'`,
-      `echo "environ matches: $(grep -a -l -s -r ${value} /proc/[0-9]*/environ | wc -l)"`,
+      // Decoded here, so that the command's own text (in its own environment) does not hold it.
+      `v=$(echo ${Buffer.from(value).toString('base64')} | base64 -d); echo "environ matches: $(grep -a -l -s -r "$v" /proc/[0-9]*/environ | wc -l)"`,
       `for pid in 1 ${pids}; do kill -0 $pid 2>/dev/null && echo "signalled $pid"; done`,
       // PTRACE_ATTACH (16), by its x86-64 (101) or arm64 (117) number.
       `for pid in ${pids}; do perl -e 'my $n = { x86_64 => 101, aarch64 => 117 }->{(POSIX::uname())[4]} // 101; print syscall($n, 16, $ARGV[0], 0, 0) < 0 ? "ptrace refused\\n" : "ptrace attached\\n"' -MPOSIX $pid; done`,
@@ -212,4 +213,19 @@ test('Landlock: new namespaces and System V shared memory are refused; git and n
     'git init -q . && git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m first && git log --oneline | wc -l && node -e "console.log(require(\'os\').cpus().length > 0)"',
   );
   assert.deepEqual(good, { text: '1\ntrue', isError: false });
+});
+
+test("Landlock: another call's command is in no process's arguments, so a call cannot read it from /proc", async (t) => {
+  const tool = await confined(t);
+  if (!tool) return;
+  const value = secret();
+  const encoded = Buffer.from(value).toString('base64');
+  const holder = run(tool.bash, `echo ${value} > /dev/null; sleep 30; true`);
+  const { text } = await run(
+    tool.bash,
+    `echo ${encoded} | base64 -d > "$TMPDIR/p"; for i in $(seq 100); do n=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c sleep); [ "$n" -gt 0 ] && break; sleep 0.05; done; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c -F -f "$TMPDIR/p"; echo "sleeping: $n"`,
+  );
+  tool.ws.close();
+  await holder;
+  assert.match(text, /^0\nsleeping: [1-9]/, text);
 });

@@ -182,8 +182,22 @@ async function bubblewrapIsolation(machine: Machine, reason: string): Promise<Ba
       close: () => {},
     };
   }
+  // Without a memory cgroup (a container), the call reaper, outside the sandbox, watches its memory.
+  const watchMemory = !memoryCgroup && limits.maxMemory > 0;
+  if (watchMemory) {
+    enforced.memory = 'watch';
+    enforced.notes.push(
+      `the reaper stops a call whose processes hold more than ${limits.maxMemory} bytes resident (counted every ${WATCH_INTERVAL_MS} ms); the platform's memory limit bounds a faster allocation`,
+    );
+  }
   // The sandbox has a private /tmp; a TMPDIR pointing elsewhere would be read-only there.
-  const shell = { reaper, wrapper: [BWRAP, ...args, '--'], cwd: root, env: commandEnv({ TMPDIR: '/tmp' }) };
+  const shell = {
+    reaper,
+    wrapper: [BWRAP, ...args, '--'],
+    cwd: root,
+    env: commandEnv({ TMPDIR: '/tmp' }),
+    confine: watchMemory ? [`watch ${WATCH_INTERVAL_MS} 0 ${limits.maxMemory} 0 /`] : undefined,
+  };
   // RLIMIT_NPROC is set inside: set on bwrap, it would also cap the user's processes outside the sandbox's namespace.
   return { ...sandbox, ...waitingShells(shell, cgroups, limits, true, machine.spares) };
 }
@@ -228,7 +242,7 @@ async function landlockIsolation(machine: Machine, reason: string, failures: rea
     tmp: limits.tmpSize > 0 ? 'watch' : 'none',
     notes: [...notes, ...watchNotes(limits, watch, userNamespace)],
   };
-  const shell = { reaper, wrapper: [], cwd: root, env: commandEnv() };
+  const shell = { reaper, wrapper: [], cwd: root, env: commandEnv(), hideCommand: true };
   const perCall = async (): Promise<Pick<ShellStart, 'env' | 'confine' | 'scratch'>> => {
     const dir = await dirs.create();
     return { env: env(dir.path), confine: profile.fieldsFor(dir.path), scratch: dir };

@@ -16,13 +16,23 @@ const READ_BYTES = 8_192;
  * started by sshd and reads ~/.bashrc. Only the server writes that connection; an empty one (the
  * server discarding the shell) ends it.
  */
-const WAIT_SCRIPT = [
+const READ_COMMAND = [
   `IFS= read -r -u 3 -d '' prelude && IFS= read -r -u 3 -d '' size || exit 125`,
   `if ((size > ${READ_BYTES})); then command=$(cat <&3; printf .); command=\${command%.}; else IFS= read -r -u 3 -d '' command; fi`,
   'exec 3<&-',
   'eval "$prelude"',
-  'exec bash -c "$command"',
-].join('\n');
+];
+const WAIT_SCRIPT = [...READ_COMMAND, 'exec bash -c "$command"'].join('\n');
+
+/**
+ * The same, for where other calls can read a process's command line (/proc/PID/cmdline, which
+ * no PID namespace hides under Landlock): the command reaches the new bash in its environment,
+ * which only its own call may read, leaves it before anything runs, and is run by `eval`, so no
+ * process's arguments hold it.
+ */
+const HIDDEN_WAIT_SCRIPT = [...READ_COMMAND, `export TOOLPORT_COMMAND="$command"`, `exec bash -c 'export -n TOOLPORT_COMMAND; eval "$TOOLPORT_COMMAND"'`].join(
+  '\n',
+);
 
 /** What a waiting shell needs to start. */
 export interface ShellStart {
@@ -35,6 +45,8 @@ export interface ShellStart {
   cgroup?: CallCgroup;
   /** How the reaper confines and watches the shell (see `PrepareOptions.confine`). */
   confine?: readonly string[];
+  /** Keep the command out of every process's arguments (see `HIDDEN_WAIT_SCRIPT`). */
+  hideCommand?: boolean;
   /** Released with the shell: the call's private directory, removed once its processes are gone. */
   scratch?: { remove(): Promise<void> };
 }
@@ -71,7 +83,7 @@ export class WaitingShell implements Spare {
   /** Asks the reaper for one; throws when it cannot even be asked (the reaper closed). */
   static start(options: ShellStart, onEnd: () => void): WaitingShell {
     const { cgroup } = options;
-    const [file, ...args] = [...options.wrapper, 'bash', '-c', WAIT_SCRIPT];
+    const [file, ...args] = [...options.wrapper, 'bash', '-c', options.hideCommand === true ? HIDDEN_WAIT_SCRIPT : WAIT_SCRIPT];
     const call = options.reaper.prepare(file!, args, {
       cwd: options.cwd,
       env: options.env,
