@@ -182,14 +182,36 @@ sub reap_call {
     exit 127;
   }
   close($input) if defined $input;
-  my $status;
+  my ($status, $bound) = wait_watched($main, $resident, sub { fail($token, $_[0]) }, @watch);
+
+  # Done only when waitpid finds no child at all: a child that is exiting can be gone from /proc's
+  # list (or a zombie there) before waitpid may reap it.
+  # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
+  # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
+  # A call over a bound gets no grace: a fork loop would go on forking through it.
+  $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
+  $status = 1 << 8 unless defined $status;
+  # The output connections end now, before the report, so the server has all of the output (and
+  # their end) as soon as it hears: Perl's own exit can take milliseconds more.
+  open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
+  report("done $token $status" . (defined $bound ? " $bound" : ''));
+  exit_as($status);
+}
+
+# Waits for `main`, the command, until it exits or a signal of $stops comes (the server's kill of
+# the group, PR_SET_PDEATHSIG, or `parent` already gone). With `watch` fields (see over_bound) it
+# counts the call every interval and stops waiting past a bound. Returns the command's wait
+# status (undef when it was not reaped here) and the bound it went past, if any; `fail` says why
+# the watch could not start. SIGTERM, SIGINT and SIGHUP are blocked on entry and on return.
+sub wait_watched {
+  my ($main, $parent, $fail, @watch) = @_;
+  my ($status, $bound);
   # The handler leaves the wait by dying, but only while the eval below is on the stack. More than
   # one signal can come (the server's SIGTERM, then PR_SET_PDEATHSIG as the resident dies with the
   # server), and Perl blocks a signal while its handler runs: one that comes meanwhile is handled
   # after the eval, and dying there would end the reaper before it cleans up. local resets
   # $waiting as the eval unwinds, before Perl can run another handler.
   our $waiting = 0;
-  my $bound;
   # The watch sleeps between its counts; a child's exit wakes it through a pipe of its own, since
   # a SIGCHLD that comes between waitpid and select would not cut the sleep short. SIGCHLD is
   # blocked but around the select: a burst of exits (a fork loop's orphans dying) would otherwise
@@ -197,7 +219,7 @@ sub reap_call {
   # unread, so the handler never blocks.
   my ($wake, $woken, $waker) = (undef, 0);
   if (@watch) {
-    pipe($wake, $waker) or fail($token, "pipe: $!");
+    pipe($wake, $waker) or $fail->("pipe: $!");
     mask(SIG_BLOCK, $child_exits);
     $SIG{CHLD} = sub { syswrite($waker, 'x') unless $woken++ };
   }
@@ -205,7 +227,7 @@ sub reap_call {
   eval {
     local $waiting = 1;
     mask(SIG_UNBLOCK, $stops);
-    die "stop\n" if getppid() != $resident;
+    die "stop\n" if getppid() != $parent;
     my $counted = 0;
     while (1) {
       my $pid = waitpid(-1, @watch ? WNOHANG : 0);
@@ -235,23 +257,11 @@ sub reap_call {
   # A signal that comes just as waitpid returns the command's pid interrupts before the assignment;
   # waitpid has set $? already, and the command is gone.
   $status = $? if !defined $status && !kill(0, $main);
-
-  # Done only when waitpid finds no child at all: a child that is exiting can be gone from /proc's
-  # list (or a zombie there) before waitpid may reap it.
-  # A child that is only exiting (bubblewrap's init, orphaned to this reaper as its sandbox ends) is
-  # reaped within the first short pause, without walking /proc; the pauses grow to 10 ms.
-  # A call over a bound gets no grace: a fork loop would go on forking through it.
   if (@watch) {
     $SIG{CHLD} = 'DEFAULT';
     mask(SIG_UNBLOCK, $child_exits);
   }
-  $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
-  $status = 1 << 8 unless defined $status;
-  # The output connections end now, before the report, so the server has all of the output (and
-  # their end) as soon as it hears: Perl's own exit can take milliseconds more.
-  open(STDOUT, '>', '/dev/null') && open(STDERR, '>', '/dev/null');
-  report("done $token $status" . (defined $bound ? " $bound" : ''));
-  exit_as($status);
+  return ($status, $bound);
 }
 
 # Ends every process below this one: SIGTERM to each (once), SIGKILL to what is left once
@@ -465,44 +475,9 @@ sub supervise {
     print STDERR "toolport supervisor: $command[0]: $!\n";
     exit 127;
   }
-  my ($status, $bound);
-  # As in reap_call: the handlers leave the wait by dying only while the eval is on the stack; the
-  # watch (`watch` fields, see over_bound) sleeps between its counts, woken by a child's exit
-  # through a pipe of its own.
-  our $waiting = 0;
-  my ($wake, $woken, $waker) = (undef, 0);
-  if (@watch) {
-    pipe($wake, $waker) or $fail->("pipe: $!");
-    $SIG{CHLD} = sub { syswrite($waker, 'x') unless $woken++ };
-  }
-  $SIG{$_} = sub { die "stop\n" if $waiting } for qw(TERM INT HUP);
-  eval {
-    local $waiting = 1;
-    mask(SIG_UNBLOCK, $stops);
-    die "stop\n" if getppid() != $server;
-    while (1) {
-      my $pid = waitpid(-1, @watch ? WNOHANG : 0);
-      last if $pid < 0;
-      if ($pid == $main) { $status = $?; last; }
-      next if $pid > 0;
-      last if defined($bound = over_bound(@watch));
-      my $readable = '';
-      vec($readable, fileno($wake), 1) = 1;
-      if (select($readable, undef, undef, $watch[0] / 1000) > 0) {
-        sysread($wake, my $byte, 1);
-        $woken = 0;
-      }
-    }
-    mask(SIG_BLOCK, $stops);
-  };
-  mask(SIG_BLOCK, $stops);
-  $status = $? if !defined $status && !kill(0, $main);
+  my ($status, $bound) = wait_watched($main, $server, $fail, @watch);
   # The server reads this line for the reason it restarts the upstream. Past a bound, no grace.
   print STDERR "toolport supervisor: went past its bound of $bound\n" if defined $bound;
-  if (@watch) {
-    $SIG{CHLD} = 'DEFAULT';
-    mask(SIG_UNBLOCK, $child_exits);
-  }
   $status = end_subtree($main, $status, $grace_ms, defined $bound ? now_ms() : undef);
   exit_as($status // 1 << 8);
 }
