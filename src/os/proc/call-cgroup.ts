@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CgroupEvents } from './limit-notes.js';
+import { processAlive } from './process.js';
 
 /** The cgroup controllers a Bash call is bounded by: its processes (threads included) and its memory. */
 export type CgroupController = 'pids' | 'memory';
@@ -107,7 +108,7 @@ export class CallCgroups {
   async #sweep(base: string): Promise<void> {
     for (const entry of await readdir(base)) {
       const pid = CALL_NAME.exec(entry)?.[1];
-      if (pid !== undefined && !alive(Number(pid))) await rmdir(path.join(base, entry)).catch(() => {});
+      if (pid !== undefined && !processAlive(Number(pid))) await rmdir(path.join(base, entry)).catch(() => {});
     }
   }
 }
@@ -250,15 +251,6 @@ async function counter(file: string, name: string): Promise<number> {
     return match ? Number(match[1]) : 0;
   } catch {
     return 0;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

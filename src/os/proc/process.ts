@@ -199,6 +199,16 @@ export function trackGroup(pgid: number, onServerExit: 'SIGTERM' | 'SIGKILL'): v
   });
 }
 
+/** True while a process with this pid exists (EPERM: it does, and belongs to another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Stops tracking a group known to be empty. */
 export function forgetGroup(pgid: number): void {
   liveGroups.delete(pgid);

@@ -1,6 +1,7 @@
 import { chmod, lstat, mkdir, mkdtemp, readdir, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { processAlive } from '../proc/process.js';
 
 // Named after the server's pid, so that a later start can tell a dead server's leftovers.
 const PREFIX = 'toolport-calls-';
@@ -84,16 +85,7 @@ async function sweepLeftovers(parent: string): Promise<void> {
   await mkdir(parent, { recursive: true });
   for (const entry of await readdir(parent)) {
     const pid = LEFTOVER.exec(entry)?.[1];
-    if (pid === undefined || Number(pid) === process.pid || alive(Number(pid))) continue;
+    if (pid === undefined || Number(pid) === process.pid || processAlive(Number(pid))) continue;
     await removeTree(path.join(parent, entry));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
