@@ -4,18 +4,22 @@ import { rm } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { generateLine, Random } from '../../support/bash-grammar.js';
 import { Oracle } from '../../support/bash-oracle.js';
+import { requiredOptions } from '../../support/require.js';
 
 // Bounded for CI (about 20 s on two cores); `npm run oracle:bash-rules` runs 100,000 and more.
 const LINES = 3_000;
 const SEED = 30;
 
 const strace = spawnSync('strace', ['-f', '-qq', '-e', 'trace=execve', '-o', '/dev/null', 'true']);
-const skip =
+// Skipped where strace is missing, and a failure instead under TOOLPORT_TEST_REQUIRE_ALL=1 (CI installs it).
+const needs = requiredOptions(
+  'strace',
   strace.error !== undefined
     ? 'strace is not installed (scripts/install-system-deps.sh installs it)'
     : strace.status !== 0
       ? 'strace cannot trace here'
-      : false;
+      : undefined,
+);
 
 // Lines after which bash once ran what the rules forbid; each must stay refused, or run only what is allowed.
 const FOUND = [
@@ -29,7 +33,7 @@ const FOUND = [
   'env =LANG=C touch pwned',
 ];
 
-describe('Bash rules judged by bash itself', { skip }, () => {
+describe('Bash rules judged by bash itself', needs, () => {
   let root: string;
   before(async () => {
     root = await Oracle.scratch();
