@@ -11,7 +11,7 @@ import { httpClient } from '../support/mcp-clients.js';
 import { freePort } from '../support/ports.js';
 import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';
-import { skipWithout } from '../support/require.js';
+import { requireOrSkip } from '../support/require.js';
 import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
 
 const PRYING = path.resolve(import.meta.dirname, '../fixtures/upstreams/prying-server.mjs');
@@ -79,7 +79,7 @@ async function pry(server: ServerProcess): Promise<Pried> {
 describe('a stdio upstream in the sandbox, as an attacker', () => {
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     it(`reads no key, signals nothing of the server, and what it started with setsid ends at the server's ${signal}`, async (t) => {
-      if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+      if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
       const marker = trackedMarker(t);
       const server = await pryingServer(t, marker);
       await server.logLine((line) => line.msg === 'stdio upstreams run in the Landlock sandbox');
@@ -98,7 +98,7 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
   }
 
   it('with "network": false opens no socket', async (t) => {
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
     const server = await pryingServer(t, trackedMarker(t), {}, { network: false });
     const pried = await pry(server);
     assert.equal(pried.connect, 'EACCES');
@@ -106,7 +106,7 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
   });
 
   it('past TOOLPORT_UPSTREAM_MAX_PROCESSES is stopped with what it started, and restarted, saying why', async (t) => {
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
     const server = await pryingServer(t, trackedMarker(t), { TOOLPORT_UPSTREAM_MAX_PROCESSES: '60' });
     const many = trackedMarker(t);
     const response = await fetch(`${server.url}/tools/pry__spawn`, { method: 'POST', headers: AUTH, body: JSON.stringify({ count: 80, marker: many }) });
@@ -119,7 +119,7 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
 
   it('reads the keys and leaves its setsid process behind when the sandbox is turned off: what the sandbox prevents', async (t) => {
     // The control: the same attack works unconfined, so the test above cannot pass by a broken fixture.
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
     const marker = trackedMarker(t);
     const server = await pryingServer(t, marker, { TOOLPORT_UPSTREAM_SANDBOX: 'false' });
     await server.logLine((line) => line.msg === 'upstream connected');
@@ -135,7 +135,7 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
 
 describe('the reference everything server in the sandbox', () => {
   it('lists its tools and answers a call', async (t) => {
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
     const dir = await temporaryDirectory(t);
     const file = path.join(dir, 'upstreams.json');
     await writeFile(file, JSON.stringify({ mcpServers: { every: { command: process.execPath, args: [EVERYTHING, 'stdio'] } } }));
@@ -168,7 +168,7 @@ function run(file: string, args: readonly string[], env: Record<string, string>,
 describe('UpstreamConfinement', () => {
   it("ends what the upstream started with setsid when the upstream exits by itself, and exits with the upstream's status", async (t) => {
     const confinement = await UpstreamConfinement.open([]);
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
     if (typeof confinement === 'string') return;
     t.after(() => confinement.close());
     const marker = trackedMarker(t);
@@ -193,7 +193,7 @@ describe('UpstreamConfinement', () => {
     const beside = path.join(dir, 'beside.txt');
     await writeFile(beside, 'readable');
     const confinement = await UpstreamConfinement.open([keys]);
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
     if (typeof confinement === 'string') return;
     t.after(() => confinement.close());
     // touch, not `: >`: sh exits when a special built-in's redirection fails.
@@ -215,7 +215,7 @@ describe('UpstreamConfinement', () => {
 
   it("keeps the server's directory read-only even below the HOME it may write", async (t) => {
     const confinement = await UpstreamConfinement.open([]);
-    if (!skipWithout(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
+    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", typeof confinement === 'string' ? confinement : undefined)) return;
     if (typeof confinement === 'string') return;
     t.after(() => confinement.close());
     const target = path.join(process.cwd(), 'upstream-was-here');
@@ -231,7 +231,7 @@ describe('UpstreamConfinement', () => {
 
   it('a confinement field that cannot be applied stops the command before it runs (126)', async (t) => {
     const syscalls = REAPER_SYSCALLS[process.arch];
-    if (!skipWithout(t, 'the reaper', syscalls === undefined ? `no system-call numbers for ${process.arch}` : undefined)) return;
+    if (!requireOrSkip(t, 'the reaper', syscalls === undefined ? `no system-call numbers for ${process.arch}` : undefined)) return;
     const args = [REAPER_SCRIPT, 'supervise', String(syscalls!.prctl), String(syscalls!.rtSigprocmask), String(syscalls!.capset)];
     const ran = await run('perl', [...args, String(process.pid), '1000', '1', 'landlock 99 1 0 0', '--', 'sh', '-c', 'echo ran'], {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
