@@ -227,7 +227,7 @@ function assertBashConfined(served: ToolRegistry, registries: readonly ToolRegis
     if (isolation !== undefined && isolation.mode !== 'sandbox') {
       fail(
         `keys have workspaces of their own, but Bash runs without the sandbox (${isolation.reason}), so a key's commands could read every other key's files; ` +
-          'make the sandbox work (TOOLPORT_BASH_SANDBOX, bubblewrap), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key',
+          'make a sandbox work (TOOLPORT_BASH_SANDBOX: bubblewrap, or Landlock on Linux 6.12 or later), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key',
       );
     }
   }

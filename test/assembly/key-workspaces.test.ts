@@ -150,7 +150,7 @@ test('Bash without the sandbox stops start-up when keys work in more than one wo
   assert.equal(
     message,
     `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(s.dir('keys.json'))}: keys have workspaces of their own, but Bash runs without the sandbox (TOOLPORT_BASH_SANDBOX=false), ` +
-      'so a key\'s commands could read every other key\'s files; make the sandbox work (TOOLPORT_BASH_SANDBOX, bubblewrap), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
+      'so a key\'s commands could read every other key\'s files; make a sandbox work (TOOLPORT_BASH_SANDBOX: bubblewrap, or Landlock on Linux 6.12 or later), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
   );
   // A pattern that takes Bash counts as naming it.
   assert.equal(await rejection(s.open([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Ba*'] })])), message);
@@ -262,7 +262,7 @@ test('admit refuses Bash without the sandbox for a key while keys work in two wo
   assert.equal(
     await rejection(opened.admit([key('admin', { tools: ['Read'] }), key('team-a', { workspace: s.dir('a'), tools: ['Read', 'Bash'] })])),
     `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(file)}: keys have workspaces of their own, but Bash runs without the sandbox (TOOLPORT_BASH_SANDBOX=false), ` +
-      'so a key\'s commands could read every other key\'s files; make the sandbox work (TOOLPORT_BASH_SANDBOX, bubblewrap), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
+      'so a key\'s commands could read every other key\'s files; make a sandbox work (TOOLPORT_BASH_SANDBOX: bubblewrap, or Landlock on Linux 6.12 or later), or leave Bash out of TOOLPORT_TOOLS or out of the "tools" of every key.',
   );
   // One workspace in use: Bash reads nothing of another key's.
   assert.deepEqual(await opened.admit([key('team-a', { workspace: s.dir('a') })]), [key('team-a', { workspace: s.dir('a') })]);
