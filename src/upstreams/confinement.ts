@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
-import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../os/proc/reaper.js';
+import { findPerl, perlMissing, REAPER_SCRIPT, REAPER_SYSCALLS } from '../os/proc/reaper.js';
 import { PrivateDirectories, type PrivateDirectory } from '../os/sandbox/private-dirs.js';
 import { seccompSupported } from '../os/sandbox/seccomp.js';
 import { UpstreamProfile, type UpstreamPlace } from '../os/sandbox/upstream-profile.js';
@@ -22,13 +22,13 @@ export interface UpstreamLimits {
 
 export const NO_UPSTREAM_LIMITS: Readonly<UpstreamLimits> = { maxProcesses: 0, maxMemory: 0, tmpSize: 0 };
 
-/** What the process of a confined upstream runs: the supervisor, which runs the command. */
+/** What the process of a supervised upstream runs: the supervisor, which runs the command. */
 export interface ConfinedLaunch {
   file: string;
   args: string[];
-  /** The upstream's environment with TMPDIR set to its private directory (unless its config sets one). */
+  /** The upstream's environment; in the sandbox, with TMPDIR set to its private directory (unless its config sets one). */
   env: Record<string, string>;
-  /** Removes the private directory, once the process is gone. */
+  /** Removes the private directory, if any, once the process is gone. */
   release(): Promise<void>;
 }
 
@@ -43,21 +43,32 @@ const TRIAL_TIMEOUT_MS = 10_000;
 const TOOLPORT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAX_REASON_CHARS = 500;
 
+/** The sandbox of confined upstreams: the Landlock profile and the private directories (TMPDIR). */
+interface Sandbox {
+  profile: UpstreamProfile;
+  dirs: PrivateDirectories;
+}
+
 /**
- * Stdio upstreams under Landlock and seccomp (see `UpstreamProfile`), each run by the reaper's
- * supervise mode (`reaper.pl supervise`): the supervisor keeps the JSON-RPC pipes, confines the
- * command before it starts, and ends everything the command started (setsid included) when the
- * command ends, when the server stops it, and when the server dies.
+ * Stdio upstreams run by the reaper's supervise mode (`reaper.pl supervise`): the supervisor keeps
+ * the JSON-RPC pipes, is a child subreaper, and ends everything the command started (setsid and
+ * double forks included) when the command ends, when the server stops it, and when the server
+ * dies; it holds the bounds of {@link UpstreamLimits}. Made by {@link UpstreamConfinement.open},
+ * it also confines the command under Landlock and seccomp (see `UpstreamProfile`) before it
+ * starts; made by {@link UpstreamConfinement.supervised}, where the sandbox cannot run, the
+ * command keeps the server's rights and only its lifetime and bounds are held.
  */
 export class UpstreamConfinement {
-  readonly #profile: UpstreamProfile;
-  readonly #dirs: PrivateDirectories;
+  readonly #sandbox: Sandbox | undefined;
+  /** Why there is no sandbox, when there is none. */
+  readonly #unconfined: string | undefined;
   readonly #limits: UpstreamLimits;
+  /** Perl's absolute path, found on the server's PATH: an upstream's environment may have a PATH of its own. */
   readonly #perl: string;
 
-  private constructor(profile: UpstreamProfile, dirs: PrivateDirectories, limits: UpstreamLimits, perl: string) {
-    this.#profile = profile;
-    this.#dirs = dirs;
+  private constructor(sandbox: Sandbox | string, limits: UpstreamLimits, perl: string) {
+    this.#sandbox = typeof sandbox === 'string' ? undefined : sandbox;
+    this.#unconfined = typeof sandbox === 'string' ? sandbox : undefined;
     this.#limits = limits;
     this.#perl = perl;
   }
@@ -70,40 +81,76 @@ export class UpstreamConfinement {
   static async open(hidden: readonly string[], limits: UpstreamLimits = NO_UPSTREAM_LIMITS, perl = 'perl'): Promise<UpstreamConfinement | string> {
     if (process.platform !== 'linux') return `Landlock is a Linux feature and this is ${process.platform}`;
     if (REAPER_SYSCALLS[process.arch] === undefined || !seccompSupported()) return `the confinement does not know the system calls of ${process.arch}`;
+    const found = await findPerl(perl);
+    if (found === undefined) return perlMissing(perl);
     let dirs: PrivateDirectories;
     try {
       dirs = await PrivateDirectories.open();
     } catch (err) {
       return `no private directory for upstreams can be made: ${(err as Error).message}`;
     }
-    const confinement = new UpstreamConfinement(new UpstreamProfile(hidden, [process.cwd(), TOOLPORT_ROOT]), dirs, limits, perl);
+    const confinement = new UpstreamConfinement({ profile: new UpstreamProfile(hidden, [process.cwd(), TOOLPORT_ROOT]), dirs }, limits, found);
     const failed = await confinement.#trial().catch((err: unknown) => `a trial run failed: ${(err as Error).message}`);
     if (failed === undefined) return confinement;
     await dirs.close();
     return failed;
   }
 
-  /** The paths every upstream is kept from. */
+  /**
+   * The supervisor without the sandbox, which cannot run here (`unconfined` says why): upstreams
+   * keep the server's rights, but nothing they start outlives them, and the bounds on processes
+   * and memory hold. TOOLPORT_UPSTREAM_TMP_SIZE does not: with no sandbox an upstream writes
+   * wherever the server's user can, and no private TMPDIR is made (a read-only /tmp, where the
+   * sandbox fails, must not stop this too). Needs only Perl; tried once, it returns why not.
+   */
+  static async supervised(unconfined: string, limits: UpstreamLimits = NO_UPSTREAM_LIMITS, perl = 'perl'): Promise<UpstreamConfinement | string> {
+    if (process.platform !== 'linux') return `the supervisor needs Linux's child subreapers and this is ${process.platform}`;
+    if (REAPER_SYSCALLS[process.arch] === undefined) return `the supervisor does not know the system calls of ${process.arch}`;
+    const found = await findPerl(perl);
+    if (found === undefined) return perlMissing(perl);
+    const supervisor = new UpstreamConfinement(unconfined, { ...limits, tmpSize: 0 }, found);
+    const failed = await supervisor.#trial().catch((err: unknown) => `a trial run failed: ${(err as Error).message}`);
+    return failed ?? supervisor;
+  }
+
+  /** True when upstreams run in the sandbox, not only under the supervisor. */
+  get confined(): boolean {
+    return this.#sandbox !== undefined;
+  }
+
+  /** The bounds the supervisor holds each upstream to. */
+  get limits(): Readonly<UpstreamLimits> {
+    return this.#limits;
+  }
+
+  /** The paths every upstream is kept from (none without the sandbox). */
   get hidden(): readonly string[] {
-    return this.#profile.hidden;
+    return this.#sandbox?.profile.hidden ?? [];
   }
 
   /**
-   * How to start `command args` confined with `env` (HOME taken from it), with or without the
-   * network; `cwd` is the directory its entry names (writable), or undefined for the server's own.
+   * How to start `command args` supervised (and confined, in the sandbox) with `env` (HOME taken
+   * from it), with or without the network; `cwd` is the directory its entry names (writable), or
+   * undefined for the server's own. Rejects `network: false` without the sandbox, which alone holds it.
    */
   async launch(
     command: string,
     args: readonly string[],
     options: { cwd: string | undefined; env: Record<string, string>; network: boolean },
   ): Promise<ConfinedLaunch> {
-    const dir = await this.#dirs.create();
+    const sandbox = this.#sandbox;
+    if (sandbox === undefined) {
+      if (!options.network) {
+        throw new Error(
+          `cannot run ${JSON.stringify(command)}: it has "network": false, and the sandbox that would hold it cannot run here (${this.#unconfined})`,
+        );
+      }
+      return { ...this.#command(this.#watch(''), [command, ...args]), env: options.env, release: () => Promise.resolve() };
+    }
+    const dir = await sandbox.dirs.create();
     try {
       const place: UpstreamPlace = { cwd: options.cwd, home: options.env['HOME'], tmp: dir.path, network: options.network };
-      const { maxProcesses, maxMemory, tmpSize } = this.#limits;
-      const watch =
-        maxProcesses > 0 || maxMemory > 0 || tmpSize > 0 ? [`watch ${UPSTREAM_WATCH_INTERVAL_MS} ${maxProcesses} ${maxMemory} ${tmpSize} ${dir.path}`] : [];
-      const fields = [...(await this.#profile.fieldsFor(place)), ...watch];
+      const fields = [...(await sandbox.profile.fieldsFor(place)), ...this.#watch(dir.path)];
       return { ...this.#command(fields, [command, ...args]), env: { TMPDIR: dir.path, ...options.env }, release: () => dir.remove() };
     } catch (err) {
       await dir.remove();
@@ -112,8 +159,15 @@ export class UpstreamConfinement {
   }
 
   /** Removes the private directories (the upstreams' processes are gone by then). */
-  close(): Promise<void> {
-    return this.#dirs.close();
+  async close(): Promise<void> {
+    await this.#sandbox?.dirs.close();
+  }
+
+  /** The supervisor's `watch` field for the bounds, counting `tmp` as the private directory; none without a bound. */
+  #watch(tmp: string): string[] {
+    const { maxProcesses, maxMemory, tmpSize } = this.#limits;
+    if (maxProcesses === 0 && maxMemory === 0 && tmpSize === 0) return [];
+    return [`watch ${UPSTREAM_WATCH_INTERVAL_MS} ${maxProcesses} ${maxMemory} ${tmpSize} ${tmp}`];
   }
 
   #command(fields: readonly string[], command: readonly string[]): { file: string; args: string[] } {
@@ -136,8 +190,17 @@ export class UpstreamConfinement {
     };
   }
 
+  /**
+   * Runs a probe as upstreams run: in the sandbox, one that must fail to signal the server and to
+   * read its environment, and must write its private directory; without it, one that must start
+   * and exit 0 under the supervisor and its watch (Perl there, the script and its prctl working).
+   */
   async #trial(): Promise<string | undefined> {
-    const dir: PrivateDirectory = await this.#dirs.create();
+    if (this.#sandbox === undefined) {
+      const { file, args } = this.#command(this.#watch(''), ['/bin/sh', '-c', 'exit 0']);
+      return explain(await run(file, args, { cwd: '/', env: { PATH: '/usr/bin:/bin' } }), 'could not be supervised', 'was not supervised');
+    }
+    const dir: PrivateDirectory = await this.#sandbox.dirs.create();
     try {
       const server = process.pid;
       const probe = [
@@ -146,20 +209,24 @@ export class UpstreamConfinement {
         `if cat /proc/${server}/environ >/dev/null 2>&1; then echo "the server's environment was readable"; exit 1; fi`,
         `if ! : > "$TMPDIR/probe"; then echo 'the private directory was not writable'; exit 1; fi`,
       ].join('\n');
-      const fields = await this.#profile.fieldsFor({ cwd: dir.path, home: undefined, tmp: dir.path, network: false });
+      const fields = await this.#sandbox.profile.fieldsFor({ cwd: dir.path, home: undefined, tmp: dir.path, network: false });
       const { file, args } = this.#command(fields, ['/bin/sh', '-c', probe]);
-      const { code, output } = await run(file, args, { cwd: dir.path, env: { PATH: '/usr/bin:/bin', TMPDIR: dir.path } });
-      if (code === 0) return undefined;
-      const said = output
-        .replace(/^toolport supervisor: /, '')
-        .trim()
-        .slice(0, MAX_REASON_CHARS);
-      if (code === 'timeout') return `a trial run did not finish within ${TRIAL_TIMEOUT_MS} ms`;
-      return `a trial run ${code === 126 ? 'could not be confined' : 'was not confined'}${said ? `: ${said}` : ''}`;
+      return explain(await run(file, args, { cwd: dir.path, env: { PATH: '/usr/bin:/bin', TMPDIR: dir.path } }), 'could not be confined', 'was not confined');
     } finally {
       await dir.remove();
     }
   }
+}
+
+/** Why a trial that ended so failed (126: the supervisor refused, saying why), or undefined when it passed. */
+function explain({ code, output }: { code: number | null | 'timeout'; output: string }, refused: string, failed: string): string | undefined {
+  if (code === 0) return undefined;
+  if (code === 'timeout') return `a trial run did not finish within ${TRIAL_TIMEOUT_MS} ms`;
+  const said = output
+    .replace(/^toolport supervisor: /, '')
+    .trim()
+    .slice(0, MAX_REASON_CHARS);
+  return `a trial run ${code === 126 ? refused : failed}${said ? `: ${said}` : ''}`;
 }
 
 /** Runs a trial to its end: its exit code (null when killed by a signal), or `timeout`, and what it wrote. */

@@ -54,9 +54,9 @@ export interface OpenUpstreamsOptions extends Pick<UpstreamSourceOptions, 'baseE
 
 /**
  * The upstreams of a server, their tools going into `registry`: the lock read (and its absence
- * said once), the stdio upstreams' sandbox tried once (see `UpstreamConfinement`; where it does
- * not work they run with the server's rights, and the log says why), the eager upstreams started
- * and waited for once. Undefined without upstreams.
+ * said once), the stdio upstreams' sandbox and supervisor tried once (see `UpstreamConfinement`;
+ * where the sandbox does not work they run with the server's rights, and the log says why), the
+ * eager upstreams started and waited for once. Undefined without upstreams.
  */
 export async function openUpstreams(
   specs: readonly UpstreamSpec[],
@@ -82,8 +82,11 @@ export async function openUpstreams(
 }
 
 /**
- * The stdio upstreams' sandbox, or why there is none (said in the log: a warning where it does not
- * work). Throws with TOOLPORT_UPSTREAM_SANDBOX=true where it does not work.
+ * How stdio upstreams run, said once in the log: in the sandbox, where it works and is not turned
+ * off; else under the supervisor alone, with the server's rights (a warning); else, where Perl is
+ * missing, as plain process groups whose setsid processes can outlive them (a warning naming why),
+ * and then the result is why there is no sandbox. Throws with TOOLPORT_UPSTREAM_SANDBOX=true
+ * where the sandbox does not work.
  */
 async function confine(
   setting: 'auto' | 'true' | 'false',
@@ -91,19 +94,27 @@ async function confine(
   limits: UpstreamLimits,
   log: Logger,
 ): Promise<UpstreamConfinement | string> {
-  if (setting === 'false') {
-    log.warn("stdio upstreams run without a sandbox (TOOLPORT_UPSTREAM_SANDBOX=false): they can read what the server's user can, the server's keys included");
-    return 'TOOLPORT_UPSTREAM_SANDBOX=false';
-  }
-  const confinement = await UpstreamConfinement.open(hidden, limits);
-  if (typeof confinement === 'string') {
+  let unconfined = 'TOOLPORT_UPSTREAM_SANDBOX=false';
+  if (setting !== 'false') {
+    const confinement = await UpstreamConfinement.open(hidden, limits);
+    if (typeof confinement === 'object') {
+      log.info({ mechanism: 'landlock', hidden: confinement.hidden, limits }, 'stdio upstreams run in the Landlock sandbox');
+      return confinement;
+    }
     if (setting === 'true') throw new Error(`TOOLPORT_UPSTREAM_SANDBOX=true but the sandbox cannot run here: ${confinement}`);
-    log.warn(
-      { reason: confinement },
-      "stdio upstreams run without a sandbox: they can read what the server's user can, the server's keys included, and what they start with setsid can outlive them",
-    );
-    return confinement;
+    unconfined = confinement;
   }
-  log.info({ mechanism: 'landlock', hidden: confinement.hidden, limits }, 'stdio upstreams run in the Landlock sandbox');
-  return confinement;
+  const supervisor = await UpstreamConfinement.supervised(unconfined, limits);
+  if (typeof supervisor === 'string') {
+    log.warn(
+      { reason: unconfined, supervisor },
+      "stdio upstreams run without a sandbox or the reaper's supervisor: they can read what the server's user can, the server's keys included, and what they start with setsid can outlive them",
+    );
+    return unconfined;
+  }
+  log.warn(
+    { reason: unconfined, limits: supervisor.limits },
+    "stdio upstreams run without a sandbox, under the reaper's supervisor: they can read what the server's user can, the server's keys included; what they start ends with them",
+  );
+  return supervisor;
 }

@@ -4,17 +4,22 @@ import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { REAPER_SCRIPT, REAPER_SYSCALLS } from '../../src/os/proc/reaper.js';
+import { reaperUnavailableReason, REAPER_SCRIPT, REAPER_SYSCALLS } from '../../src/os/proc/reaper.js';
 import { UpstreamConfinement } from '../../src/upstreams/confinement.js';
+import { escapees } from '../fixtures/escapees.js';
 import { EVERYTHING } from '../support/everything-server.js';
 import { httpClient } from '../support/mcp-clients.js';
 import { freePort } from '../support/ports.js';
-import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { isAlive, processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { pathWithOnly } from '../support/programs.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 import { requireOrSkip } from '../support/require.js';
 import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
 
 const PRYING = path.resolve(import.meta.dirname, '../fixtures/upstreams/prying-server.mjs');
+const DAEMONIZING = path.resolve(import.meta.dirname, '../fixtures/upstreams/daemonizing-server.mjs');
+/** What the supervisor needs: Perl and the reaper's script (the sandbox is not needed). */
+const SUPERVISOR = "the reaper's supervisor (Perl)";
 const KEY = 'confined-upstream-key-0123456789abcdef';
 const SCOPED_KEY = 'scoped-upstream-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -117,19 +122,130 @@ describe('a stdio upstream in the sandbox, as an attacker', () => {
     await server.logLine((line) => line.msg === 'upstream connected' && line !== server.lines.find((l) => l.msg === 'upstream connected'));
   });
 
-  it('reads the keys and leaves its setsid process behind when the sandbox is turned off: what the sandbox prevents', async (t) => {
+  it("reads the keys when the sandbox is turned off, what the sandbox prevents; what it started with setsid still ends at the server's SIGTERM", async (t) => {
     // The control: the same attack works unconfined, so the test above cannot pass by a broken fixture.
-    if (!requireOrSkip(t, "the upstreams' sandbox (Landlock ABI 6 and Perl)", await sandboxUnavailable())) return;
+    if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
     const marker = trackedMarker(t);
     const server = await pryingServer(t, marker, { TOOLPORT_UPSTREAM_SANDBOX: 'false' });
     await server.logLine((line) => line.msg === 'upstream connected');
     const pried = await pry(server);
     assert.ok(pried.environ.includes(server.pid), 'the server environment was readable');
     assert.ok(pried.keysFile?.includes(SCOPED_KEY), 'the keys file was readable');
+    await waitFor(() => sleepers(marker).length === 1, 'the process it started with setsid to run');
     server.child.kill('SIGTERM');
     await server.exited;
-    await waitFor(() => processesWith(marker).length === sleepers(marker).length, 'the upstream to end');
-    assert.equal(sleepers(marker).length, 1, 'the setsid process outlived the server');
+    await waitFor(() => processesWith(marker).length === 0, "the upstream and its setsid process to end after the server's SIGTERM", 10_000);
+  });
+
+  it('past TOOLPORT_UPSTREAM_MAX_PROCESSES with the sandbox turned off is stopped with what it started, and restarted, saying why', async (t) => {
+    if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
+    const server = await pryingServer(t, trackedMarker(t), { TOOLPORT_UPSTREAM_SANDBOX: 'false', TOOLPORT_UPSTREAM_MAX_PROCESSES: '60' });
+    await server.logLine((line) => line.msg === 'upstream connected');
+    const many = trackedMarker(t);
+    const response = await fetch(`${server.url}/tools/pry__spawn`, { method: 'POST', headers: AUTH, body: JSON.stringify({ count: 80, marker: many }) });
+    assert.equal(response.status, 200);
+    const lost = await server.logLine((line) => line.msg === 'upstream lost');
+    assert.equal(lost.reason, 'the process went past its bound of processes');
+    await waitFor(() => processesWith(many).length === 0, 'what it started to end');
+  });
+});
+
+/** A server whose upstream `daemon` leaves a setsid'd and a double-forked `sleep <marker>` behind, with the sandbox turned off. */
+async function daemonizingServer(t: Cleanup, marker: string, extra: Record<string, string> = {}): Promise<ServerProcess> {
+  const dir = await temporaryDirectory(t);
+  const file = path.join(dir, 'upstreams.json');
+  await writeFile(file, JSON.stringify({ mcpServers: { daemon: { command: process.execPath, args: [DAEMONIZING, escapees(marker)] } } }));
+  const server = await startServer({
+    TOOLPORT_UPSTREAMS: file,
+    TOOLPORT_API_KEYS: KEY,
+    TOOLPORT_UPSTREAM_SANDBOX: 'false',
+    TOOLPORT_BASH_SANDBOX: 'false',
+    TOOLPORT_SHUTDOWN_GRACE_MS: '100',
+    ...extra,
+  });
+  t.after(() => kill(server));
+  await server.logLine((line) => line.msg === 'upstream connected');
+  return server;
+}
+
+/** The parent of a process, from /proc. */
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The upstream's two daemons, once both run: each a child of the supervisor, which took them in as their parents left. */
+async function daemons(marker: string): Promise<number[]> {
+  await waitFor(() => sleepers(marker).length === 2, 'the setsid and double-forked daemons to run');
+  const pids = sleepers(marker);
+  for (const pid of pids)
+    assert.equal(readFileSync(`/proc/${parentOf(pid)}/cmdline`, 'utf8'), 'toolport-supervisor\0', `the supervisor is the parent of ${pid}`);
+  return pids;
+}
+
+async function call(server: ServerProcess, tool: string): Promise<void> {
+  await (await fetch(`${server.url}/tools/daemon__${tool}`, { method: 'POST', headers: AUTH, body: '{}' })).body?.cancel();
+}
+
+describe('a stdio upstream with the sandbox turned off, under the supervisor, as an attacker', () => {
+  it('what it started with setsid and by a double fork ends when toolport stops it, and the server runs on', async (t) => {
+    if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
+    const marker = trackedMarker(t);
+    const server = await daemonizingServer(t, marker);
+    assert.ok(
+      server.lines.some(
+        (line) =>
+          line.msg ===
+          "stdio upstreams run without a sandbox, under the reaper's supervisor: they can read what the server's user can, the server's keys included; what they start ends with them",
+      ),
+    );
+    const pids = await daemons(marker);
+    await call(server, 'garble');
+    const lost = await server.logLine((line) => line.msg === 'upstream lost');
+    assert.match(String(lost.reason), /not a JSON-RPC message/);
+    await waitFor(() => !pids.some(isAlive), 'the daemons to end when toolport stopped the upstream');
+    assert.equal(server.child.exitCode, null, 'the server runs on');
+  });
+
+  it('what it started with setsid and by a double fork ends when it exits by itself', async (t) => {
+    if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
+    const marker = trackedMarker(t);
+    const server = await daemonizingServer(t, marker);
+    const pids = await daemons(marker);
+    await call(server, 'exit');
+    const lost = await server.logLine((line) => line.msg === 'upstream lost');
+    assert.equal(lost.reason, 'the process exited with status 3');
+    await waitFor(() => !pids.some(isAlive), 'the daemons to end when the upstream exited');
+  });
+
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    it(`what it started with setsid and by a double fork ends at the server's ${signal}`, async (t) => {
+      if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
+      const marker = trackedMarker(t);
+      const server = await daemonizingServer(t, marker);
+      await daemons(marker);
+      server.child.kill(signal);
+      await server.exited;
+      await waitFor(() => processesWith(marker).length === 0, `the upstream and its daemons to end after the server's ${signal}`, 10_000);
+    });
+  }
+
+  it('runs upstreams as process groups where Perl is missing, and says once that what they start with setsid can outlive them', async (t) => {
+    const marker = trackedMarker(t);
+    await pathWithOnly(t, ['sh', 'setsid', 'sleep', 'cut']);
+    const server = await daemonizingServer(t, marker);
+    const said = server.lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('stdio upstreams run without'));
+    assert.deepEqual(
+      said.map((line) => [line.msg, line.reason]),
+      [
+        [
+          "stdio upstreams run without a sandbox or the reaper's supervisor: they can read what the server's user can, the server's keys included, and what they start with setsid can outlive them",
+          'TOOLPORT_UPSTREAM_SANDBOX=false',
+        ],
+      ],
+    );
+    assert.match(String(said[0]!.supervisor), /perl was not found/);
+    await waitFor(() => sleepers(marker).length === 2, 'the daemons to run');
   });
 });
 
@@ -227,6 +343,57 @@ describe('UpstreamConfinement', () => {
     });
     t.after(() => launch.release());
     assert.deepEqual(await run(launch.file, launch.args, launch.env), { code: 0, output: 'read\n' });
+  });
+
+  it("supervised without the sandbox, ends what the upstream started with setsid and a double fork when it exits by itself, and exits with the upstream's status", async (t) => {
+    const supervisor = await UpstreamConfinement.supervised('the sandbox is off in this test');
+    if (!requireOrSkip(t, SUPERVISOR, typeof supervisor === 'string' ? supervisor : undefined)) return;
+    if (typeof supervisor === 'string') return;
+    assert.equal(supervisor.confined, false);
+    const marker = trackedMarker(t);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const launch = await supervisor.launch('sh', ['-c', `${escapees(marker)}; exit 7`], { cwd: undefined, env, network: true });
+    assert.deepEqual(launch.env, env, 'no private TMPDIR without the sandbox');
+    const { code } = await run(launch.file, launch.args, launch.env);
+    assert.equal(code, 7);
+    assert.deepEqual(sleepers(marker), [], 'the setsid and double-forked processes ended before the supervisor exited');
+  });
+
+  it("supervised without the sandbox, the upstream keeps the server's rights: no capability dropped, no_new_privs unset, also with bounds to watch", async (t) => {
+    const supervisor = await UpstreamConfinement.supervised('the sandbox is off in this test', { maxProcesses: 100, maxMemory: 1 << 30, tmpSize: 1 << 30 });
+    if (!requireOrSkip(t, SUPERVISOR, typeof supervisor === 'string' ? supervisor : undefined)) return;
+    if (typeof supervisor === 'string') return;
+    assert.deepEqual(supervisor.limits, { maxProcesses: 100, maxMemory: 1 << 30, tmpSize: 0 }, 'no TMPDIR to bound without the sandbox');
+    const launch = await supervisor.launch('grep', ['-E', '^(CapBnd|CapEff|NoNewPrivs):', '/proc/self/status'], {
+      cwd: undefined,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      network: true,
+    });
+    const own = readFileSync('/proc/self/status', 'utf8')
+      .split('\n')
+      .filter((line) => /^(CapBnd|CapEff|NoNewPrivs):/.test(line));
+    assert.deepEqual(await run(launch.file, launch.args, launch.env), { code: 0, output: `${own.join('\n')}\n` });
+  });
+
+  it('supervised without the sandbox, refuses "network": false, which only the sandbox can hold', async (t) => {
+    const supervisor = await UpstreamConfinement.supervised('TOOLPORT_UPSTREAM_SANDBOX=false');
+    if (!requireOrSkip(t, SUPERVISOR, typeof supervisor === 'string' ? supervisor : undefined)) return;
+    if (typeof supervisor === 'string') return;
+    await assert.rejects(supervisor.launch('sh', ['-c', 'exit 0'], { cwd: undefined, env: {}, network: false }), {
+      message: 'cannot run "sh": it has "network": false, and the sandbox that would hold it cannot run here (TOOLPORT_UPSTREAM_SANDBOX=false)',
+    });
+  });
+
+  it("runs the supervisor's Perl found on the server's PATH, whatever PATH the upstream's own environment sets", async (t) => {
+    const supervisor = await UpstreamConfinement.supervised('the sandbox is off in this test');
+    if (!requireOrSkip(t, SUPERVISOR, typeof supervisor === 'string' ? supervisor : undefined)) return;
+    if (typeof supervisor === 'string') return;
+    const launch = await supervisor.launch('/bin/sh', ['-c', 'echo "$PATH"'], { cwd: undefined, env: { PATH: '/nowhere' }, network: true });
+    assert.deepEqual(await run(launch.file, launch.args, launch.env), { code: 0, output: '/nowhere\n' });
+  });
+
+  it('the supervisor cannot be tried without Perl, and says so', async () => {
+    assert.match(String(await UpstreamConfinement.supervised('off', undefined, 'no-such-perl')), /^no-such-perl was not found on PATH/);
   });
 
   it('a confinement field that cannot be applied stops the command before it runs (126)', async (t) => {

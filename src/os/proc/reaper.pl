@@ -443,18 +443,20 @@ sub tree_bytes {
 
 # ---------------------------------------------------------------------------------------------
 # Supervise: one command on the stdio this process was given (an upstream MCP server's JSON-RPC
-# pipes), confined and reaped. Arguments after `supervise` and the three system-call numbers: the
-# server's pid (if it is already gone, exit at once), the grace period in ms, the number of
-# confinement fields, the fields (see `confine`), `--`, and the command. The supervisor makes
-# itself a child subreaper and dies with the server (PR_SET_PDEATHSIG, set above), forks the
+# pipes), confined or not, and reaped. Arguments after `supervise` and the three system-call
+# numbers: the server's pid (if it is already gone, exit at once), the grace period in ms, the
+# number of confinement fields, the fields (see `confine`), `--`, and the command. The supervisor
+# makes itself a child subreaper and dies with the server (PR_SET_PDEATHSIG, set above), forks the
 # command, which inherits stdin, stdout and stderr and is confined before it starts (a field that
-# cannot be applied ends it with 126, fail closed), and waits. When the command exits, or the
-# supervisor gets SIGTERM, SIGINT or SIGHUP (the server's kill of the group, or the server's
-# death), it ends every process below it as a call reaper does (see `end_subtree`), so nothing the
-# command started, setsid included, outlives it; then it exits as the command did. With a `watch`
-# field it counts the command's processes, memory and private directory as a call reaper does, and
-# ends it past a bound, saying which on stderr. It writes nothing to stdout, which is the
-# command's; its own errors go to stderr.
+# cannot be applied ends it with 126, fail closed), and waits. With no fields, or only `watch`, the
+# command runs with the supervisor's rights, capabilities and all: where the sandbox cannot run,
+# the supervisor still holds its lifetime. When the command exits, or the supervisor gets SIGTERM,
+# SIGINT or SIGHUP (the server's kill of the group, or the server's death), it ends every process
+# below it as a call reaper does (see `end_subtree`), so nothing the command started, setsid and
+# double forks included, outlives it; then it exits as the command did. With a `watch` field it
+# counts the command's processes, memory and private directory as a call reaper does, and ends it
+# past a bound, saying which on stderr. It writes nothing to stdout, which is the command's; its
+# own errors go to stderr.
 sub supervise {
   my ($grace_ms, $count, @rest) = @_;
   my $fail = sub { print STDERR "toolport supervisor: $_[0]\n"; exit 126; };
@@ -469,7 +471,8 @@ sub supervise {
   my $main = fork();
   $fail->("fork: $!") unless defined $main;
   if ($main == 0) {
-    if (@confine and my $why = confine(\@confine)) { $fail->($why); }
+    # A watch alone confines nothing: capabilities and privileges stay as they are (see reap_call).
+    if (grep { !/^watch / } @confine and my $why = confine(\@confine)) { $fail->($why); }
     mask(SIG_UNBLOCK, $stops);
     { exec { $command[0] } @command };
     print STDERR "toolport supervisor: $command[0]: $!\n";

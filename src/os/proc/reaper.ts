@@ -1,6 +1,8 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { access, constants } from 'node:fs/promises';
 import net from 'node:net';
+import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome, type WatchedBound } from './process.js';
@@ -301,10 +303,33 @@ function notRun(): RunOutcome {
   return { exitCode: null, exitSignal: null, timedOut: false };
 }
 
+/** What the server says when there is no Perl. */
+export function perlMissing(perl: string): string {
+  return `${perl} was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)`;
+}
+
+/**
+ * Where `perl` is: a name looked up on the server's PATH (`commandEnv`'s, the one a reaper is
+ * started with), a path as given; undefined when it is not there. A supervisor is started with the
+ * upstream's environment, whose own PATH may lack Perl or hold another one.
+ */
+export async function findPerl(perl = 'perl'): Promise<string | undefined> {
+  const dirs = (commandEnv().PATH ?? '').split(':').filter((dir) => path.isAbsolute(dir));
+  for (const candidate of perl.includes('/') ? [path.resolve(perl)] : dirs.map((dir) => path.join(dir, perl))) {
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined;
+}
+
 /** Why a trial call failed, or undefined when it worked. */
 function trialFailure(perl: string, outcome: RunOutcome, stderr: string): string | undefined {
   const error = outcome.spawnError;
-  if (error?.code === 'ENOENT') return `${perl} was not found on PATH; install it (Debian/Ubuntu: apt-get install perl-base)`;
+  if (error?.code === 'ENOENT') return perlMissing(perl);
   if (error !== undefined && (error as { syscall?: string }).syscall?.startsWith('spawn')) return `${perl} could not be started: ${error.message}`;
   if (outcome.timedOut) return `a trial run of the reaper did not finish within ${CHECK_TIMEOUT_MS} ms`;
   if (error === undefined && outcome.exitCode === 0) return undefined;
