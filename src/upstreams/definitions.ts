@@ -32,6 +32,8 @@ export interface DefinitionRefusal {
   /** The upstream's name for it, with invisible characters written out; `(entry N)` when it has none. */
   upstreamName: string;
   reason: string;
+  /** The entry as listed, when it is an object with a string name: `upstreams diff` shows it, hidden characters written out. */
+  wire?: WireTool;
 }
 
 /** Bounds on what one upstream may list. */
@@ -60,13 +62,26 @@ export const DEFINITION_LIMITS = {
 } as const;
 
 const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
-// Control characters, invisible format characters (zero-width, bidi), unassigned and private ones, and every kind of space.
-const INVISIBLE_IN_NAME = /[\p{C}\p{Z}\s]/u;
-// In text a person reviews and a model reads: controls other than \n and \t; bidi controls, which
-// make text read otherwise than it is; tag characters and the supplementary variation selectors,
-// which are invisible yet carry text a model can read ("ASCII smuggling").
-const HIDDEN_IN_TEXT = /(?![\n\t])\p{Cc}|[\u{e0100}-\u{e01ef}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]|\p{Cs}/u;
-const NOT_DISPLAYED = /(?! )[\p{C}\p{Z}\u{e0100}-\u{e01ef}]/gu;
+
+/**
+ * Characters a person would not see: controls, format characters (zero-width, bidi, tags),
+ * private-use and unassigned ones, default-ignorable ones (variation selectors, Hangul fillers,
+ * the grapheme joiner), U+2800 (a blank braille cell) and every space. Wherever upstream text
+ * meets a person (a log line, `upstreams diff`, the lock file) they are written as escapes.
+ */
+export const UNSEEN_CHARACTERS = '\\p{C}\\p{Z}\\p{DI}\\u2800';
+const NOT_DISPLAYED = new RegExp(`(?! )[${UNSEEN_CHARACTERS}]`, 'gu');
+// Control characters, format and default-ignorable characters, unassigned and private ones, and every kind of space.
+const INVISIBLE_IN_NAME = /[\p{C}\p{Z}\p{DI}\s]/u;
+// What text a person reviews and a model reads may not hold, but where allowedHere says: controls
+// other than \n and \t, lone surrogates, private-use characters, and every format or
+// default-ignorable character (bidi controls make text read otherwise than it is; tags, variation
+// selectors and zero-width characters are invisible yet carry text a model can read: "ASCII smuggling").
+const HIDDEN_IN_TEXT = /(?![\n\t])\p{Cc}|[\p{Cf}\p{Cs}\p{Co}\p{DI}]/gu;
+const EMOJI = /^\p{Emoji}$/u;
+const LETTER = /^\p{L}$/u;
+const LETTER_OR_MARK = /^[\p{L}\p{M}]$/u;
+const LATIN_OR_COMMON = /^[\p{Script=Latin}\p{Script=Common}\p{Script=Inherited}]$/u;
 
 /**
  * Checks the entries of an upstream's `tools/list` and turns the good ones into definitions
@@ -100,7 +115,7 @@ export function checkDefinitions(
   for (const { entry, name } of candidates) {
     const times = listed.get(name)!;
     const checked = times > 1 ? `is listed ${times} times, so which one a call reaches is unknown` : (nameProblem(name, upstream) ?? definitionProblem(entry));
-    const refuse = (reason: string) => refused.push({ upstreamName: printable(name), reason });
+    const refuse = (reason: string) => refused.push({ upstreamName: printable(name), reason, wire: entry });
     if (typeof checked === 'string') refuse(checked);
     else if (tools.length >= DEFINITION_LIMITS.tools) refuse(`is past the ${DEFINITION_LIMITS.tools} tools one upstream may have`);
     // Once one does not fit, neither do the rest: which tools are served stays a matter of list order, not of size.
@@ -121,9 +136,8 @@ export function servedName(upstream: Pick<UpstreamCommon, 'prefix' | 'separator'
 }
 
 /**
- * Untrusted text made fit for a log line or a terminal: control, format (zero-width, bidi),
- * private-use and unassigned characters and every space but U+0020 written as `\u{…}`, and cut
- * to `maxChars` characters with `…`.
+ * Untrusted text made fit for a log line or a terminal: each of {@link UNSEEN_CHARACTERS} but
+ * U+0020 written as `\u{…}` (a variation selector too), and cut to `maxChars` characters with `…`.
  */
 export function printable(text: string, maxChars = 120): string {
   const chars = [...text];
@@ -142,7 +156,7 @@ function isSelected(name: string, filter: UpstreamCommon['tools']): boolean {
 function nameProblem(name: string, upstream: Pick<UpstreamCommon, 'prefix' | 'separator'>): string | undefined {
   if (name === '') return 'has an empty name';
   const hidden = INVISIBLE_IN_NAME.exec(name);
-  if (hidden !== null) return `has a name with the invisible, control or space character ${codePoint(hidden[0])}`;
+  if (hidden !== null) return `has a name with the invisible, control or space character ${where(name, hidden.index)}`;
   const served = servedName(upstream, name);
   if (TOOL_NAME.test(served)) return undefined;
   const why = served.length > 64 ? `${served.length} characters, more than 64` : 'characters other than letters, digits, _ and -';
@@ -168,9 +182,8 @@ function textProblem(field: string, text: unknown, maxChars: number): string | u
   if (text === undefined) return undefined;
   if (typeof text !== 'string') return `its ${field} is not a string`;
   if (text.length > maxChars) return `its ${field} is ${text.length} characters long, more than ${maxChars}`;
-  const hidden = HIDDEN_IN_TEXT.exec(text);
-  if (hidden !== null) return `its ${field} holds the hidden or control character ${codePoint(hidden[0])}`;
-  return undefined;
+  const hidden = hiddenIn(text);
+  return hidden === undefined ? undefined : `its ${field} holds the hidden or control character ${hidden}`;
 }
 
 function schemaProblem(field: 'inputSchema' | 'outputSchema', schema: unknown): string | undefined {
@@ -197,20 +210,75 @@ function hiddenTextIn(field: string, schema: Record<string, unknown>): string | 
   while (pending.length > 0) {
     const [value, at] = pending.pop()!;
     if (typeof value === 'string') {
-      const hidden = HIDDEN_IN_TEXT.exec(value);
-      if (hidden !== null) return `its ${printable(at, 200)} holds the hidden or control character ${codePoint(hidden[0])}`;
+      const hidden = hiddenIn(value);
+      if (hidden !== undefined) return `its ${printable(at, 200)} holds the hidden or control character ${hidden}`;
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}[${i}]`]);
     } else if (isObject(value)) {
       const keys = Object.keys(value);
       for (const key of keys) {
-        const hidden = HIDDEN_IN_TEXT.exec(key);
-        if (hidden !== null) return `its ${printable(pathOf(at, key), 200)} has a key that holds the hidden or control character ${codePoint(hidden[0])}`;
+        const hidden = hiddenIn(key);
+        if (hidden !== undefined) return `its ${printable(pathOf(at, key), 200)} has a key that holds the hidden or control character ${hidden}`;
       }
       for (const key of keys.reverse()) pending.push([value[key], pathOf(at, key)]);
     }
   }
   return undefined;
+}
+
+/**
+ * The first character of `text` that {@link HIDDEN_IN_TEXT} refuses where it stands, as
+ * `U+FE01 at character 12` (counted in code points from 1), or undefined when there is none.
+ */
+function hiddenIn(text: string): string | undefined {
+  HIDDEN_IN_TEXT.lastIndex = 0;
+  for (let found = HIDDEN_IN_TEXT.exec(text); found !== null; found = HIDDEN_IN_TEXT.exec(text)) {
+    const end = found.index + found[0].length;
+    if (!allowedHere(found[0], codePointBefore(text, found.index), end < text.length ? String.fromCodePoint(text.codePointAt(end)!) : undefined)) {
+      return where(text, found.index);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The few invisible characters real text needs, where it needs them: a presentation selector
+ * (U+FE0E text, U+FE0F emoji) right after an emoji; a zero-width joiner inside an emoji sequence
+ * (👩‍💻); a zero-width joiner or non-joiner between letters of a script that shapes with them
+ * (Persian, the Indic scripts), never Latin; a soft hyphen between letters. Each carries at
+ * most a bit where it stands, where a run of variation selectors or tags carries a message.
+ */
+function allowedHere(char: string, before: string | undefined, after: string | undefined): boolean {
+  if (char === '\uFE0E' || char === '\uFE0F') return before !== undefined && EMOJI.test(before);
+  if (before === undefined || after === undefined) return false;
+  switch (char) {
+    case '\u200D':
+      return ((EMOJI.test(before) || before === '\uFE0F') && EMOJI.test(after)) || (shapingLetter(before) && LETTER_OR_MARK.test(after));
+    case '\u200C':
+      return shapingLetter(before) && LETTER_OR_MARK.test(after);
+    case '\u00AD':
+      return LETTER.test(before) && LETTER.test(after);
+    default:
+      return false;
+  }
+}
+
+function shapingLetter(char: string): boolean {
+  return LETTER_OR_MARK.test(char) && !LATIN_OR_COMMON.test(char);
+}
+
+/** The code point that ends at `index` of `text`, a surrogate pair whole. */
+function codePointBefore(text: string, index: number): string | undefined {
+  if (index === 0) return undefined;
+  const start = index >= 2 && /[\uD800-\uDBFF][\uDC00-\uDFFF]/.test(text.slice(index - 2, index)) ? index - 2 : index - 1;
+  return text.slice(start, index);
+}
+
+/** `U+XXXX at character N`: the code point at UTF-16 `index` of `text` and its place, counted in code points from 1. */
+function where(text: string, index: number): string {
+  let place = 1;
+  for (let i = 0; i < index; i += text.codePointAt(i)! > 0xffff ? 2 : 1) place++;
+  return `${codePoint(String.fromCodePoint(text.codePointAt(index)!))} at character ${place}`;
 }
 
 function pathOf(parent: string, key: string): string {

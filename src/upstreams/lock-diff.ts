@@ -3,9 +3,11 @@ import { printable, type WireTool } from './definitions.js';
 
 /** One difference between the lock and an upstream's tools, with the definitions to show. */
 export interface ShownChange {
-  kind: 'changed' | 'new' | 'removed';
+  kind: 'changed' | 'new' | 'removed' | 'refused';
   upstream: string;
   tool: string;
+  /** Why the checks refused it (`refused` only). */
+  reason?: string;
   before: WireTool | undefined;
   after: WireTool | undefined;
 }
@@ -14,29 +16,46 @@ export interface ShownChange {
 const CONTEXT_LINES = 2;
 // Past this many line pairs a field is shown whole before and after: the comparison stays cheap.
 const MAX_COMPARED_PAIRS = 4_000_000;
-// Each line of upstream text is written out whole unless absurdly long.
+// A longer line of upstream text is shown in pieces of this many characters, each on a line of its
+// own after `↳ `: whole, so a change past the cut shows, and compared piece by piece.
 const MAX_LINE_CHARS = 2000;
+const ESCAPES_NOTE =
+  'Characters that would not show (invisible, format and control characters, variation selectors, spaces other than U+0020) are written as \\u{…} with their code point, and a backslash in a description as \\\\.';
+const SAME_LOOKING_NOTE = '(the two look the same: every character past ASCII is written as \\u{…})';
 
 /**
  * `toolport upstreams diff` in words: per tool, each field that differs (`name` aside) as lines,
  * `-` before and `+` after: a description as its text, anything else as indented JSON with sorted
- * keys. Upstream text is made printable first, so hidden characters show and cannot move the terminal.
+ * keys. Upstream text is made printable first, so hidden characters show as escapes (and the text
+ * says so) and cannot move the terminal; a field whose lines still read the same before and after
+ * (equal under NFKC: é composed or not, a full-width letter) is shown again with every character
+ * past ASCII escaped.
  */
 export function lockDiffText(hasLock: boolean, changes: readonly ShownChange[]): string {
   const count = (kind: ShownChange['kind']) => changes.filter((c) => c.kind === kind).length;
   if (hasLock && changes.length === 0) return 'The lock file pins exactly the tools the upstreams list.\n';
+  const refused = count('refused');
   const lines = [
-    hasLock
+    (hasLock
       ? `${count('changed')} changed, ${count('new')} new, ${count('removed')} removed since the lock file was written; changed and new tools are not served until \`toolport upstreams lock\` runs again.`
-      : `There is no lock file, so every tool is served; \`toolport upstreams lock\` would pin these ${changes.length}.`,
+      : `There is no lock file, so every tool is served; \`toolport upstreams lock\` would pin these ${changes.length - refused}.`) +
+      (refused === 0
+        ? ''
+        : ` ${refused} listed ${refused === 1 ? 'tool is' : 'tools are'} refused by toolport's checks and not served whatever the lock says (an upstream's "tools" filter can leave ${refused === 1 ? 'it' : 'them'} out).`),
   ];
+  const escaped = { any: false };
   for (const change of changes) {
-    lines.push('', `${change.kind} ${printable(change.upstream)} / ${printable(change.tool)}`);
+    const why = change.reason === undefined ? '' : `: ${change.reason}`;
+    lines.push('', `${change.kind} ${printable(change.upstream)} / ${printable(change.tool)}${why}`);
     if (change.kind === 'removed') continue;
     for (const field of changedFields(change.before, change.after)) {
-      lines.push(`  ${printable(field)}:`, ...lineDiff(fieldLines(change.before?.[field]), fieldLines(change.after?.[field])).map((line) => `    ${line}`));
+      let [before, after] = [fieldLines(field, change.before, escaped), fieldLines(field, change.after, escaped)];
+      const sameLooking = before.join('\n').normalize('NFKC') === after.join('\n').normalize('NFKC');
+      if (sameLooking) [before, after] = [fieldLines(field, change.before, escaped, true), fieldLines(field, change.after, escaped, true)];
+      lines.push(`  ${printable(field)}:${sameLooking ? ` ${SAME_LOOKING_NOTE}` : ''}`, ...lineDiff(before, after).map((line) => `    ${line}`));
     }
   }
+  if (escaped.any) lines.splice(1, 0, ESCAPES_NOTE);
   return `${lines.join('\n')}\n`;
 }
 
@@ -50,10 +69,35 @@ function textOf(value: unknown): string | undefined {
   return value === undefined ? undefined : canonicalJson(value);
 }
 
-function fieldLines(value: unknown): string[] {
+/** The lines `field` of `wire` is shown as; sets `escaped.any` when one had to be escaped. `ascii`: every character past ASCII escaped too. */
+function fieldLines(field: string, wire: WireTool | undefined, escaped: { any: boolean }, ascii = false): string[] {
+  const value = wire?.[field];
   if (value === undefined) return [];
-  const text = typeof value === 'string' ? value : JSON.stringify(withSortedKeys(value), null, 2);
-  return text.split('\n').map((line) => printable(line, MAX_LINE_CHARS));
+  // A description is shown as text, where a backslash is doubled so no text can pass for an escape; JSON doubles its own.
+  const text = typeof value === 'string' ? value.replaceAll('\\', '\\\\') : JSON.stringify(withSortedKeys(value), null, 2);
+  if (typeof value === 'string' && value.includes('\\')) escaped.any = true;
+  return text.split('\n').flatMap((line) =>
+    piecesOf(line).map((piece, i) => {
+      const shown = ascii ? piece.replace(PAST_ASCII, escape) : printable(piece, Number.POSITIVE_INFINITY);
+      if (shown !== piece) escaped.any = true;
+      return i === 0 ? shown : `↳ ${shown}`;
+    }),
+  );
+}
+
+const PAST_ASCII = /[^\x20-\x7e]/gu;
+
+function escape(char: string): string {
+  return `\\u{${char.codePointAt(0)!.toString(16).toUpperCase()}}`;
+}
+
+/** `line` in pieces of at most {@link MAX_LINE_CHARS} characters (code points, so no pair is split). */
+function piecesOf(line: string): string[] {
+  if (line.length <= MAX_LINE_CHARS) return [line];
+  const chars = [...line];
+  const pieces: string[] = [];
+  for (let i = 0; i < chars.length; i += MAX_LINE_CHARS) pieces.push(chars.slice(i, i + MAX_LINE_CHARS).join(''));
+  return pieces;
 }
 
 /** A line diff: common lines kept (near a change) with two spaces, removed with `- `, added with `+ `. */

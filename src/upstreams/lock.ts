@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { digestOf, nestedDeeperThan, withSortedKeys } from './canonical-json.js';
-import { DEFINITION_LIMITS, printable, type UpstreamToolDefinition, type WireTool } from './definitions.js';
+import { canonicalJson, digestOf, nestedDeeperThan, withSortedKeys } from './canonical-json.js';
+import { DEFINITION_LIMITS, printable, UNSEEN_CHARACTERS, type DefinitionRefusal, type UpstreamToolDefinition, type WireTool } from './definitions.js';
 import { lockDiffText, type ShownChange } from './lock-diff.js';
 
-// What a reviewer of the file would not see: format characters (bidi, zero-width, tags), private-use
-// and unassigned ones, variation selectors past U+E0100, and every space but U+0020. JSON.stringify
-// has escaped the controls inside strings already, so a raw line break is the indentation's.
-const UNSEEN = /(?![ \n])[\p{C}\p{Z}\u{e0100}-\u{e01ef}]/gu;
+// What a reviewer of the file would not see (a presentation selector after an emoji too, which a
+// definition may hold). JSON.stringify has escaped the controls inside strings already, so a raw
+// line break is the indentation's.
+const UNSEEN = new RegExp(`(?![ \\n])[${UNSEEN_CHARACTERS}]`, 'gu');
 
 /** The lock file's name, beside the upstreams file unless told otherwise. */
 export const LOCK_FILE_NAME = 'toolport.lock.json';
@@ -43,6 +43,8 @@ export interface LockDiff {
   changed: Array<{ upstream: string; tool: string; before: string; after: string }>;
   added: Array<{ upstream: string; tool: string; sha256: string }>;
   removed: Array<{ upstream: string; tool: string; sha256: string }>;
+  /** Tools an upstream lists that toolport's checks refuse (`checkDefinitions`), served whatever the lock says: the name as printable, and why. */
+  refused: Array<{ upstream: string; tool: string; reason: string }>;
   /** The differences for a person: each changed field as lines before and after; ends with a newline. */
   text: string;
 }
@@ -168,11 +170,17 @@ export function admitted(
 
 /**
  * What differs between the lock and the tools the upstreams list now (`current`: upstream name
- * to its checked tools). Upstreams absent from `current` are not compared: a lock entry for one
- * no longer configured is ignored, as it is when serving.
+ * to its checked tools; `refused`: to the entries the checks refused). Upstreams absent from
+ * `current` are not compared: a lock entry for one no longer configured is ignored, as it is when
+ * serving. A refused tool is shown with its reason and its definition (when it is within the
+ * bounds of one), against the pinned one if any: never as removed, since the upstream lists it.
  */
-export function diffLock(lock: LockFile | undefined, current: ReadonlyMap<string, readonly UpstreamToolDefinition[]>): LockDiff {
-  const diff: Omit<LockDiff, 'text'> = { changed: [], added: [], removed: [] };
+export function diffLock(
+  lock: LockFile | undefined,
+  current: ReadonlyMap<string, readonly UpstreamToolDefinition[]>,
+  refused: ReadonlyMap<string, readonly DefinitionRefusal[]> = new Map(),
+): LockDiff {
+  const diff: Omit<LockDiff, 'text'> = { changed: [], added: [], removed: [], refused: [] };
   const shown: ShownChange[] = [];
   for (const upstream of [...current.keys()].sort()) {
     const pinned = lock === undefined ? undefined : own(lock.upstreams, upstream);
@@ -188,6 +196,14 @@ export function diffLock(lock: LockFile | undefined, current: ReadonlyMap<string
       }
     }
     const listed = new Set(tools.map((t) => t.upstreamName));
+    for (const refusal of refused.get(upstream) ?? []) {
+      const name = typeof refusal.wire?.['name'] === 'string' ? refusal.wire['name'] : undefined;
+      if (name !== undefined) listed.add(name);
+      const locked = name === undefined || pinned === undefined ? undefined : own(pinned, name);
+      diff.refused.push({ upstream, tool: refusal.upstreamName, reason: refusal.reason });
+      const after = refusal.wire !== undefined && withinBounds(refusal.wire) ? refusal.wire : undefined;
+      shown.push({ kind: 'refused', upstream, tool: name ?? refusal.upstreamName, reason: refusal.reason, before: locked?.definition, after });
+    }
     for (const [tool, locked] of Object.entries(pinned ?? {}).sort(([a], [b]) => compare(a, b))) {
       if (listed.has(tool)) continue;
       diff.removed.push({ upstream, tool, sha256: locked.sha256 });
@@ -195,6 +211,11 @@ export function diffLock(lock: LockFile | undefined, current: ReadonlyMap<string
     }
   }
   return { ...diff, text: lockDiffText(lock !== undefined, shown) };
+}
+
+/** Whether a refused entry is small and shallow enough to be shown: one refused for its size or depth is named only. */
+function withinBounds(wire: WireTool): boolean {
+  return !nestedDeeperThan(wire, DEFINITION_LIMITS.definitionDepth) && Buffer.byteLength(canonicalJson(wire)) <= DEFINITION_LIMITS.definitionBytes;
 }
 
 function lockedToolProblem(tool: string, locked: unknown): string | undefined {
