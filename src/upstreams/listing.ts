@@ -7,8 +7,14 @@ import { DEFINITION_LIMITS } from './definitions.js';
 const LIST_BUDGET_CHARS = 16 * 1024 * 1024;
 /** Most pages of a tool list read (the SDK's own default). */
 const LIST_MAX_PAGES = 64;
-/** After a listing, the next one (for a list_changed) waits at least this long: a flood of announcements is one listing now and then. */
-const RELIST_MIN_INTERVAL_MS = 300;
+/**
+ * The spacing between the end of one listing and the start of the next (for a list_changed, or the
+ * periodic re-list): at least the first, doubled while demands keep coming within it, up to the
+ * second, and back to the first after one spacing passed without a demand. An upstream that
+ * announces without pause is listed about 6 times a minute (each listing up to 16 MiB to read),
+ * and a change still reaches toolport within 10 s.
+ */
+export const RELIST_SPACING_MS = { min: 300, max: 10_000 } as const;
 
 /** A page of `tools/list` as received: its entries untouched, for toolport's own checks to judge one by one. */
 export interface ToolsPage {
@@ -91,33 +97,52 @@ export class ToolLister {
 }
 
 /**
- * Runs `list` on demand (list_changed, the periodic re-list): one listing at a time, the next at
- * least RELIST_MIN_INTERVAL_MS after it, and any number of demands meanwhile make one more; none
- * once `live()` is false (the connection it lists is gone). `pending()` runs one asked for before
- * the connection was ready. `list` handles its own failures.
+ * Runs `list` on demand (list_changed, the periodic re-list): one listing at a time, and the next
+ * one a spacing after it ends (see RELIST_SPACING_MS), whenever the demand came: any number of
+ * demands during a listing or its spacing make one more listing. None once `live()` is false (the
+ * connection it lists is gone). `pending()` says the connection's first listing, made without
+ * it, just ended: its spacing starts, and a demand that came meanwhile is listed after it. `list`
+ * handles its own failures; a failed listing is spaced as any other.
  */
-export function relister(list: () => Promise<void>, live: () => boolean): (() => void) & { pending(): void } {
-  let listing = false;
+export function relister(
+  list: () => Promise<void>,
+  live: () => boolean,
+  spacing: { min: number; max: number } = RELIST_SPACING_MS,
+): (() => void) & { pending(): void } {
+  let interval = spacing.min;
+  // Listing, or waiting out the spacing after a listing: a demand now only sets `again`.
+  let busy = false;
   let again = false;
-  let waiting: NodeJS.Timeout | undefined;
+  const run = (): void => {
+    busy = true;
+    again = false;
+    void list().finally(space);
+  };
+  const space = (): void => {
+    if (!live()) {
+      busy = false;
+      return;
+    }
+    busy = true;
+    setTimeout(() => {
+      if (again && live()) {
+        // Demanded again within the spacing: the upstream keeps announcing, so it waits longer next time.
+        interval = Math.min(interval * 2, spacing.max);
+        run();
+      } else {
+        busy = false;
+        interval = spacing.min;
+      }
+    }, interval).unref();
+  };
   const relist = (): void => {
     again = true;
-    if (listing || waiting !== undefined || !live()) return;
-    again = false;
-    listing = true;
-    void list().finally(() => {
-      listing = false;
-      if (!again || !live()) return;
-      waiting = setTimeout(() => {
-        waiting = undefined;
-        relist();
-      }, RELIST_MIN_INTERVAL_MS);
-      waiting.unref();
-    });
+    if (busy || !live()) return;
+    run();
   };
   return Object.assign(relist, {
     pending: () => {
-      if (again) relist();
+      if (!busy) space();
     },
   });
 }

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance } from 'fastify';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { parseUpstreams } from '../../src/upstreams/config.js';
+import { relister, RELIST_SPACING_MS } from '../../src/upstreams/listing.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
 import type { UpstreamSource } from '../../src/upstreams/source.js';
 import { capturedLog } from '../support/log-capture.js';
@@ -16,6 +17,7 @@ import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const CHANGING = path.resolve(import.meta.dirname, '../fixtures/upstreams/changing-server.mjs');
+const CHURNING = path.resolve(import.meta.dirname, '../fixtures/upstreams/churning-server.mjs');
 
 interface Setup {
   file: string;
@@ -163,5 +165,121 @@ describe('pinned definitions (toolport upstreams lock)', () => {
     assert.equal(run.status, 1);
     assert.equal(run.stderr, 'toolport: Upstream "ghost" is not available: cannot run "/nonexistent/server": no such command. Nothing was written.\n');
     await assert.rejects(readFile(path.join(dir, 'toolport.lock.json')), { code: 'ENOENT' });
+  });
+});
+
+/** A relister over a listing the test ends (`finish`), on fake timers; `count` is how many listings started. */
+function cadence(t: TestContext, connected = true) {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let finish = (): void => {};
+  const state = { count: 0, live: connected };
+  const relist = relister(
+    () => {
+      state.count++;
+      return new Promise<void>((resolve) => (finish = resolve));
+    },
+    () => state.live,
+  );
+  // A listing's end is seen once its promise settles (a few turns of microtasks).
+  const end = async (): Promise<void> => {
+    finish();
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  return { state, relist, end, tick: (ms: number) => t.mock.timers.tick(ms) };
+}
+
+describe('the cadence of listings (relister)', () => {
+  it('spaces a listing asked for just after one ended: demands meanwhile make one listing, a spacing after the end', async (t) => {
+    const { state, relist, end, tick } = cadence(t);
+    relist();
+    assert.equal(state.count, 1);
+    await end();
+    // list_changed right after the answer: the flood that made 190 listings a second.
+    relist();
+    relist();
+    assert.equal(state.count, 1, 'not at once');
+    tick(RELIST_SPACING_MS.min - 1);
+    relist();
+    assert.equal(state.count, 1);
+    tick(1);
+    assert.equal(state.count, 2, 'one listing for every demand of the spacing');
+  });
+
+  it('doubles the spacing while demands keep coming, up to 10 s, and spaces by 300 ms again after a quiet spacing', async (t) => {
+    const { state, relist, end, tick } = cadence(t);
+    relist();
+    const waits: number[] = [];
+    for (let listing = 1; listing <= 8; listing++) {
+      await end();
+      relist();
+      let waited = 0;
+      while (state.count === listing) {
+        tick(100);
+        waited += 100;
+      }
+      waits.push(waited);
+    }
+    assert.deepEqual(waits, [300, 600, 1200, 2400, 4800, 9600, 10_000, 10_000]);
+    await end();
+    tick(RELIST_SPACING_MS.max);
+    // Quiet for a whole spacing: the next demand lists at once, and the one after waits the least.
+    relist();
+    assert.equal(state.count, 10);
+    await end();
+    relist();
+    tick(RELIST_SPACING_MS.min);
+    assert.equal(state.count, 11);
+  });
+
+  it("spaces the connection's first listing too: a demand made during it is listed a spacing after it, not at once", async (t) => {
+    const { state, relist, tick } = cadence(t, false);
+    relist();
+    assert.equal(state.count, 0, 'nothing before the connection is ready');
+    state.live = true;
+    relist.pending();
+    assert.equal(state.count, 0);
+    tick(RELIST_SPACING_MS.min);
+    assert.equal(state.count, 1);
+  });
+
+  it('lists nothing once the connection it lists is gone', async (t) => {
+    const { state, relist, end, tick } = cadence(t);
+    relist();
+    await end();
+    relist();
+    state.live = false;
+    tick(RELIST_SPACING_MS.max);
+    relist();
+    assert.equal(state.count, 1);
+  });
+});
+
+describe('an upstream that announces list_changed after every listing', () => {
+  it('is listed at spacings that double from 300 ms, not back to back', async (t) => {
+    const dir = await temporaryDirectory(t);
+    const record = path.join(dir, 'listings.log');
+    // Made here: in the sandbox the upstream may write in its directory, not create there.
+    await writeFile(record, '');
+    const text = JSON.stringify({
+      mcpServers: { churn: { command: process.execPath, args: [CHURNING, 'announce'], cwd: dir, env: { CHURN_LOG: record, CHURN_TOOLS: '2' } } },
+    });
+    const file = path.join(dir, 'upstreams.json');
+    await writeFile(file, text);
+    const registry = new ToolRegistry();
+    const source = (await openUpstreams(parseUpstreams(text, {}), { upstreams: file, upstreamsLock: undefined }, registry, capturedLog().logger, {
+      baseEnv: process.env,
+    }))!;
+    t.after(() => source.stop());
+    const times = async () =>
+      (await readFile(record, 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => Number(line.split(' ')[0]));
+    await until(async () => (await times()).length >= 4, 'four listings');
+    const [first, ...rest] = await times();
+    const gaps = rest.slice(0, 3).map((time, i) => time - (i === 0 ? first! : rest[i - 1]!));
+    // Each gap is the spacing plus a round trip; a timer may fire a few ms early by the wall clock.
+    for (const [i, least] of [300, 600, 1200].entries())
+      assert.ok(gaps[i]! >= least - 20, `gap ${i + 1} was ${gaps[i]} ms, less than ${least}: ${gaps.join(', ')}`);
   });
 });
