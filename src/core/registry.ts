@@ -2,6 +2,8 @@ import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
 import type { Permissions } from './permissions.js';
+import { sharedSchemaCompiler, type ListingOutcome, type SchemaCompiler } from './schema-compiler.js';
+import { outputRootRule, planListing, validatorsOf, type Slot } from './schema-compiler-listing.js';
 import { compileInputSchema, compileOutputSchema, createAjv, type InputValidator, type OutputValidator } from './validator.js';
 import type { ObjectSchema, ToolDef } from './types.js';
 
@@ -16,6 +18,12 @@ const MAX_GENERATIONS = 2;
 
 type Ajv = ReturnType<typeof createAjv>;
 
+/** A tool that `replaceSource` left out, and why. */
+export interface Refusal {
+  name: string;
+  reason: string;
+}
+
 interface Entry {
   tool: ToolDef;
   /** Where the tool came from: '' for tools registered one by one, else the name given to `replaceSource`. */
@@ -23,9 +31,15 @@ interface Entry {
   validate: InputValidator;
   /** Present when the tool declares an output schema. */
   checkOutput: OutputValidator | undefined;
-  /** The Ajv that compiled the schemas: the registry's own, or one made for a `replaceSource`. */
-  ajv: Ajv;
+  /**
+   * What holds the compiled schemas and all its other compilations: the Ajv that compiled them
+   * (the registry's own, or one made for a `replaceSource`), or one per `replaceSourceAsync`.
+   */
+  generation: object;
 }
+
+// Registries count, so each has lanes of its own in a shared schema compiler.
+let registries = 0;
 
 /**
  * The set of tools a server offers. `register` checks each tool once, so everything downstream
@@ -41,6 +55,13 @@ export class ToolRegistry {
   // Each registry compiles with its own Ajv, so tools in different registries may reuse an $id.
   readonly #ajv = createAjv();
   readonly #listeners = new Set<() => void>();
+  readonly #compiler: SchemaCompiler | undefined;
+  readonly #lanes = `registry ${++registries}`;
+
+  /** `schemaCompiler`: where `replaceSourceAsync` compiles; the process's shared one by default (started on first use). */
+  constructor(options: { schemaCompiler?: SchemaCompiler } = {}) {
+    this.#compiler = options.schemaCompiler;
+  }
 
   /** Adds a tool; throws `ToolRegistrationError` naming the tool and the rule it breaks. */
   register(tool: ToolDef): this {
@@ -62,9 +83,9 @@ export class ToolRegistry {
    * compilation or another source's, and what a replaced tool compiled goes with its Ajv. A tool
    * whose schemas are unchanged keeps its compiled validators: a re-list compiles only what changed.
    */
-  replaceSource(source: string, tools: readonly ToolDef[]): Array<{ name: string; reason: string }> {
+  replaceSource(source: string, tools: readonly ToolDef[]): Refusal[] {
     if (source === '') throw new Error('replaceSource needs a source name');
-    const refused: Array<{ name: string; reason: string }> = [];
+    const refused: Refusal[] = [];
     const fresh = new Map<string, Entry>();
     const reusable = this.#reusable(source, tools);
     let ajv: Ajv | undefined;
@@ -72,17 +93,70 @@ export class ToolRegistry {
     for (const tool of tools) {
       try {
         const earlier = typeof tool?.name === 'string' ? reusable.get(tool.name) : undefined;
-        const entry = this.#check(tool, source, earlier ?? newAjv);
-        const holder = this.#entries.get(entry.tool.name);
-        if (fresh.has(entry.tool.name) || (holder !== undefined && holder.source !== source)) {
-          throw new ToolRegistrationError(entry.tool.name, 'a tool with this name is already registered');
-        }
-        fresh.set(entry.tool.name, entry);
+        this.#admit(this.#check(tool, source, earlier ?? newAjv), source, fresh);
       } catch (err) {
         if (!(err instanceof ToolRegistrationError)) throw err;
-        refused.push({ name: typeof tool?.name === 'string' ? tool.name : String(tool?.name), reason: err.message });
+        refused.push({ name: nameOf(tool), reason: err.message });
       }
     }
+    this.#install(source, fresh);
+    return refused;
+  }
+
+  /**
+   * `replaceSource`, with the schemas that need compiling compiled in a worker thread (see
+   * `SchemaCompiler`), not on the event loop: the same checks, refusals and reasons, the same
+   * reuse of unchanged tools' validators, the same change notification, made when the compile
+   * ends. One listing of a source compiles at a time: a newer call while this one still waits for
+   * its turn replaces it, and this one resolves 'superseded' (nothing of it applied). A listing
+   * whose schemas take too long to compile has those tools refused, with a reason that says so.
+   * Do not mix with `replaceSource` for the same source.
+   */
+  replaceSourceAsync(source: string, tools: readonly ToolDef[]): Promise<Refusal[] | 'superseded'> {
+    if (source === '') return Promise.reject(new Error('replaceSource needs a source name'));
+    let slots: Array<Slot<Entry>> = [];
+    return (this.#compiler ?? sharedSchemaCompiler()).submit(`${this.#lanes}\0${source}`, {
+      // Read when the listing's turn comes, after the source's listing before it is in place.
+      prepare: () => {
+        const plan = planListing(tools, (tool) => this.#checkRules(tool), this.#reusable(source, tools));
+        slots = plan.slots;
+        return plan.listing;
+      },
+      commit: (outcome) => this.#commitSlots(source, slots, outcome),
+    });
+  }
+
+  /** Puts a listing's checked tools in place with what the compiler made of their schemas, as `replaceSource` would have. */
+  #commitSlots(source: string, slots: ReadonlyArray<Slot<Entry>>, outcome: ListingOutcome): Refusal[] {
+    const refused: Refusal[] = [];
+    const fresh = new Map<string, Entry>();
+    // What this listing compiled goes together, as what one Ajv compiled does (see `#reusable`).
+    const generation = {};
+    for (const slot of slots) {
+      try {
+        if ('refused' in slot) refused.push({ name: nameOf(slot.tool), reason: slot.refused });
+        else if ('earlier' in slot) this.#admit({ ...slot.earlier, tool: slot.tool, source }, source, fresh);
+        else this.#admit({ tool: slot.tool, source, ...validatorsOf(slot, outcome), generation }, source, fresh);
+      } catch (err) {
+        if (!(err instanceof ToolRegistrationError)) throw err;
+        refused.push({ name: nameOf(slot.tool), reason: err.message });
+      }
+    }
+    this.#install(source, fresh);
+    return refused;
+  }
+
+  /** Adds a checked entry of `source`'s listing to `fresh`, unless the listing or another source already has the name. */
+  #admit(entry: Entry, source: string, fresh: Map<string, Entry>): void {
+    const holder = this.#entries.get(entry.tool.name);
+    if (fresh.has(entry.tool.name) || (holder !== undefined && holder.source !== source)) {
+      throw new ToolRegistrationError(entry.tool.name, 'a tool with this name is already registered');
+    }
+    fresh.set(entry.tool.name, entry);
+  }
+
+  /** Puts `fresh` in place of `source`'s entries, where they stood; says so to listeners unless nothing published changed. */
+  #install(source: string, fresh: ReadonlyMap<string, Entry>): void {
     const next = new Map<string, Entry>();
     let placed = false;
     for (const [name, entry] of this.#entries) {
@@ -99,7 +173,6 @@ export class ToolRegistry {
     for (const [name, entry] of next) this.#entries.set(name, entry);
     // The same definitions again (a re-list that found no change): the lists, their bytes and ETags stay.
     if (!(before.length === after.length && before.every((e, i) => sameTool(e.tool, after[i]!.tool)))) this.#changed();
-    return refused;
   }
 
   /**
@@ -111,13 +184,13 @@ export class ToolRegistry {
    */
   #reusable(source: string, tools: readonly ToolDef[]): Map<string, Entry> {
     const reusable = new Map<string, Entry>();
-    const generations = new Set<Ajv>();
+    const generations = new Set<object>();
     let compiles = false;
     for (const tool of tools) {
       const earlier = typeof tool?.name === 'string' ? this.#entries.get(tool.name) : undefined;
       if (earlier !== undefined && earlier.source === source && sameSchemas(earlier.tool, tool)) {
         reusable.set(tool.name, earlier);
-        generations.add(earlier.ajv);
+        generations.add(earlier.generation);
       } else compiles = true;
     }
     return generations.size + (compiles ? 1 : 0) > MAX_GENERATIONS ? new Map() : reusable;
@@ -148,7 +221,23 @@ export class ToolRegistry {
    * fraction of the time and memory; a source's schemas, not the operator's, compile now.
    */
   #check(tool: ToolDef, source = '', compiler: Entry | (() => Ajv) = () => this.#ajv): Entry {
-    const name = typeof tool?.name === 'string' ? tool.name : String(tool?.name);
+    const name = this.#checkRules(tool);
+    if (typeof compiler !== 'function')
+      return { tool, source, validate: compiler.validate, checkOutput: compiler.checkOutput, generation: compiler.generation };
+    const ajv = compiler();
+    let validate: InputValidator;
+    try {
+      validate = compileInputSchema(tool.inputSchema, ajv, { lazy: source === '' });
+    } catch (err) {
+      throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
+    }
+    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, ajv, source === '');
+    return { tool, source, validate, checkOutput, generation: ajv };
+  }
+
+  /** Checks a tool against every rule but its schemas' compiling; returns its name, or throws `ToolRegistrationError`. */
+  #checkRules(tool: ToolDef): string {
+    const name = nameOf(tool);
     if (typeof tool?.name !== 'string' || !TOOL_NAME.test(name)) throw new ToolRegistrationError(name, `the name must match ${TOOL_NAME.source}`);
     if (typeof tool.description !== 'string') throw new ToolRegistrationError(name, 'the description must be a string');
     if (typeof tool.execute !== 'function') throw new ToolRegistrationError(name, 'execute must be a function');
@@ -168,23 +257,13 @@ export class ToolRegistry {
     if (badProperty !== undefined) {
       throw new ToolRegistrationError(name, `property name ${JSON.stringify(badProperty)} must match ${PROPERTY_NAME.source}`);
     }
-    if (typeof compiler !== 'function') return { tool, source, validate: compiler.validate, checkOutput: compiler.checkOutput, ajv: compiler.ajv };
-    const ajv = compiler();
-    let validate: InputValidator;
-    try {
-      validate = compileInputSchema(tool.inputSchema, ajv, { lazy: source === '' });
-    } catch (err) {
-      throw new ToolRegistrationError(name, `the input schema does not compile: ${(err as Error).message}`);
-    }
-    const checkOutput = tool.outputSchema === undefined ? undefined : this.#compileOutput(name, tool.outputSchema, ajv, source === '');
-    return { tool, source, validate, checkOutput, ajv };
+    return name;
   }
 
   /** The output schema checked as input schemas are, where MCP's rules allow: its root an object. */
   #compileOutput(name: string, schema: unknown, ajv: Ajv, lazy: boolean): OutputValidator {
-    if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
-      throw new ToolRegistrationError(name, 'the output schema\'s root must be { "type": "object" }');
-    }
+    const rule = outputRootRule(schema);
+    if (rule !== undefined) throw new ToolRegistrationError(name, rule);
     try {
       return compileOutputSchema(schema as ObjectSchema, ajv, { lazy });
     } catch (err) {
@@ -286,6 +365,11 @@ interface Publication {
   shaped: unknown;
   text: string | undefined;
   bytes: Buffer | undefined;
+}
+
+/** A tool's name for a refusal: what it says, even when that is not a string. */
+function nameOf(tool: ToolDef): string {
+  return typeof tool?.name === 'string' ? tool.name : String(tool?.name);
 }
 
 /** Whether two tools publish the same definition (a source that lists again gives new objects for the same tools). */

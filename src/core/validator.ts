@@ -1,13 +1,15 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import standaloneModule from 'ajv/dist/standalone/index.js';
 import { linearRegExp } from './linear-regexp.js';
 import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
-import { LINEAR_UNIQUE_ITEMS } from './unique-items.js';
+import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler-unique-items.js';
 import type { ObjectSchema, ToolInput } from './types.js';
 
-// ajv-formats ships CommonJS with a default export that NodeNext sees as the module object.
+// ajv-formats and ajv/dist/standalone ship CommonJS with a default export that NodeNext sees as the module object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (ajv: Ajv, validate: ValidateFunction) => string;
 
 /** Most violations one error lists; the rest are counted, not listed. */
 export const MAX_LISTED_VIOLATIONS = 50;
@@ -33,14 +35,24 @@ const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: 
  * `UNTRUSTED_OPTIONS` and `uniqueItems` below), and nothing written to the console. Each such
  * instance keeps every schema it compiled until it is collected itself: give each set of schemas
  * one of its own.
+ *
+ * `source` keeps each validator's code, for `standaloneCodes`: a source's schemas are compiled so
+ * in a worker thread (see schema-compiler.ts), and loaded on the event loop.
  */
-export function createAjv(options: { untrusted?: boolean } = {}): Ajv {
-  const untrusted = options.untrusted === true;
-  const ajv = makeAjv(Ajv, true, untrusted);
-  if (untrusted) untrustedInstances.add(ajv);
+export function createAjv(options: { untrusted?: boolean; source?: boolean } = {}): Ajv {
+  const kind: Kind = { untrusted: options.untrusted === true, source: options.source === true };
+  const ajv = makeAjv(Ajv, true, kind);
+  if (kind.untrusted || kind.source) kinds.set(ajv, kind);
   else standardInstances.add(ajv);
   return ajv;
 }
+
+/** What an instance made by `createAjv` was made for; its twins are made the same. */
+interface Kind {
+  untrusted: boolean;
+  source: boolean;
+}
+const STANDARD: Kind = { untrusted: false, source: false };
 
 /**
  * For schemas toolport did not write. `pattern` and `patternProperties` run on RE2 (see
@@ -53,16 +65,19 @@ export function createAjv(options: { untrusted?: boolean } = {}): Ajv {
 const UNTRUSTED_OPTIONS = { code: { regExp: linearRegExp, optimize: false }, inlineRefs: false, logger: false } as const;
 
 /** An instance of `Class` (draft-07's Ajv or Ajv2020) with the options of its kind and the formats. */
-function makeAjv(Class: typeof Ajv | typeof Ajv2020, allErrors: boolean, untrusted: boolean): Ajv {
-  const ajv = addFormats(new Class({ ...AJV_OPTIONS, ...(untrusted ? UNTRUSTED_OPTIONS : undefined), allErrors }) as Ajv);
-  if (untrusted) ajv.removeKeyword('uniqueItems').addKeyword(LINEAR_UNIQUE_ITEMS);
+function makeAjv(Class: typeof Ajv | typeof Ajv2020, allErrors: boolean, kind: Kind): Ajv {
+  const options: Options = { ...AJV_OPTIONS, ...(kind.untrusted ? UNTRUSTED_OPTIONS : undefined), allErrors };
+  if (kind.source) options.code = { ...options.code, source: true };
+  const ajv = addFormats(new Class(options) as Ajv);
+  if (kind.untrusted) ajv.removeKeyword('uniqueItems').addKeyword(LINEAR_UNIQUE_ITEMS_CODE);
   return ajv;
 }
 
 // Instances made by createAjv without options: a schema that stands alone compiles the same in any of them.
 const standardInstances = new WeakSet<Ajv>();
-// Instances made by createAjv for untrusted schemas, whose twins are made so too.
-const untrustedInstances = new WeakSet<Ajv>();
+// Instances made by createAjv with options, whose twins are made the same.
+const kinds = new WeakMap<Ajv, Kind>();
+const kindOf = (ajv: Ajv): Kind => kinds.get(ajv) ?? STANDARD;
 
 /**
  * An Ajv that compiles as the first-error instances do and keeps the code, for Ajv's standalone
@@ -79,7 +94,7 @@ const firstErrorTwins = new WeakMap<Ajv, Ajv>();
 function firstErrorTwin(ajv: Ajv): Ajv {
   let twin = firstErrorTwins.get(ajv);
   if (twin === undefined) {
-    twin = makeAjv(Ajv, false, untrustedInstances.has(ajv));
+    twin = makeAjv(Ajv, false, kindOf(ajv));
     firstErrorTwins.set(ajv, twin);
   }
   return twin;
@@ -157,8 +172,8 @@ function ajvFor(schema: ObjectSchema, ajv: Ajv): { all: Ajv; first: Ajv } {
   let twins = dialectTwins.get(ajv);
   if (twins === undefined) {
     twins = {
-      all: makeAjv(Ajv2020, true, untrustedInstances.has(ajv)),
-      first: makeAjv(Ajv2020, false, untrustedInstances.has(ajv)),
+      all: makeAjv(Ajv2020, true, kindOf(ajv)),
+      first: makeAjv(Ajv2020, false, kindOf(ajv)),
     };
     dialectTwins.set(ajv, twins);
   }
@@ -183,7 +198,11 @@ export interface CompileOptions {
  * recursive schema and a deeper input overflow the stack) is invalid, not an internal error.
  */
 export function compileInputSchema(schema: ObjectSchema, ajv: Ajv = createAjv(), options: CompileOptions = {}): InputValidator {
-  const { firstOnly, collectAll } = compiled(schema, ajv, options.lazy === true);
+  return inputValidatorOf(schema, compiled(schema, ajv, options.lazy === true));
+}
+
+/** The input validator of `schema` whose compiled forms are `forms` (made in another thread, say: see `standaloneCodes`). */
+export function inputValidatorOf(schema: ObjectSchema, { firstOnly, collectAll }: CompiledForms): InputValidator {
   const check = (input: unknown): input is ToolInput => {
     try {
       return firstOnly()(input);
@@ -232,7 +251,11 @@ export interface OutputValidator {
  * `compileInputSchema`). A value nested too deeply to check fails, with that said.
  */
 export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv(), options: CompileOptions = {}): OutputValidator {
-  const { firstOnly, collectAll } = compiled(schema, ajv, options.lazy === true);
+  return outputValidatorOf(compiled(schema, ajv, options.lazy === true));
+}
+
+/** The output validator whose compiled forms are `forms`, as `inputValidatorOf`. */
+export function outputValidatorOf({ firstOnly, collectAll }: CompiledForms): OutputValidator {
   const check = (value: unknown): boolean => {
     try {
       return firstOnly()(value);
@@ -253,22 +276,39 @@ export function compileOutputSchema(schema: ObjectSchema, ajv: Ajv = createAjv()
   });
 }
 
-/** The two compiled forms of a schema, each compiled when first asked for (the first-error one at once unless lazy). */
-interface Compiled {
+/**
+ * The two compiled forms of a schema, each made when first asked for: the one that stops at the
+ * first violation (the check), and the one that collects them all (`explain`).
+ */
+export interface CompiledForms {
   firstOnly: () => ValidateFunction<ToolInput>;
   collectAll: () => ValidateFunction<ToolInput>;
 }
 
+/**
+ * The two forms of `schema`, compiled now by `ajv` (made by `createAjv` with `source`) and written
+ * as Ajv's standalone code (CommonJS, see schema-compiler-load.ts); throws Ajv's own error when
+ * the schema is invalid, as `compileInputSchema` does. Both compile now, because the code is
+ * loaded where Ajv is not: in-process, the collecting form compiles on the first failed input.
+ */
+export function standaloneCodes(schema: ObjectSchema, ajv: Ajv): { firstOnly: string; collectAll: string } {
+  if (!kindOf(ajv).source) throw new Error('standaloneCodes needs an Ajv made by createAjv({ source: true })');
+  const dialect = ajvFor(schema, ajv);
+  const firstOnly = dialect.first.compile(schema);
+  const collectAll = dialect.all.compile(schema);
+  return { firstOnly: standaloneCode(dialect.first, firstOnly), collectAll: standaloneCode(dialect.all, collectAll) };
+}
+
 // By schema object, for schemas that stand alone: the same tool registered in several registries
 // (TOOLPORT_TOOLS, the keys' workspaces) is compiled once. Compiling is most of what registering costs.
-const compiledSchemas = new WeakMap<ObjectSchema, Compiled>();
+const compiledSchemas = new WeakMap<ObjectSchema, CompiledForms>();
 
 /**
  * Compiles `schema` for checking (which also checks the schema itself, so a bad one fails at
  * registration) and for explaining later, on the first input that fails. `lazy`: checked now by
  * `checkWithoutCompiling` where it can vouch for the schema, compiled on first use.
  */
-function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): Compiled {
+function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): CompiledForms {
   const alone = standsAlone(schema);
   const shareable = standardInstances.has(ajv) && alone;
   const known = shareable ? compiledSchemas.get(schema) : undefined;
