@@ -5,7 +5,9 @@ import type { ToolRegistry } from '../core/registry.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { fromMCPCallResult } from '../providers/mcp-content.js';
 import type { UpstreamSpec } from './config.js';
-import { checkDefinitions, type UpstreamToolDefinition } from './definitions.js';
+import { CHURN_LIMITS, ChurnGuard, frozenStatus, holdFields, HOLD_ENDED, HOLD_STARTED, type ChurnLimits } from './churn.js';
+import { checkDefinitions, type DefinitionRefusal, type UpstreamToolDefinition } from './definitions.js';
+import { ListingLane } from './lane.js';
 import { admitted, type HeldTool, type LockFile } from './lock.js';
 import type { UpstreamConfinement } from './confinement.js';
 import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
@@ -23,24 +25,59 @@ export interface UpstreamSourceOptions {
   baseEnv: Record<string, string | undefined>;
   /** The stdio upstreams' sandbox, or why there is none; closed by `stop`. */
   confinement?: UpstreamConfinement | string;
+  /** How often an upstream may change what it serves before its new lists are held (default CHURN_LIMITS). */
+  churn?: ChurnLimits;
+}
+
+/** What `/readyz` shows of an upstream: its state, and whether its new tool lists are held back (it changes them too often). */
+export interface UpstreamSourceStatus extends UpstreamStatus {
+  /** Present during a hold: why, and when it started and ends (ISO 8601); the last list applied is served meanwhile. */
+  frozen?: { reason: string; since: string; until: string };
+}
+
+/** One listing of an upstream, checked and held to the lock: what it would serve, and what not. */
+interface Listing {
+  served: UpstreamToolDefinition[];
+  refused: DefinitionRefusal[];
+  held: HeldTool[];
+  /** The names and digests served, in order: a listing with the same changes nothing. */
+  key: string;
+}
+
+/** One upstream's listings on their way into the registry, and what is served of it. */
+interface Lane {
+  readonly upstream: Upstream;
+  readonly listings: ListingLane<Listing>;
+  readonly churn: ChurnGuard;
+  /** Served name to digest: what the registry serves now, and what the newest listing would serve. */
+  applied: ReadonlyMap<string, string>;
+  listed: ReadonlyMap<string, string>;
+  appliedKey: string | undefined;
+  /** The newest listing a hold keeps back (applied when the hold ends), and how many were kept back. */
+  heldBack: Listing | undefined;
+  notApplied: number;
 }
 
 /**
  * The upstream MCP servers as one source of tools: each upstream's tool list, checked
  * (`checkDefinitions`) and held to the lock (`admitted`), goes into the registry under the
  * upstream's name with `replaceSource`, at connection and at every change, so lists, their bytes
- * and ETags follow. Calls go to the upstream by the tool's own name.
+ * and ETags follow: one listing at a time per upstream, the newest superseding one that waits
+ * (`ListingLane`). An upstream that changes what it serves too often is held (`ChurnGuard`): its
+ * last applied list is served until the hold ends, and the log and `/readyz` say so. Calls go to
+ * the upstream by the tool's own name.
  */
 export class UpstreamSource {
   readonly upstreams: readonly Upstream[];
   readonly #registry: ToolRegistry;
-  // Served tool name to "<upstream>\0<digest>": what each served name stands for now.
-  readonly #digests = new Map<string, string>();
+  readonly #lanes = new Map<string, Lane>();
   readonly #options: UpstreamSourceOptions;
+  readonly #churnLimits: ChurnLimits;
 
   constructor(specs: readonly UpstreamSpec[], registry: ToolRegistry, options: UpstreamSourceOptions) {
     this.#registry = registry;
     this.#options = options;
+    this.#churnLimits = options.churn ?? CHURN_LIMITS;
     this.upstreams = specs.map(
       (spec) =>
         new Upstream(spec, {
@@ -49,14 +86,32 @@ export class UpstreamSource {
           confinement: options.confinement,
           log: options.log.child({ upstream: spec.name }),
           version: options.version,
-          onTools: (tools) => this.#listed(this.#named(spec.name), tools),
+          onTools: (tools) => void this.#listed(this.#lanes.get(spec.name)!, tools),
           onState: (state) => options.onState?.(spec.name, state),
         }),
     );
+    for (const upstream of this.upstreams) this.#lanes.set(upstream.name, this.#laneOf(upstream));
   }
 
-  #named(name: string): Upstream {
-    return this.upstreams.find((u) => u.name === name)!;
+  #laneOf(upstream: Upstream): Lane {
+    const log = this.#options.log;
+    const lane: Lane = {
+      upstream,
+      listings: new ListingLane(
+        (listing) => this.#apply(lane, listing),
+        (err) => log.error({ upstream: upstream.name, err }, 'upstream tool list could not be applied'),
+      ),
+      churn: new ChurnGuard(this.#churnLimits, {
+        onHold: (hold) => log.warn({ upstream: upstream.name, ...holdFields(hold, this.#churnLimits) }, HOLD_STARTED),
+        onRelease: () => this.#released(lane),
+      }),
+      applied: new Map(),
+      listed: new Map(),
+      appliedKey: undefined,
+      heldBack: undefined,
+      notApplied: 0,
+    };
+    return lane;
   }
 
   /**
@@ -66,25 +121,31 @@ export class UpstreamSource {
   async start(): Promise<void> {
     await Promise.all(
       this.upstreams.map(async (upstream) => {
-        if (upstream.spec.startup === 'eager') return upstream.start().catch(() => undefined);
+        const lane = this.#lanes.get(upstream.name)!;
         // Lazy: the tools the lock pins are served until the first call starts the process (its
         // own list then replaces them, under the same lock); without pinned tools, listed once now.
         const pinned = this.#options.lock?.upstreams[upstream.name];
-        if (pinned !== undefined && Object.hasOwn(this.#options.lock!.upstreams, upstream.name)) {
-          this.#listed(
-            upstream,
+        if (upstream.spec.startup === 'lazy' && pinned !== undefined && Object.hasOwn(this.#options.lock!.upstreams, upstream.name)) {
+          return this.#listed(
+            lane,
             Object.values(pinned).map((locked) => locked.definition),
           );
-          return undefined;
         }
-        return upstream.probe().catch(() => undefined);
+        await (upstream.spec.startup === 'eager' ? upstream.start() : upstream.probe()).catch(() => undefined);
+        // Its first listing was given as it connected: served once applied.
+        return lane.listings.settle();
       }),
     );
   }
 
   /** Each upstream's state, by name: for `/readyz`. */
-  status(): Record<string, UpstreamStatus> {
-    return Object.fromEntries(this.upstreams.map((u) => [u.name, u.status()]));
+  status(): Record<string, UpstreamSourceStatus> {
+    return Object.fromEntries(
+      this.upstreams.map((u) => {
+        const hold = this.#lanes.get(u.name)!.churn.hold;
+        return [u.name, hold === undefined ? u.status() : { ...u.status(), frozen: frozenStatus(hold, this.#churnLimits) }];
+      }),
+    );
   }
 
   /** The namespace patterns (`github__*`) of the upstreams: a key's `tools` may name them before their tools are listed. */
@@ -94,21 +155,35 @@ export class UpstreamSource {
 
   /** Stops every upstream (their process groups too). */
   async stop(): Promise<void> {
+    for (const lane of this.#lanes.values()) lane.churn.close();
     await Promise.all(this.upstreams.map((u) => u.stop()));
     if (typeof this.#options.confinement === 'object') await this.#options.confinement.close();
   }
 
-  #listed(upstream: Upstream, wire: readonly unknown[]): void {
-    const { tools, refused } = checkDefinitions(upstream.spec, [...wire]);
-    const { served, held } = admitted(this.#options.lock, upstream.name, tools);
-    const digest = (name: string): string | undefined => this.#digests.get(name);
-    const rejected = this.#registry.replaceSource(
-      upstream.name,
-      served.map((definition) => toolOf(upstream, definition, digest)),
-    );
-    for (const [name, entry] of this.#digests) if (entry.startsWith(`${upstream.name}\0`)) this.#digests.delete(name);
+  /** Checks a listing now (what the upstream lists is known at once) and gives it to the lane; resolves once it, or a newer one, is settled. */
+  #listed(lane: Lane, wire: readonly unknown[]): Promise<void> {
+    const { tools, refused } = checkDefinitions(lane.upstream.spec, [...wire]);
+    const { served, held } = admitted(this.#options.lock, lane.upstream.name, tools);
+    lane.listed = new Map(served.map((d) => [d.name, d.digest]));
+    return lane.listings.give({ served, refused, held, key: served.map((d) => `${d.name}\0${d.digest}`).join('\n') });
+  }
+
+  /** Applies a listing to the registry, or keeps it back while the upstream is held; what is served is updated once applied. */
+  async #apply(lane: Lane, listing: Listing): Promise<void> {
+    const { upstream } = lane;
+    if (listing.key === lane.appliedKey) lane.heldBack = undefined;
+    else if (!lane.churn.admit()) {
+      lane.heldBack = listing;
+      lane.notApplied++;
+      return;
+    }
+    const { served, refused, held } = listing;
+    const tools = served.map((definition) => toolOf(upstream, definition, (d, started) => this.#serves(lane, d, started)));
+    const rejected = await replaced(this.#registry, upstream.name, tools);
+    if (rejected === 'superseded') return;
     const refusedNames = new Set(rejected.map((r) => r.name));
-    for (const definition of served) if (!refusedNames.has(definition.name)) this.#digests.set(definition.name, `${upstream.name}\0${definition.digest}`);
+    lane.applied = new Map(served.filter((d) => !refusedNames.has(d.name)).map((d) => [d.name, d.digest]));
+    lane.appliedKey = listing.key;
     upstream.tools = served.length - rejected.length;
     upstream.held = refused.length + held.length + rejected.length;
     if (upstream.held === 0) return;
@@ -126,6 +201,37 @@ export class UpstreamSource {
       'upstream tools not served (the first few with their reasons)',
     );
   }
+
+  /** A hold ended: said once, and the newest listing it kept back is applied (unless a newer one is on its way). */
+  #released(lane: Lane): void {
+    this.#options.log.info({ upstream: lane.upstream.name, notApplied: lane.notApplied }, HOLD_ENDED);
+    const listing = lane.heldBack;
+    lane.heldBack = undefined;
+    lane.notApplied = 0;
+    if (listing !== undefined && lane.listings.settled) void lane.listings.give(listing);
+  }
+
+  /**
+   * Whether a call of `definition` may go to the upstream. Under a lock, and after a lazy
+   * upstream `started` for the call, what is served of it must still be that definition once the
+   * listings given so far are applied; under a lock, the newest listing must pin it too (a hold
+   * may keep a change from being applied, never from being refused).
+   */
+  #serves(lane: Lane, definition: UpstreamToolDefinition, started: boolean): boolean | Promise<boolean> {
+    if (this.#options.lock === undefined && !started) return true;
+    const check = (): boolean =>
+      lane.applied.get(definition.name) === definition.digest && (this.#options.lock === undefined || lane.listed.get(definition.name) === definition.digest);
+    return lane.listings.settled ? check() : lane.listings.settle().then(check);
+  }
+}
+
+/**
+ * Puts an upstream's tools in the registry, resolving once they are served ('superseded': a newer
+ * replacement of the same source took its place). Until ToolRegistry.replaceSourceAsync (which
+ * compiles off the event loop) is there, the same contract on this thread.
+ */
+async function replaced(registry: ToolRegistry, source: string, tools: readonly ToolDef[]): Promise<Array<{ name: string; reason: string }> | 'superseded'> {
+  return registry.replaceSource(source, tools);
 }
 
 // Tools named in the summary line of a listing, of each kind (refused by the checks, held by the
@@ -136,8 +242,15 @@ const HELD_REASONS = {
   new: 'it is not in the lock file (run toolport upstreams lock to serve it)',
 } as const;
 
-/** An upstream tool as a ToolDef: its checked definition, and a call that goes to the upstream. */
-function toolOf(upstream: Upstream, definition: UpstreamToolDefinition, served: (name: string) => string | undefined): ToolDef {
+/**
+ * An upstream tool as a ToolDef: its checked definition, and a call that goes to the upstream
+ * while `serves` says it still stands for that definition.
+ */
+function toolOf(
+  upstream: Upstream,
+  definition: UpstreamToolDefinition,
+  serves: (definition: UpstreamToolDefinition, started: boolean) => boolean | Promise<boolean>,
+): ToolDef {
   const annotations = { ...definition.annotations, ...(definition.title !== undefined ? { title: definition.title } : {}) };
   return {
     name: definition.name,
@@ -148,15 +261,16 @@ function toolOf(upstream: Upstream, definition: UpstreamToolDefinition, served: 
     ...(upstream.spec.timeoutMs !== undefined ? { timeoutMs: upstream.spec.timeoutMs } : {}),
     async execute(input, context): Promise<ToolResult> {
       try {
-        if (upstream.state === 'idle') {
-          // A lazy upstream's tools were served from the lock: the process's own list, read as it
-          // starts, must still pin this definition, or the call would run what was not reviewed.
-          await upstream.start();
-          if (served(definition.name) !== `${upstream.name}\0${definition.digest}`) {
-            return errorResult(
-              `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} that differs from the one pinned in the lock file: the tool is held until \`toolport upstreams lock\` is run again.`,
-            );
-          }
+        // A lazy upstream's tools were served from the lock: the process's own list, read as it
+        // starts, must still pin this definition (once applied), or the call would run what was
+        // not reviewed. Under a lock, so must every newer list, applied yet or not.
+        const started = upstream.state === 'idle';
+        if (started) await upstream.start();
+        const still = serves(definition, started);
+        if (!(typeof still === 'boolean' ? still : await still)) {
+          return errorResult(
+            `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} that differs from the one pinned in the lock file: the tool is held until \`toolport upstreams lock\` is run again.`,
+          );
         }
         const wire = await upstream.call(definition.upstreamName, input, {
           signal: context.signal,
