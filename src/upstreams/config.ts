@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import { DEFAULT_MAX_RESULT_BYTES, MAX_MESSAGE_BYTES } from './message-bounds.js';
 
 /** A bad upstreams file or entry, found at start-up. The message names the upstream and the field, never a secret's value. */
 export class UpstreamConfigError extends Error {
@@ -20,6 +21,8 @@ export interface UpstreamCommon {
   timeoutMs: number | undefined;
   /** Calls in flight to this upstream at once. */
   maxConcurrency: number;
+  /** The most bytes one call's answer may take; a larger answer fails that call, unread. */
+  maxResultBytes: number;
   /** Which of its tools to serve, by the upstream's own tool names: `include` first, then `exclude`. */
   tools: { include?: string[]; exclude?: string[] } | undefined;
   /** Values that came from `${VAR}` references anywhere in the entry: taken for secrets by {@link secretValues}. */
@@ -53,6 +56,8 @@ export const MAX_UPSTREAMS = 64;
 export const DEFAULT_SEPARATOR = '__';
 export const DEFAULT_UPSTREAM_CONCURRENCY = 8;
 const MAX_UPSTREAM_CONCURRENCY = 1024;
+// An answer smaller than this could not carry a useful result; toolport reads no message past MAX_MESSAGE_BYTES.
+const MIN_RESULT_BYTES = 1024;
 // An hour, as for the server's own deadlines: Node's timers take at most 2^31 - 1 ms.
 const MAX_TIMEOUT_MS = 3_600_000;
 // A tool name is at most 64 characters, and at least one of them is the upstream's own.
@@ -79,6 +84,7 @@ const SERVER_KEYS = [
   'startup',
   'timeoutMs',
   'maxConcurrency',
+  'maxResultBytes',
   'tools',
   'network',
 ] as const;
@@ -288,6 +294,9 @@ function commonOf(name: string, server: Json, transport: 'stdio' | 'http', fail:
     fail(`"timeoutMs" must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
   const maxConcurrency = server['maxConcurrency'] ?? DEFAULT_UPSTREAM_CONCURRENCY;
   if (!isWholeNumberIn(maxConcurrency, 1, MAX_UPSTREAM_CONCURRENCY)) fail(`"maxConcurrency" must be a whole number from 1 to ${MAX_UPSTREAM_CONCURRENCY}`);
+  const maxResultBytes = server['maxResultBytes'] ?? DEFAULT_MAX_RESULT_BYTES;
+  if (!isWholeNumberIn(maxResultBytes, MIN_RESULT_BYTES, MAX_MESSAGE_BYTES))
+    fail(`"maxResultBytes" must be a whole number of bytes from ${MIN_RESULT_BYTES} to ${MAX_MESSAGE_BYTES} (32 MiB)`);
   return {
     name,
     prefix: prefix as string,
@@ -295,6 +304,7 @@ function commonOf(name: string, server: Json, transport: 'stdio' | 'http', fail:
     startup: transport === 'http' ? 'eager' : (startup as 'eager' | 'lazy'),
     timeoutMs: timeoutMs as number | undefined,
     maxConcurrency: maxConcurrency as number,
+    maxResultBytes: maxResultBytes as number,
     tools: toolFilterOf(server['tools'], fail),
   };
 }

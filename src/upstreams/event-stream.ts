@@ -16,7 +16,7 @@ export interface ServerSentEvent {
 export class EventStreamParser {
   readonly #lines: LineSplitter;
   readonly #maxBytes: number;
-  readonly #onEvent: (event: ServerSentEvent) => void;
+  readonly #onEvent: (event: ServerSentEvent, bytes: number) => void;
   #event = '';
   #data: string[] = [];
   #dataBytes = 0;
@@ -27,10 +27,16 @@ export class EventStreamParser {
   /** The reconnection time the stream asked for, in ms. */
   retryMs: number | undefined;
 
-  constructor(maxBytes: number, onEvent: (event: ServerSentEvent) => void) {
+  /** `onEvent` hears each event and the bytes of its data. */
+  constructor(maxBytes: number, onEvent: (event: ServerSentEvent, bytes: number) => void) {
     this.#lines = new LineSplitter(maxBytes);
     this.#maxBytes = maxBytes;
     this.#onEvent = onEvent;
+  }
+
+  /** Bytes held of the event being read (its line begun, its data lines). */
+  get buffered(): number {
+    return this.#lines.buffered + this.#dataBytes;
   }
 
   /** Feeds a chunk; dispatches each event it completes. */
@@ -70,9 +76,10 @@ export class EventStreamParser {
     const data = this.#data.length === 1 ? this.#data[0]! : this.#data.join('\n');
     const event: ServerSentEvent = { event: this.#event === '' ? 'message' : this.#event, data };
     if (this.#id !== undefined) event.id = this.#id;
+    const bytes = this.#dataBytes;
     this.#reset();
     // As the standard says: an event with empty data is not dispatched (a priming event sets the id only).
-    if (data !== '') this.#onEvent(event);
+    if (data !== '') this.#onEvent(event, bytes);
   }
 
   #reset(): void {

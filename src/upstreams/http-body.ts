@@ -1,13 +1,21 @@
 import type { Dispatcher } from 'undici';
+import type { BudgetShare } from './byte-budget.js';
 import { UpstreamContentError } from './http-errors.js';
 
 /** A response body as undici's `request` gives it. */
 export type Body = Dispatcher.ResponseData['body'];
 
-/** Hands each chunk of `body` to `onChunk` until the body ends; a throw of `onChunk` destroys the body and rejects. */
-export function consume(body: Body, onChunk: (chunk: Buffer) => void): Promise<void> {
+/**
+ * Hands each chunk of `body` to `onChunk` until the body ends; a throw of `onChunk` (or a promise
+ * it returns that rejects) destroys the body and rejects. While a promise it returned is pending,
+ * the body is paused: the upstream waits.
+ */
+export function consume(body: Body, onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    let ended = false;
+    // The chunk being taken while the body is paused: the end waits for it.
+    let taking: Promise<void> | undefined;
     const fail = (err: Error): void => {
       if (settled) return;
       settled = true;
@@ -15,9 +23,24 @@ export function consume(body: Body, onChunk: (chunk: Buffer) => void): Promise<v
       body.destroy();
       reject(err);
     };
+    const finish = (): void => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    };
     const onData = (chunk: Buffer): void => {
       try {
-        onChunk(chunk);
+        const later = onChunk(chunk);
+        if (later === undefined) return;
+        body.pause();
+        taking = later.then(
+          () => {
+            taking = undefined;
+            if (ended) finish();
+            else if (!settled) body.resume();
+          },
+          (err: unknown) => fail(err as Error),
+        );
       } catch (err) {
         fail(err as Error);
       }
@@ -25,24 +48,35 @@ export function consume(body: Body, onChunk: (chunk: Buffer) => void): Promise<v
     body.on('data', onData);
     body.once('error', fail);
     body.once('end', () => {
-      settled = true;
-      resolve();
+      ended = true;
+      if (taking === undefined) finish();
     });
     // Closed without an end or an error: the body was cut short.
-    body.once('close', () => fail(new UpstreamContentError('the upstream cut its response short')));
+    body.once('close', () => {
+      if (!ended) fail(new UpstreamContentError('the upstream cut its response short'));
+    });
   });
 }
 
-/** A body whole as text, up to `maxBytes`; past it, the error `tooLarge` gives is thrown. */
-export async function readBounded(body: Body, maxBytes: number, tooLarge: () => Error): Promise<string> {
+/**
+ * A body whole, up to `maxBytes`; past it, the error `tooLarge` gives is thrown. Each chunk is
+ * counted in `share` before it is kept; the caller ends the share.
+ */
+export async function readBounded(body: Body, maxBytes: number, tooLarge: () => Error, share: BudgetShare): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let length = 0;
+  const keep = (chunk: Buffer): void => {
+    chunks.push(chunk);
+    share.hold(length);
+  };
   await consume(body, (chunk) => {
     length += chunk.length;
     if (length > maxBytes) throw tooLarge();
-    chunks.push(chunk);
+    const wait = share.room(chunk.length);
+    if (wait === undefined) return keep(chunk);
+    return wait.then(() => keep(chunk));
   });
-  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, length).toString('utf8');
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 }
 
 /** Reads what is left of a body without keeping it (a little of it: undici's `dump` stops at 128 KiB and closes the rest). */

@@ -1,21 +1,31 @@
 import { setMaxListeners } from 'node:events';
 import type { JSONRPCMessage, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/client';
 import type { Dispatcher } from 'undici';
-import { EventStreamParser } from './event-stream.js';
-import { consume, delay, discard, header, mediaType, readBounded, type Body } from './http-body.js';
+import type { AnswerLedger, ReadCounters } from './answer-ledger.js';
+import type { EventStreamParser } from './event-stream.js';
+import { HttpAnswers } from './http-answers.js';
+import { delay, discard, header, mediaType, type Body } from './http-body.js';
 import { UpstreamContentError, UpstreamHttpError, UpstreamStreamEndedError } from './http-errors.js';
-import { asMessage, NotJsonRpcError, parseMessage } from './json-rpc.js';
+import { NotJsonRpcError } from './json-rpc.js';
 import { MessageTooLargeError } from './line-splitter.js';
+import { bytesText, DEFAULT_MAX_RESULT_BYTES, SMALL_MESSAGE_BYTES } from './message-bounds.js';
+import { StreamBackoff, type ReconnectTiming } from './stream-backoff.js';
 
 export interface StreamableHttpOptions {
   url: URL;
   /** Sent with every request (the upstream's configured headers); the transport's own headers win. */
   headers: Readonly<Record<string, string>>;
   dispatcher: Dispatcher;
-  /** Largest JSON body, event line or event data taken. */
-  maxMessageBytes: number;
-  /** Hears why the transport gave the upstream up (a message past the bound), before it closes. */
+  /** The most a call's answer may take (the upstream's `maxResultBytes`; default {@link DEFAULT_MAX_RESULT_BYTES}). */
+  maxResultBytes?: number;
+  /** Where what reading costs is counted (the upstream's, over its connections). */
+  counters?: ReadCounters;
+  /** How the GET stream is opened again when it ends (see `StreamBackoff`). */
+  reconnect?: Partial<ReconnectTiming>;
+  /** Hears why the transport gave the upstream up (a message past its bound, an answer to a request never sent), before it closes. */
   onBroken(why: string): void;
+  /** Hears why the GET stream was given up (it keeps ending at once, or cannot be opened): what it would announce is not heard. */
+  onEventStreamLost?(why: string): void;
 }
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -23,8 +33,7 @@ const ACCEPT = 'application/json, text/event-stream';
 const OWN_HEADERS = new Set(['accept', 'content-type', 'content-length', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version']);
 /** How long closing waits for the upstream to take the DELETE of its session. */
 const DELETE_TIMEOUT_MS = 2_000;
-/** An event stream that ends is opened again after the upstream's `retry`, or this long; failed reopens are tried this many times. */
-const RECONNECT_DELAY_MS = 1_000;
+/** Failed reopens of an event stream are tried this many times. */
 const MAX_RECONNECT_ATTEMPTS = 2;
 
 /**
@@ -34,8 +43,10 @@ const MAX_RECONNECT_ATTEMPTS = 2;
  * with every request after it; once the session is up, a GET stream carries what the upstream
  * sends on its own (`list_changed`), reopened when it ends; closing aborts what is in flight and
  * DELETEs the session. A request whose event stream ends before its answer is resumed from the
- * last event id (GET with `Last-Event-ID`) when the stream gave one. Bodies, event lines and
- * event data are bounded: past the bound the transport is given up (`onBroken`, then closed).
+ * last event id (GET with `Last-Event-ID`) when the stream gave one. What the upstream sends is
+ * read through {@link HttpAnswers}: each body and event bounded by the request it answers (past
+ * it, that request is refused), the GET stream's events by a small message's bound (past it, or
+ * at an answer to a request never sent, the transport is given up: `onBroken`, then closed).
  */
 export class StreamableHttpTransport implements Transport {
   onclose?: () => void;
@@ -44,8 +55,12 @@ export class StreamableHttpTransport implements Transport {
   /** One request per message: a request's own signal aborts it (the 2026 revision's cancellation). */
   readonly hasPerRequestStream = true;
   sessionId: string | undefined;
+  /** The requests sent and what their answers may take. */
+  readonly answers: AnswerLedger;
 
   readonly #options: StreamableHttpOptions;
+  readonly #read: HttpAnswers;
+  readonly #backoff: StreamBackoff;
   readonly #origin: string;
   readonly #path: string;
   readonly #headers: Record<string, string> = {};
@@ -68,6 +83,13 @@ export class StreamableHttpTransport implements Transport {
     }
     // As many listeners as requests in flight, which the upstream's slots bound.
     setMaxListeners(0, this.#closing.signal);
+    this.#read = new HttpAnswers(options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES, options.counters, {
+      message: (message) => this.onmessage?.(message),
+      error: (error) => this.onerror?.(error),
+      breach: (why) => this.#giveUp(`the upstream ${why}`),
+    });
+    this.answers = this.#read.ledger;
+    this.#backoff = new StreamBackoff(options.reconnect);
   }
 
   async start(): Promise<void> {}
@@ -82,8 +104,10 @@ export class StreamableHttpTransport implements Transport {
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const requestSignal = options?.requestSignal;
+    const awaited = 'method' in message && 'id' in message ? message.id : undefined;
     try {
       if (this.#closed) throw new Error('the connection to the upstream is closed');
+      this.answers.sent(message);
       const initialize = 'method' in message && message.method === 'initialize';
       const headers = this.#requestHeaders(ACCEPT, initialize);
       headers['content-type'] = 'application/json';
@@ -105,7 +129,6 @@ export class StreamableHttpTransport implements Transport {
         throw new UpstreamHttpError(statusCode);
       }
       if (initialize) this.sessionId = header(response.headers, 'mcp-session-id');
-      const awaited = 'method' in message && 'id' in message ? message.id : undefined;
       if (statusCode === 202 || awaited === undefined) {
         await discard(body);
         if ('method' in message && message.method === 'notifications/initialized') this.#openEventStream(0);
@@ -115,10 +138,7 @@ export class StreamableHttpTransport implements Transport {
       }
       const type = mediaType(response.headers);
       if (type === 'application/json') {
-        const text = await readBounded(body, this.#options.maxMessageBytes, () => this.#broken());
-        // One message, or a batch of them (which MCP's 2025-03-26 revision allowed).
-        const messages = text.trimStart().startsWith('[') ? (JSON.parse(text) as unknown[]).map(asMessage) : [parseMessage(text)];
-        for (const received of messages) this.onmessage?.(received);
+        await this.#read.readJson(body, response.headers, awaited);
       } else if (type === 'text/event-stream') {
         await this.#readRequestStream(body, awaited);
       } else {
@@ -132,6 +152,9 @@ export class StreamableHttpTransport implements Transport {
           : (err as Error);
       if (!this.#closed && requestSignal?.aborted !== true) this.onerror?.(error);
       throw error;
+    } finally {
+      // Its answer comes on this exchange or not at all: one later is late.
+      if (awaited !== undefined) this.answers.forget(awaited);
     }
   }
 
@@ -171,7 +194,8 @@ export class StreamableHttpTransport implements Transport {
   /**
    * The event stream answering request `id`: read to its end; resumed from its last event id
    * while it ends before the answer; without an id to resume from, the request fails. A
-   * cancellation of the request ends it quietly.
+   * cancellation of the request ends it quietly; an event past the request's allowance ends it
+   * with a refusal for the request.
    */
   async #readRequestStream(body: Body, id: RequestId): Promise<void> {
     let answered = false;
@@ -181,23 +205,24 @@ export class StreamableHttpTransport implements Transport {
       stopped = true;
       current.destroy();
     });
-    const parser = this.#parser((message) => {
+    const parser = this.#read.parser(this.#read.allowance(id), (message) => {
       if (!('method' in message) && 'id' in message && message.id === id) answered = true;
     });
     try {
-      await this.#readEvents(body, parser);
+      await this.#read.readEvents(body, parser);
       for (let attempt = 0; !answered && !this.#closed && !stopped; attempt++) {
         if (parser.lastEventId === undefined || attempt >= MAX_RECONNECT_ATTEMPTS) {
           throw new UpstreamStreamEndedError('the upstream ended the event stream of the call without answering it');
         }
-        await delay(parser.retryMs ?? RECONNECT_DELAY_MS, this.#closing.signal);
+        await delay(this.#backoff.base(parser.retryMs), this.#closing.signal);
         const resumed = stopped ? undefined : await this.#get(parser.lastEventId);
         if (resumed === undefined) continue;
         current = resumed;
         if (stopped) resumed.destroy();
-        await this.#readEvents(resumed, parser);
+        await this.#read.readEvents(resumed, parser);
       }
     } catch (err) {
+      if (err instanceof MessageTooLargeError) return this.#read.refuse(id);
       if (!stopped) throw err;
     } finally {
       this.#streams.delete(id);
@@ -206,31 +231,42 @@ export class StreamableHttpTransport implements Transport {
 
   /**
    * The stream of what the upstream sends on its own: opened once the session is up (an upstream
-   * that offers none answers 405), and again, from its last event id, each time it ends; an open
-   * that fails is tried again {@link MAX_RECONNECT_ATTEMPTS} times, then reported and left.
+   * that offers none answers 405), and again, from its last event id, each time it ends, after
+   * the waits of {@link StreamBackoff} (given up after many quick ends in a row); an open that
+   * fails is tried again {@link MAX_RECONNECT_ATTEMPTS} times, then given up. Its events may take
+   * a small message's bound: past it the upstream is given up.
    */
-  #openEventStream(attempt: number, parser = this.#parser()): void {
+  #openEventStream(attempt: number, parser = this.#read.parser(SMALL_MESSAGE_BYTES)): void {
     if (this.#closed) return;
     void (async () => {
-      let opened = false;
+      let openedAt: number | undefined;
       try {
         const body = await this.#get(parser.lastEventId);
         if (body === undefined) return;
-        opened = true;
-        await this.#readEvents(body, parser);
-        this.#reopen(0, parser);
+        openedAt = performance.now();
+        await this.#read.readEvents(body, parser);
+        this.#streamEnded(performance.now() - openedAt, parser);
       } catch (err) {
         if (this.#closed) return;
+        if (err instanceof MessageTooLargeError) return void this.#giveUp(`the upstream sent a message of more than ${bytesText(SMALL_MESSAGE_BYTES)}`);
         this.onerror?.(err as Error);
-        if (opened || attempt < MAX_RECONNECT_ATTEMPTS) this.#reopen(opened ? 0 : attempt + 1, parser);
+        if (openedAt !== undefined) this.#streamEnded(performance.now() - openedAt, parser);
+        else if (attempt < MAX_RECONNECT_ATTEMPTS) this.#reopen(attempt + 1, parser, this.#backoff.base(parser.retryMs));
+        else this.#options.onEventStreamLost?.(`its event stream could not be opened again (${(err as Error).message})`);
       }
     })();
   }
 
-  #reopen(attempt: number, parser: EventStreamParser): void {
+  #streamEnded(livedMs: number, parser: EventStreamParser): void {
+    const wait = this.#backoff.ended(livedMs, parser.retryMs);
+    if (wait === undefined) this.#options.onEventStreamLost?.(this.#backoff.givenUp);
+    else this.#reopen(0, parser, wait);
+  }
+
+  #reopen(attempt: number, parser: EventStreamParser, wait: number): void {
     if (this.#closed) return;
     clearTimeout(this.#reconnectTimer);
-    this.#reconnectTimer = setTimeout(() => this.#openEventStream(attempt, parser), parser.retryMs ?? RECONNECT_DELAY_MS);
+    this.#reconnectTimer = setTimeout(() => this.#openEventStream(attempt, parser), wait);
     this.#reconnectTimer.unref();
   }
 
@@ -254,34 +290,8 @@ export class StreamableHttpTransport implements Transport {
     return response.body;
   }
 
-  /** A parser whose `message` events go to the protocol layer (and to `seen`); an event that is not JSON-RPC is reported and skipped, as the SDK's transport does. */
-  #parser(seen?: (message: JSONRPCMessage) => void): EventStreamParser {
-    return new EventStreamParser(this.#options.maxMessageBytes, (event) => {
-      if (event.event !== 'message') return;
-      let message: JSONRPCMessage;
-      try {
-        message = parseMessage(event.data);
-      } catch {
-        this.onerror?.(new UpstreamContentError('the upstream sent an event that is not a JSON-RPC message'));
-        return;
-      }
-      seen?.(message);
-      this.onmessage?.(message);
-    });
-  }
-
-  /** Feeds `body` to `parser` until it ends; past the bound the transport is given up. */
-  async #readEvents(body: Body, parser: EventStreamParser): Promise<void> {
-    try {
-      await consume(body, (chunk) => parser.push(chunk));
-    } catch (err) {
-      if (err instanceof MessageTooLargeError) throw this.#broken();
-      throw err;
-    }
-  }
-
-  #broken(): UpstreamContentError {
-    const why = `the upstream sent a message of more than ${this.#options.maxMessageBytes / (1024 * 1024)} MiB`;
+  /** Gives the upstream up (`why` is its reason), and closes; the error says why to whoever read. */
+  #giveUp(why: string): UpstreamContentError {
     if (!this.#closed) {
       this.#options.onBroken(why);
       void this.close();

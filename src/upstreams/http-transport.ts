@@ -1,9 +1,9 @@
 import { ProtocolError, SdkError, SdkErrorCode, type Transport } from '@modelcontextprotocol/client';
 import { Agent } from 'undici';
+import type { ReadCounters } from './answer-ledger.js';
 import type { HttpUpstream } from './config.js';
-import { StreamableHttpTransport } from './http-client.js';
+import { StreamableHttpTransport, type StreamableHttpOptions } from './http-client.js';
 import { UpstreamContentError, UpstreamHttpError, UpstreamStreamEndedError } from './http-errors.js';
-import { MAX_MESSAGE_BYTES } from './stdio-transport.js';
 
 /** HTTP upstreams: how long a connection may take, and how long a response may stall between bytes. */
 const HTTP_CONNECT_TIMEOUT_MS = 10_000;
@@ -16,18 +16,30 @@ export function httpAgent(): Agent {
   return new Agent({ connectTimeout: HTTP_CONNECT_TIMEOUT_MS, bodyTimeout: HTTP_BODY_TIMEOUT_MS, headersTimeout: HTTP_BODY_TIMEOUT_MS });
 }
 
-/**
- * The Streamable HTTP transport to `spec`'s URL through `agent`, each message bounded to
- * {@link MAX_MESSAGE_BYTES}: past it the transport is closed and `onBroken` hears why (the
- * upstream is broken, not just this stream: it restarts, with backoff, as a process would).
- */
-export function httpTransport(spec: Pick<HttpUpstream, 'url' | 'headers'>, agent: Agent, onBroken: (transport: Transport, why: string) => void): Transport {
-  const transport: Transport = new StreamableHttpTransport({
+export interface HttpTransportHooks {
+  /** Hears why the transport gave the upstream up before it closes (it is broken, not just a stream: it restarts, with backoff, as a process would). */
+  onBroken(transport: Transport, why: string): void;
+  /** Hears why its GET stream was given up. */
+  onEventStreamLost?(why: string): void;
+  counters?: ReadCounters;
+  reconnect?: StreamableHttpOptions['reconnect'];
+}
+
+/** The Streamable HTTP transport to `spec`'s URL through `agent`, each answer bounded by what its request may take (see `StreamableHttpTransport`). */
+export function httpTransport(
+  spec: Pick<HttpUpstream, 'url' | 'headers' | 'maxResultBytes'>,
+  agent: Agent,
+  hooks: HttpTransportHooks,
+): StreamableHttpTransport {
+  const transport: StreamableHttpTransport = new StreamableHttpTransport({
     url: new URL(spec.url),
     headers: spec.headers,
     dispatcher: agent,
-    maxMessageBytes: MAX_MESSAGE_BYTES,
-    onBroken: (why) => onBroken(transport, why),
+    maxResultBytes: spec.maxResultBytes,
+    ...(hooks.counters !== undefined ? { counters: hooks.counters } : {}),
+    ...(hooks.reconnect !== undefined ? { reconnect: hooks.reconnect } : {}),
+    onBroken: (why) => hooks.onBroken(transport, why),
+    ...(hooks.onEventStreamLost !== undefined ? { onEventStreamLost: hooks.onEventStreamLost } : {}),
   });
   return transport;
 }

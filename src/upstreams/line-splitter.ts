@@ -34,6 +34,11 @@ export class LineSplitter {
     this.#length += chunk.length - start;
   }
 
+  /** Bytes of the line begun so far. */
+  get buffered(): number {
+    return this.#length;
+  }
+
   /** Forgets the line begun so far. */
   clear(): void {
     this.#pieces = [];

@@ -6,12 +6,11 @@ import type { Logger } from 'pino';
 import type { StdioUpstream } from './config.js';
 import type { ConfinedLaunch, UpstreamConfinement } from './confinement.js';
 import { CLOSE_SLACK_MS, killProcessGroup, trackGroup } from '../os/proc/process.js';
-import { NotJsonRpcError, parseMessage } from './json-rpc.js';
-import { LineSplitter, MessageTooLargeError } from './line-splitter.js';
+import { AnswerLedger, type ReadCounters } from './answer-ledger.js';
+import { DEFAULT_MAX_RESULT_BYTES } from './message-bounds.js';
+import { StdioMessageReader } from './stdio-reader.js';
 
 const MiB = 1024 * 1024;
-/** Largest message an upstream may send (one line on stdout, or on an HTTP stream) before it is taken as broken. */
-export const MAX_MESSAGE_BYTES = 32 * MiB;
 /** Output the process has not read yet past which it is taken as not reading its input at all. */
 export const MAX_UNSENT_BYTES = 8 * MiB;
 /** Longest stderr line kept in the log; the rest of a longer one is left out. */
@@ -20,6 +19,12 @@ const MAX_STDERR_LINE = 4096;
 const STDERR_REDACT_SLACK = 4096;
 /** Most stderr lines logged per second; past it, lines are counted and the count logged. */
 const MAX_STDERR_LINES_PER_SECOND = 50;
+/**
+ * A line begun on stdout that gets no byte for this long never ends: writers write a message in
+ * one go. Every message after it waits behind it, so the upstream is broken then, or sooner when a
+ * request sent while the line was open is given up after the line has been open this long.
+ */
+export const LINE_STALL_MS = 10_000;
 
 export interface StdioTransportOptions {
   command: string;
@@ -38,6 +43,12 @@ export interface StdioTransportOptions {
   confinement?: UpstreamConfinement | string;
   /** It may open sockets (default true). */
   network?: boolean;
+  /** The most a call's answer may take (the upstream's `maxResultBytes`; default {@link DEFAULT_MAX_RESULT_BYTES}). */
+  maxResultBytes?: number;
+  /** Where what reading costs is counted (the upstream's, over its connections). */
+  counters?: ReadCounters;
+  /** See {@link LINE_STALL_MS} (its default). */
+  lineStallMs?: number;
 }
 
 /**
@@ -50,6 +61,7 @@ export function stdioTransport(
   log: Logger,
   redact: (text: string) => string,
   confinement?: UpstreamConfinement | string,
+  reading: Pick<StdioTransportOptions, 'counters' | 'lineStallMs'> = {},
 ): StdioProcessTransport {
   const env: Record<string, string> = {};
   for (const name of ['PATH', 'HOME']) if (baseEnv[name] !== undefined) env[name] = baseEnv[name];
@@ -62,6 +74,8 @@ export function stdioTransport(
     redact,
     confinement,
     network: spec.network,
+    maxResultBytes: spec.maxResultBytes,
+    ...reading,
   });
 }
 
@@ -70,16 +84,22 @@ export function stdioTransport(
  * server: the process leads its own process group, so stopping it ends whatever it started too
  * (and so does the leader's own exit, and the server's, through `trackGroup`); confined, the
  * leader is the reaper's supervisor, which also ends what left the group; it gets only the
- * environment given; its stderr goes to the log line by line, bounded; a message longer than
- * {@link MAX_MESSAGE_BYTES}, or more than {@link MAX_UNSENT_BYTES} of input it does not read, ends it.
+ * environment given; its stderr goes to the log line by line, bounded; what it writes is read by a
+ * {@link StdioMessageReader}, each message bounded by what toolport awaits (`answers`) before it is
+ * kept; a message past its bound, a line that never ends (see {@link LINE_STALL_MS}), or more than
+ * {@link MAX_UNSENT_BYTES} of input it does not read, ends it.
  */
 export class StdioProcessTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
 
+  /** The requests sent and what their answers may take. */
+  readonly answers: AnswerLedger;
   readonly #options: StdioTransportOptions;
-  readonly #lines = new LineSplitter(MAX_MESSAGE_BYTES);
+  readonly #reader: StdioMessageReader;
+  readonly #lineStallMs: number;
+  #stallTimer: NodeJS.Timeout | undefined;
   #child: ChildProcess | undefined;
   #closed = false;
   #groupKilled = false;
@@ -89,6 +109,14 @@ export class StdioProcessTransport implements Transport {
 
   constructor(options: StdioTransportOptions) {
     this.#options = options;
+    this.answers = new AnswerLedger(options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES, options.counters);
+    this.#lineStallMs = options.lineStallMs ?? LINE_STALL_MS;
+    this.#reader = new StdioMessageReader(this.answers, {
+      message: (message) => {
+        if (!this.#closed) this.onmessage?.(message);
+      },
+      broken: (why) => this.#broken(why),
+    });
   }
 
   get pid(): number | undefined {
@@ -161,22 +189,28 @@ export class StdioProcessTransport implements Transport {
   }
 
   #read(chunk: Buffer): void {
-    try {
-      this.#lines.push(chunk, (line) => {
-        if (this.#closed) return false;
-        const message = parseLine(line);
-        if (message !== undefined) this.onmessage?.(message);
-        return true;
-      });
-    } catch (err) {
-      // A line that is not JSON-RPC, or one past the bound: the stream cannot be trusted further.
-      this.exit ??=
-        err instanceof MessageTooLargeError
-          ? err.message
-          : `sent what is not a JSON-RPC message${err instanceof NotJsonRpcError ? '' : ` (${(err as Error).message.split('\n')[0]})`}`;
-      this.onerror?.(err as Error);
-      void this.close();
-    }
+    if (this.#closed) return;
+    this.#reader.push(chunk);
+    if (this.#reader.lineOpenSince !== undefined && this.#stallTimer === undefined && !this.#closed) this.#watchStall(this.#lineStallMs);
+  }
+
+  /** Checks in `ms` that the line begun then has grown since, and again until it ends (a timer per line, not per chunk). */
+  #watchStall(ms: number): void {
+    this.#stallTimer = setTimeout(() => {
+      this.#stallTimer = undefined;
+      if (this.#closed || this.#reader.lineOpenSince === undefined) return;
+      const quiet = performance.now() - this.#reader.lastProgress;
+      if (quiet >= this.#lineStallMs) return this.#broken('sent a line that never ended');
+      this.#watchStall(this.#lineStallMs - quiet);
+    }, ms);
+    this.#stallTimer.unref();
+  }
+
+  /** The upstream broke the protocol or a bound: the stream cannot be trusted further. */
+  #broken(why: string): void {
+    this.exit ??= why;
+    this.onerror?.(new Error(`the upstream process ${why}`));
+    void this.close();
   }
 
   /**
@@ -186,6 +220,10 @@ export class StdioProcessTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (stdin === undefined || stdin === null || this.#closed || !stdin.writable) return Promise.reject(new Error('the upstream process is not running'));
+    if ('method' in message && message.method === 'notifications/cancelled' && this.#givingUp(message.params?.['requestId'])) {
+      return Promise.reject(new Error(`the upstream process ${this.exit}`));
+    }
+    this.answers.sent(message);
     if (stdin.writableLength > MAX_UNSENT_BYTES) {
       this.exit ??= `did not read its input (more than ${MAX_UNSENT_BYTES / MiB} MiB waited for it)`;
       // What it will never read is let go of now, not when the process is gone.
@@ -195,6 +233,18 @@ export class StdioProcessTransport implements Transport {
     }
     stdin.write(`${JSON.stringify(message)}\n`);
     return Promise.resolve();
+  }
+
+  /**
+   * A request is given up (timed out or aborted): when a line that was open before it was sent
+   * still is, and has been for the stall time, its answer could never come past that line.
+   */
+  #givingUp(id: unknown): boolean {
+    const sentAt = typeof id === 'string' || typeof id === 'number' ? this.answers.sentAt(id) : undefined;
+    const openSince = this.#reader.lineOpenSince;
+    if (sentAt === undefined || openSince === undefined || openSince > sentAt || performance.now() - openSince < this.#lineStallMs) return false;
+    this.#broken('sent a line that never ended');
+    return true;
   }
 
   async close(): Promise<void> {
@@ -227,7 +277,8 @@ export class StdioProcessTransport implements Transport {
     clearTimeout(this.#closeTimer);
     if (this.#closed) return;
     this.#closed = true;
-    this.#lines.clear();
+    clearTimeout(this.#stallTimer);
+    this.#reader.stop();
     this.onclose?.();
   }
 }
@@ -244,17 +295,6 @@ async function runnable(command: string, PATH: string, cwd: string): Promise<boo
     }
   }
   return false;
-}
-
-/** A line on stdout as a message: undefined for a line that is not JSON (skipped, as the SDK's transport does); throws `NotJsonRpcError` for JSON that is not JSON-RPC. */
-function parseLine(line: Buffer): JSONRPCMessage | undefined {
-  const text = line.toString('utf8', 0, line.length > 0 && line[line.length - 1] === 0x0d ? line.length - 1 : line.length);
-  try {
-    return parseMessage(text);
-  } catch (err) {
-    if (err instanceof SyntaxError) return undefined;
-    throw err;
-  }
 }
 
 /**

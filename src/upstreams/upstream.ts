@@ -1,11 +1,15 @@
 import { Client, type JSONRPCMessage, type RequestId, type Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
+import { readCounters, type AnswerLedger, type ReadCounters } from './answer-ledger.js';
 import { secretValues, type UpstreamSpec } from './config.js';
+import type { StreamableHttpTransport } from './http-client.js';
 import { describeHttpFailure, httpAgent, httpTransport, isConnectionFailure } from './http-transport.js';
 import { PERMISSIVE, ToolLister, relister } from './listing.js';
+import { bytesText, LIST_BUDGET_BYTES } from './message-bounds.js';
 import { redactor } from './redact.js';
 import { StdioProcessTransport, stdioTransport } from './stdio-transport.js';
+import type { ReconnectTiming } from './stream-backoff.js';
 import type { UpstreamConfinement } from './confinement.js';
 import { STOPPING_GRACE_MS } from '../core/executor.js';
 import { ConcurrencyLimiter, defaultShareOfQueue, defaultShareOfSlots } from '../core/limiter.js';
@@ -47,6 +51,10 @@ export interface UpstreamOptions {
   baseEnv: Record<string, string | undefined>;
   /** The sandbox of a stdio upstream, or why there is none here (see `StdioTransportOptions.confinement`). */
   confinement?: UpstreamConfinement | string;
+  /** How long a stdio line may stall before the upstream is taken for stuck (see `LINE_STALL_MS`, the default). */
+  lineStallMs?: number;
+  /** How an HTTP upstream's GET stream is opened again (see `RECONNECT_TIMING`, the default). */
+  streamReconnect?: Partial<ReconnectTiming>;
 }
 
 /** A call an upstream could not answer: it is down, stopped, or went away during the call. The text is for the model. */
@@ -72,6 +80,9 @@ const STABLE_AFTER_MS = 60_000;
 /** The longest delay a timer takes; the deadline is toolport's, so the SDK's own timeout is pushed out of the way. */
 const NO_SDK_TIMEOUT_MS = 2_147_483_647;
 
+/** A transport of toolport's own: it knows what each answer may take. */
+type BoundedTransport = StdioProcessTransport | StreamableHttpTransport;
+
 /**
  * One upstream MCP server, kept connected: connects (starting the process of a stdio upstream),
  * lists its tools, follows `list_changed` (or re-lists now and then), forwards calls with their
@@ -88,9 +99,9 @@ export class Upstream {
   readonly redact: (text: string) => string;
   #state: UpstreamState = 'idle';
   #client: Client | undefined;
-  #transport: Transport | undefined;
+  #transport: BoundedTransport | undefined;
   /** The transport of a connection being made, which `stop` closes. */
-  #opening: Transport | undefined;
+  #opening: BoundedTransport | undefined;
   #connecting: Promise<void> | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
   #relistTimer: NodeJS.Timeout | undefined;
@@ -106,6 +117,8 @@ export class Upstream {
   /** Calls aborted before the upstream answered, by request id: each releases its slot once answered. */
   readonly #abandoned = new Map<RequestId, () => void>();
   readonly #lister: ToolLister;
+  /** What reading its messages cost, over all its connections (for tests and measurements). */
+  readonly counters: ReadCounters = readCounters();
   tools = 0;
   held = 0;
 
@@ -188,7 +201,9 @@ export class Upstream {
     } catch (err) {
       this.#opening = undefined;
       this.#reason = this.redact(
-        this.#brokenBy.get(transport) ?? (transport instanceof StdioProcessTransport ? transport.describeFailure(err) : describeHttpFailure(err)),
+        refusalReason(transport.answers, err) ??
+          this.#brokenBy.get(transport) ??
+          (transport instanceof StdioProcessTransport ? transport.describeFailure(err) : describeHttpFailure(err)),
       );
       await client.close().catch(() => undefined);
       await transport.close().catch(() => undefined);
@@ -218,30 +233,32 @@ export class Upstream {
   }
 
   /**
-   * Sees the messages a call needs: the id of each `tools/call` sent (see `call`), and the answers
-   * to calls aborted before the upstream answered, which free their slots. Protocol.connect keeps
-   * an `onmessage` set before it and calls it first.
+   * Sees what a call needs: the id of each `tools/call` sent (see `call`), and the answers to
+   * calls aborted before the upstream answered, which free their slots (the transport drops them
+   * unread, as late answers; an answer that raced the cancellation is seen as it goes to the SDK:
+   * Protocol.connect keeps an `onmessage` set before it and calls it first).
    */
-  #watch(transport: Transport): void {
+  #watch(transport: BoundedTransport): void {
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
       if (this.#sending !== undefined && 'method' in message && message.method === 'tools/call' && 'id' in message) this.#sending.id = message.id;
       return send(message, options);
     };
+    transport.answers.onLate = (id) => this.#abandoned.get(id)?.();
     transport.onmessage = (message: JSONRPCMessage) => {
       if (this.#abandoned.size > 0 && 'id' in message && !('method' in message) && message.id !== undefined) this.#abandoned.get(message.id)?.();
     };
   }
 
   /** Lists again for `relister`; an HTTP upstream that cannot be reached is lost, as a process that exits is. */
-  async #relist(client: Client, transport: Transport): Promise<void> {
+  async #relist(client: Client, transport: BoundedTransport): Promise<void> {
     try {
       const tools = await this.#lister.list(client);
       if (this.#client === client) this.#options.onTools(tools);
     } catch (err) {
       if (this.#client !== client) return;
       if (this.#connectionFailed(client, transport, err)) return;
-      this.#log.warn({ err: this.redact((err as Error).message) }, 'upstream tool list could not be read again');
+      this.#log.warn({ err: this.redact(refusalReason(transport.answers, err) ?? (err as Error).message) }, 'upstream tool list could not be read again');
     }
   }
 
@@ -250,7 +267,7 @@ export class Upstream {
    * when told to, so nothing else notices it went away): the connection is lost, and restarted
    * with backoff. Says whether it was such a failure.
    */
-  #connectionFailed(client: Client, transport: Transport, err: unknown): boolean {
+  #connectionFailed(client: Client, transport: BoundedTransport, err: unknown): boolean {
     if (this.spec.transport !== 'http' || !isConnectionFailure(err)) return false;
     if (!this.#brokenBy.has(transport)) this.#brokenBy.set(transport, describeHttpFailure(err));
     this.#lost(client, transport);
@@ -258,10 +275,41 @@ export class Upstream {
     return true;
   }
 
-  #makeTransport(): Transport {
-    if (this.spec.transport === 'stdio') return stdioTransport(this.spec, this.#options.baseEnv, this.#log, this.redact, this.#options.confinement);
+  #makeTransport(): BoundedTransport {
+    const { baseEnv, confinement, lineStallMs, streamReconnect } = this.#options;
+    if (this.spec.transport === 'stdio') {
+      return stdioTransport(this.spec, baseEnv, this.#log, this.redact, confinement, {
+        counters: this.counters,
+        ...(lineStallMs !== undefined ? { lineStallMs } : {}),
+      });
+    }
     this.#agent ??= httpAgent();
-    return httpTransport(this.spec, this.#agent, (transport, why) => this.#brokenBy.set(transport, why));
+    return httpTransport(this.spec, this.#agent, {
+      onBroken: (transport, why) => this.#brokenBy.set(transport, why),
+      onEventStreamLost: (why) => this.#eventStreamLost(why),
+      counters: this.counters,
+      ...(streamReconnect !== undefined ? { reconnect: streamReconnect } : {}),
+    });
+  }
+
+  /**
+   * The HTTP upstream's GET stream was given up (it kept ending at once): its `list_changed` would
+   * go unheard, so it is listed again every `relistMs` instead, as one that announces nothing is.
+   */
+  #eventStreamLost(why: string): void {
+    const client = this.#client;
+    this.#log.warn({ reason: this.redact(why) }, 'upstream event stream given up: its tool list is read again periodically instead');
+    if (client === undefined || this.#relistTimer !== undefined) return;
+    const every = this.#options.relistMs ?? DEFAULT_RELIST_MS;
+    const transport = this.#transport!;
+    if (every > 0)
+      this.#relistTimer = setInterval(
+        relister(
+          () => this.#relist(client, transport),
+          () => this.#client === client,
+        ),
+        every,
+      ).unref();
   }
 
   /**
@@ -276,6 +324,7 @@ export class Upstream {
     this.#client = undefined;
     this.#transport = undefined;
     clearTimeout(this.#relistTimer);
+    this.#relistTimer = undefined;
     this.#releaseAbandoned();
     this.#setState('idle');
     await client?.close().catch(() => undefined);
@@ -283,11 +332,12 @@ export class Upstream {
   }
 
   /** The connection ended while ready: the process exited or the stream broke. */
-  #lost(client: Client, transport: Transport): void {
+  #lost(client: Client, transport: BoundedTransport): void {
     if (this.#client !== client) return;
     this.#client = undefined;
     this.#transport = undefined;
     clearTimeout(this.#relistTimer);
+    this.#relistTimer = undefined;
     // The calls it had not answered will not be answered now.
     this.#releaseAbandoned();
     if (this.#state === 'stopped' || this.#state === 'idle') return;
@@ -313,7 +363,7 @@ export class Upstream {
 
   #scheduleRelist(client: Client, relist: () => void): void {
     const every = this.#options.relistMs ?? DEFAULT_RELIST_MS;
-    if (every <= 0 || client.getServerCapabilities()?.tools?.listChanged === true) return;
+    if (every <= 0 || this.#relistTimer !== undefined || client.getServerCapabilities()?.tools?.listChanged === true) return;
     this.#relistTimer = setInterval(relist, every);
     this.#relistTimer.unref();
   }
@@ -360,6 +410,12 @@ export class Upstream {
       try {
         return await answer;
       } catch (err) {
+        const refused = this.#transport?.answers.refusal(err);
+        if (refused !== undefined) {
+          throw new UpstreamUnavailableError(
+            `Upstream "${this.name}" answered with more than ${bytesText(refused.maxBytes)}, the most toolport takes from it for one call ("maxResultBytes" in its entry of the upstreams file); the answer was dropped unread.`,
+          );
+        }
         if (options.signal.aborted) {
           // The upstream may go on with it (it need not heed the cancellation): the slot stays
           // taken until it answers, for a while at most, so aborting calls cannot run more at once.
@@ -404,6 +460,7 @@ export class Upstream {
     this.#setState('stopped');
     clearTimeout(this.#restartTimer);
     clearTimeout(this.#relistTimer);
+    this.#relistTimer = undefined;
     const client = this.#client;
     const transport = this.#transport;
     this.#client = undefined;
@@ -422,4 +479,12 @@ function chain(first: (() => void) | undefined, second: () => void): () => void 
     first?.();
     second();
   };
+}
+
+/** The reason of a connection that failed on a refused answer, when `err` is that refusal: the listing or handshake was larger than toolport reads. */
+function refusalReason(answers: AnswerLedger, err: unknown): string | undefined {
+  const refused = answers.refusal(err);
+  if (refused === undefined) return undefined;
+  if (refused.method === 'tools/list') return `its tool list is larger than ${bytesText(LIST_BUDGET_BYTES)}, the most toolport reads of one listing`;
+  return `its answer to ${refused.method} was larger than ${bytesText(refused.maxBytes)}`;
 }

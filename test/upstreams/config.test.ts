@@ -50,6 +50,7 @@ describe('parseUpstreams', () => {
         startup: 'eager',
         timeoutMs: undefined,
         maxConcurrency: 8,
+        maxResultBytes: 8 * 1024 * 1024,
         tools: undefined,
         variableValues: [],
         transport: 'stdio',
@@ -66,6 +67,7 @@ describe('parseUpstreams', () => {
         startup: 'eager',
         timeoutMs: undefined,
         maxConcurrency: 8,
+        maxResultBytes: 8 * 1024 * 1024,
         tools: undefined,
         variableValues: ['api-token-abcdefgh'],
         transport: 'http',
@@ -77,15 +79,24 @@ describe('parseUpstreams', () => {
 
   it("takes toolport's own keys, keeps the file's order and leaves disabled servers out", () => {
     const specs = parse({
-      zeta: { command: 'z', prefix: 'z', separator: '-', startup: 'lazy', timeoutMs: 5000, maxConcurrency: 2, tools: { include: ['a', 'b'], exclude: ['b'] } },
+      zeta: {
+        command: 'z',
+        prefix: 'z',
+        separator: '-',
+        startup: 'lazy',
+        timeoutMs: 5000,
+        maxConcurrency: 2,
+        maxResultBytes: 1024,
+        tools: { include: ['a', 'b'], exclude: ['b'] },
+      },
       off: { command: 'x', disabled: true, env: { MISSING: '${NOT_SET}' } },
       alpha: { type: 'streamable-http', url: 'http://127.0.0.1:9/mcp', prefix: 'al', disabled: false },
     });
     assert.deepEqual(
-      specs.map((s) => [s.name, s.prefix, s.separator, s.startup, s.timeoutMs, s.maxConcurrency, s.tools]),
+      specs.map((s) => [s.name, s.prefix, s.separator, s.startup, s.timeoutMs, s.maxConcurrency, s.maxResultBytes, s.tools]),
       [
-        ['zeta', 'z', '-', 'lazy', 5000, 2, { include: ['a', 'b'], exclude: ['b'] }],
-        ['alpha', 'al', '__', 'eager', undefined, 8, undefined],
+        ['zeta', 'z', '-', 'lazy', 5000, 2, 1024, { include: ['a', 'b'], exclude: ['b'] }],
+        ['alpha', 'al', '__', 'eager', undefined, 8, 8 * 1024 * 1024, undefined],
       ],
     );
   });
@@ -163,7 +174,7 @@ describe('parseUpstreams', () => {
   it('refuses an unknown key, naming it and the accepted ones', () => {
     assert.equal(
       serverFailure({ command: 'x', autoApprove: [] }),
-      'Upstream "github": unknown key "autoApprove" (accepted: type, command, args, env, cwd, url, headers, disabled, prefix, separator, startup, timeoutMs, maxConcurrency, tools, network).',
+      'Upstream "github": unknown key "autoApprove" (accepted: type, command, args, env, cwd, url, headers, disabled, prefix, separator, startup, timeoutMs, maxConcurrency, maxResultBytes, tools, network).',
     );
   });
 
@@ -215,6 +226,9 @@ describe('parseUpstreams', () => {
       [{ command: 'x', timeoutMs: 0 }, '"timeoutMs" must be a whole number of milliseconds from 1 to 3600000'],
       [{ command: 'x', timeoutMs: 1.5 }, '"timeoutMs" must be a whole number of milliseconds from 1 to 3600000'],
       [{ command: 'x', maxConcurrency: 0 }, '"maxConcurrency" must be a whole number from 1 to 1024'],
+      [{ command: 'x', maxResultBytes: 1023 }, '"maxResultBytes" must be a whole number of bytes from 1024 to 33554432 (32 MiB)'],
+      [{ url: 'https://x.example', maxResultBytes: 32 * 1024 * 1024 + 1 }, '"maxResultBytes" must be a whole number of bytes from 1024 to 33554432 (32 MiB)'],
+      [{ command: 'x', maxResultBytes: '8 MiB' }, '"maxResultBytes" must be a whole number of bytes from 1024 to 33554432 (32 MiB)'],
       [{ command: 'x', tools: ['a'] }, '"tools" must be an object with "include" and/or "exclude", each an array of tool names'],
       [{ command: 'x', tools: { only: ['a'] } }, '"tools" must be an object with "include" and/or "exclude", each an array of tool names'],
       [{ command: 'x', tools: { exclude: [''] } }, '"tools" must be an object with "include" and/or "exclude", each an array of tool names'],

@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import { describe, it } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { Agent } from 'undici';
-import { StreamableHttpTransport } from '../../src/upstreams/http-client.js';
+import { StreamableHttpTransport, type StreamableHttpOptions } from '../../src/upstreams/http-client.js';
 import { UpstreamContentError, UpstreamHttpError, UpstreamStreamEndedError } from '../../src/upstreams/http-errors.js';
 import { describeHttpFailure, isConnectionFailure } from '../../src/upstreams/http-transport.js';
 import { freePort } from '../support/ports.js';
@@ -46,15 +46,23 @@ async function upstream(t: Cleanup, handle: (request: Received, res: ServerRespo
 }
 
 /** A transport to `url` that keeps what it hears, closed when the test ends. */
-function transportTo(t: Cleanup, url: URL, options: { headers?: Record<string, string>; maxMessageBytes?: number } = {}) {
+function transportTo(t: Cleanup, url: URL, options: Partial<Pick<StreamableHttpOptions, 'headers' | 'maxResultBytes' | 'reconnect'>> = {}) {
   const agent = new Agent();
-  const heard: { messages: JSONRPCMessage[]; errors: Error[]; broken: string[]; closed: number } = { messages: [], errors: [], broken: [], closed: 0 };
+  const heard: { messages: JSONRPCMessage[]; errors: Error[]; broken: string[]; lost: string[]; closed: number } = {
+    messages: [],
+    errors: [],
+    broken: [],
+    lost: [],
+    closed: 0,
+  };
   const transport = new StreamableHttpTransport({
     url,
     headers: options.headers ?? {},
     dispatcher: agent,
-    maxMessageBytes: options.maxMessageBytes ?? 32 * MiB,
+    ...(options.maxResultBytes !== undefined ? { maxResultBytes: options.maxResultBytes } : {}),
+    ...(options.reconnect !== undefined ? { reconnect: options.reconnect } : {}),
     onBroken: (why) => heard.broken.push(why),
+    onEventStreamLost: (why) => heard.lost.push(why),
   });
   transport.onmessage = (message) => heard.messages.push(message);
   transport.onerror = (error) => heard.errors.push(error);
@@ -73,6 +81,15 @@ const events = (res: ServerResponse, ...chunks: string[]): void => {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   for (const chunk of chunks) res.write(chunk);
   res.end();
+};
+const chunked = (res: ServerResponse, body: string): void => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(body);
+};
+/** `message` with the stamp of a refusal (random, the transport's own) written as `stamp`. */
+const stampless = (message: JSONRPCMessage | undefined): unknown => {
+  const error = (message as { error?: { data?: { toolport?: unknown } } } | undefined)?.error;
+  return error?.data?.toolport === undefined ? message : { ...message, error: { ...error, data: { ...error.data, toolport: typeof error.data.toolport } } };
 };
 const methodOf = (request: Received): string | undefined => (request.body === '' ? undefined : (JSON.parse(request.body) as { method?: string }).method);
 
@@ -221,19 +238,45 @@ describe('StreamableHttpTransport', () => {
   });
 
   for (const [what, answer] of [
-    ['a JSON body', (res: ServerResponse) => json(res, { jsonrpc: '2.0', id: 1, result: { text: 'a'.repeat(MiB) } })],
+    ['a JSON body that says its length', (res: ServerResponse) => json(res, { jsonrpc: '2.0', id: 1, result: { text: 'a'.repeat(MiB) } })],
+    ['a JSON body that does not', (res: ServerResponse) => chunked(res, JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'a'.repeat(4 * MiB) } }))],
     ['an event line', (res: ServerResponse) => events(res, `data: ${'a'.repeat(MiB + 1)}`)],
     ['the data of one event', (res: ServerResponse) => events(res, `data: ${'a'.repeat(MiB / 2)}\ndata: ${'a'.repeat(MiB / 2)}\n\n`)],
   ] as const) {
-    it(`gives the upstream up when ${what} passes the bound, saying why`, async (t) => {
-      const { url } = await upstream(t, (_request, res) => answer(res));
-      const { transport, heard } = transportTo(t, url, { maxMessageBytes: MiB });
-      await assert.rejects(transport.send(CALL), { name: 'UpstreamContentError', message: 'the upstream sent a message of more than 1 MiB' });
-      assert.deepEqual(heard.broken, ['the upstream sent a message of more than 1 MiB']);
-      assert.equal(heard.closed, 1);
-      await assert.rejects(transport.send(CALL), { message: 'the connection to the upstream is closed' });
+    it(`refuses a call when ${what} passes its allowance, unparsed, and goes on serving`, async (t) => {
+      let calls = 0;
+      const { url } = await upstream(t, (_request, res) => (calls++ === 0 ? answer(res) : json(res, { ...ANSWER, id: 2 })));
+      const { transport, heard } = transportTo(t, url, { maxResultBytes: MiB });
+      await transport.send(CALL);
+      assert.deepEqual(heard.messages.map(stampless), [
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          error: { code: -32000, message: 'the answer to tools/call was larger than 1 MiB', data: { toolport: 'string', method: 'tools/call', maxBytes: MiB } },
+        },
+      ]);
+      assert.equal(transport.answers.counters.parsedBytes, 0);
+      assert.ok(transport.answers.counters.peakHeldBytes <= MiB + 64 * 1024, `${transport.answers.counters.peakHeldBytes} bytes held`);
+      assert.deepEqual(heard.broken, []);
+      await transport.send({ ...CALL, id: 2 });
+      assert.deepEqual(heard.messages.slice(1), [{ ...ANSWER, id: 2 }]);
+      assert.equal(heard.closed, 0);
     });
   }
+
+  it("gives the upstream up when an event of its GET stream passes a small message's bound, saying why", async (t) => {
+    const { url } = await upstream(t, (request, res) => {
+      if (request.method === 'GET') return events(res, `data: ${'a'.repeat(MiB + 1)}`);
+      if (methodOf(request) === 'initialize') return json(res, { jsonrpc: '2.0', id: 0, result: {} }, { 'mcp-session-id': 's-1' });
+      res.writeHead(202).end();
+    });
+    const { transport, heard } = transportTo(t, url);
+    await transport.send(INITIALIZE);
+    await transport.send(INITIALIZED);
+    await until(() => heard.closed === 1, 'the transport to give the upstream up');
+    assert.deepEqual(heard.broken, ['the upstream sent a message of more than 1 MiB']);
+    await assert.rejects(transport.send(CALL), { message: 'the connection to the upstream is closed' });
+  });
 
   it('follows the GET stream, reopening it from its last event id when it ends; closing ends it and DELETEs the session', async (t) => {
     let gets = 0;

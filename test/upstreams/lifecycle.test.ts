@@ -275,7 +275,7 @@ describe('a hostile upstream', () => {
     assert.equal(debug.mock.callCount(), 0);
   });
 
-  it('over HTTP, whose event stream sends a line without end, is dropped past 32 MiB, saying why', async (t) => {
+  it("over HTTP, whose event stream sends a line without end, is dropped past a small message's bound (1 MiB), saying why", async (t) => {
     const url = await httpUpstream(t, (message, method, res) => {
       if (method === 'GET') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -292,7 +292,8 @@ describe('a hostile upstream', () => {
     const { upstream } = alone(t, parseUpstreams(JSON.stringify({ mcpServers: { h: { url } } }), {})[0]!, { backoffMs: 60_000 });
     await upstream.start().catch(() => undefined);
     await until(() => upstream.state === 'down', 'the upstream to be dropped');
-    assert.equal(upstream.status().reason, 'the upstream sent a message of more than 32 MiB');
+    assert.equal(upstream.status().reason, 'the upstream sent a message of more than 1 MiB');
+    assert.ok(upstream.counters.peakHeldBytes <= 1024 * 1024 + 64 * 1024, `${upstream.counters.peakHeldBytes} bytes held`);
   });
 
   it('over HTTP that fails the handshake is down with its status only: its body never reaches /readyz', async (t) => {

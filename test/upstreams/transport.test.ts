@@ -33,12 +33,12 @@ async function started(t: Cleanup, command: string, args: string[], secrets: str
 
 describe('StdioProcessTransport', () => {
   it('reads messages however the output is cut into chunks, many in one chunk or one over many', async (t) => {
-    // 2,000 messages written in pieces of 7 bytes, then a 1 MiB one in a single write.
+    // 2,000 messages written in pieces of 7 bytes, then a 512 KiB one (within a notification's bound) in a single write.
     const script = `
       const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ jsonrpc: '2.0', method: 'n', params: { i } }) + '\\n').join('');
       (async () => {
         for (let i = 0; i < lines.length; i += 7) await new Promise((r) => process.stdout.write(lines.slice(i, i + 7), r));
-        process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'big', params: { text: 'x'.repeat(1 << 20) } }) + '\\r\\n');
+        process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'big', params: { text: 'x'.repeat(1 << 19) } }) + '\\r\\n');
         process.stdin.resume();
       })();`;
     const { seen } = await started(t, process.execPath, ['-e', script]);
@@ -47,15 +47,16 @@ describe('StdioProcessTransport', () => {
       seen.messages.slice(0, 2000).map((m) => (m as unknown as { params: { i: number } }).params.i),
       Array.from({ length: 2000 }, (_, i) => i),
     );
-    assert.equal((seen.messages[2000] as unknown as { params: { text: string } }).params.text.length, 1 << 20);
+    assert.equal((seen.messages[2000] as unknown as { params: { text: string } }).params.text.length, 1 << 19);
   });
 
-  it('ends a process that writes a line without end once it passes 32 MiB, saying so', async (t) => {
+  it('ends a process that writes a line without end once it passes what a message may take while nothing is awaited, saying so', async (t) => {
     const { transport, seen } = await started(t, process.execPath, [HOSTILE, 'noline']);
     const pid = transport.pid!;
     await transport.send(INITIALIZED);
     await until(() => seen.closed === 1, 'the transport to close');
-    assert.equal(transport.exit, 'sent more than 32 MiB without a line break');
+    assert.equal(transport.exit, 'sent more than 1 MiB without a line break');
+    assert.ok(transport.answers.counters.peakHeldBytes <= 1024 * 1024, 'no more than a notification was kept');
     await waitFor(() => !isAlive(pid), 'the process to end');
   });
 
