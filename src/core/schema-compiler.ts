@@ -48,6 +48,7 @@ export class SchemaCompiler {
   // Lanes whose prepared listing waits for the thread, in turn order.
   readonly #turns: Lane[] = [];
   #thread: CompileThread | undefined;
+  #threadStarts = 0;
   #inProcess = false;
   #busy = false;
   #closed = false;
@@ -72,6 +73,11 @@ export class SchemaCompiler {
       this.#prepare(found, waiting);
       this.#pump();
     });
+  }
+
+  /** How many times the thread was started: 0 until a listing needs compiling, one more after each stopped listing. */
+  get threadStarts(): number {
+    return this.#threadStarts;
   }
 
   /** Stops the thread: what compiles and what waits is refused (each job's commit says why), as is anything submitted later. */
@@ -147,7 +153,10 @@ export class SchemaCompiler {
     if (this.#closed) return { failed: 'the schema compiler was closed' };
     try {
       if (!this.#inProcess) {
-        if (!this.#thread?.alive) this.#thread = new CompileThread();
+        if (!this.#thread?.alive) {
+          this.#thread = new CompileThread();
+          this.#threadStarts++;
+        }
         try {
           return await this.#thread.compile(listing, this.#maxListingMs);
         } catch (err) {
