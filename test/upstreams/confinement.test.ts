@@ -230,6 +230,26 @@ describe('a stdio upstream with the sandbox turned off, under the supervisor, as
     });
   }
 
+  it('where the sandbox cannot run (auto; here no private directory can be made), runs upstreams under the supervisor, and what they start ends with them', async (t) => {
+    if (!requireOrSkip(t, SUPERVISOR, await reaperUnavailableReason())) return;
+    const marker = trackedMarker(t);
+    // A TMPDIR that is a file holds no private directory, as a read-only /tmp would not; tsx,
+    // which caches there, is told not to.
+    const notADirectory = path.join(await temporaryDirectory(t), 'file');
+    await writeFile(notADirectory, '');
+    const server = await daemonizingServer(t, marker, { TOOLPORT_UPSTREAM_SANDBOX: 'auto', TMPDIR: notADirectory, TSX_DISABLE_CACHE: '1' });
+    const said = server.lines.find(
+      (line) =>
+        line.msg ===
+        "stdio upstreams run without a sandbox, under the reaper's supervisor: they can read what the server's user can, the server's keys included; what they start ends with them",
+    );
+    assert.match(String(said?.reason), /^no private directory for upstreams can be made/);
+    await daemons(marker);
+    server.child.kill('SIGKILL');
+    await server.exited;
+    await waitFor(() => processesWith(marker).length === 0, "the upstream and its daemons to end after the server's SIGKILL", 10_000);
+  });
+
   it('runs upstreams as process groups where Perl is missing, and says once that what they start with setsid can outlive them', async (t) => {
     const marker = trackedMarker(t);
     await pathWithOnly(t, ['sh', 'setsid', 'sleep', 'cut']);
