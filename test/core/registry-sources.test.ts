@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, test, type TestContext } from 'node:test';
+import { after, describe, test, type TestContext } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Ajv } from 'ajv';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { textResult } from '../../src/core/result.js';
+import { SchemaCompiler } from '../../src/core/schema-compiler.js';
 import type { ObjectSchema, ToolDef } from '../../src/core/types.js';
 
 // What a source (an upstream MCP server) lists is not the operator's code: how its schemas
@@ -157,37 +158,65 @@ describe("a source's schemas: re-lists", () => {
   });
 });
 
-describe("a source's schemas: $id", () => {
-  const withId = (id: string, tag = ''): ObjectSchema => ({ $id: id, type: 'object', description: tag, properties: { t: { type: 'string' } } });
+// One thread for the file's registries (each has lanes of its own in it): starting one takes about a second.
+const compiler = new SchemaCompiler();
+after(() => compiler.close());
 
-  test('a tool with an $id is served again when it is listed again, changed or not', () => {
-    const registry = new ToolRegistry();
-    const id = 'https://example.com/x.json';
-    for (const tag of ['', '', 'changed', 'changed', '']) {
-      assert.deepEqual(registry.replaceSource('up', [tool('up__x', withId(id, tag)), tool('up__y', schema(tag))]), []);
-      assert.equal(registry.validator('up__x')!({ t: 'ok' }), true);
-      assert.equal(registry.validator('up__x')!({ t: 1 }), false);
-    }
-  });
+/** A registry whose sources' listings go in one way or the other: on the event loop (`replaceSource`), or compiled in a thread (`replaceSourceAsync`). */
+interface Way {
+  name: string;
+  registry(): { registry: ToolRegistry; replace(source: string, tools: readonly ToolDef[]): Promise<unknown> };
+}
+const WAYS: Way[] = [
+  {
+    name: 'replaceSource',
+    registry: () => {
+      const registry = new ToolRegistry();
+      return { registry, replace: async (source, tools) => registry.replaceSource(source, tools) };
+    },
+  },
+  {
+    name: 'replaceSourceAsync',
+    registry: () => {
+      const registry = new ToolRegistry({ schemaCompiler: compiler });
+      return { registry, replace: (source, tools) => registry.replaceSourceAsync(source, tools) };
+    },
+  },
+];
 
-  test('two sources may use the same $id; one source listing it twice has the second tool refused', () => {
-    const registry = new ToolRegistry();
-    const id = 'https://example.com/issue.json';
-    assert.deepEqual(registry.replaceSource('a', [tool('a__x', withId(id))]), []);
-    assert.deepEqual(registry.replaceSource('b', [tool('b__create_issue', withId(id, 'b'))]), []);
-    assert.deepEqual(registry.replaceSource('a', [tool('a__x', withId(id, 'again'))]), []);
-    assert.deepEqual(
-      registry.list().map((d) => d.name),
-      ['a__x', 'b__create_issue'],
-    );
-    assert.deepEqual(registry.replaceSource('c', [tool('c__one', withId(id)), tool('c__two', withId(id, 'two'))]), [
-      {
-        name: 'c__two',
-        reason: `Cannot register tool "c__two": the input schema does not compile: schema with key or id "${id}" already exists`,
-      },
-    ]);
+for (const way of WAYS) {
+  describe(`a source's schemas: $id (${way.name})`, () => {
+    const withId = (id: string, tag = ''): ObjectSchema => ({ $id: id, type: 'object', description: tag, properties: { t: { type: 'string' } } });
+
+    test('a tool with an $id is served again when it is listed again, changed or not', async () => {
+      const { registry, replace } = way.registry();
+      const id = 'https://example.com/x.json';
+      for (const tag of ['', '', 'changed', 'changed', '']) {
+        assert.deepEqual(await replace('up', [tool('up__x', withId(id, tag)), tool('up__y', schema(tag))]), []);
+        assert.equal(registry.validator('up__x')!({ t: 'ok' }), true);
+        assert.equal(registry.validator('up__x')!({ t: 1 }), false);
+      }
+    });
+
+    test('two sources may use the same $id; one source listing it twice has the second tool refused', async () => {
+      const { registry, replace } = way.registry();
+      const id = 'https://example.com/issue.json';
+      assert.deepEqual(await replace('a', [tool('a__x', withId(id))]), []);
+      assert.deepEqual(await replace('b', [tool('b__create_issue', withId(id, 'b'))]), []);
+      assert.deepEqual(await replace('a', [tool('a__x', withId(id, 'again'))]), []);
+      assert.deepEqual(
+        registry.list().map((d) => d.name),
+        ['a__x', 'b__create_issue'],
+      );
+      assert.deepEqual(await replace('c', [tool('c__one', withId(id)), tool('c__two', withId(id, 'two'))]), [
+        {
+          name: 'c__two',
+          reason: `Cannot register tool "c__two": the input schema does not compile: schema with key or id "${id}" already exists`,
+        },
+      ]);
+    });
   });
-});
+}
 
 describe("a source's schemas: uniqueItems", () => {
   // Each item counts the reads of its one property: comparing every pair reads each item once per other item.
@@ -202,25 +231,27 @@ describe("a source's schemas: uniqueItems", () => {
     return { items, reads: () => reads };
   };
 
-  test('is checked in one pass over the items, in input and in output schemas', () => {
-    const unique: ObjectSchema = { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } };
-    const registry = new ToolRegistry();
-    assert.deepEqual(registry.replaceSource('up', [tool('up__t', unique, { outputSchema: unique })]), []);
-    for (const validate of [registry.validator('up__t')!, registry.outputValidator('up__t')!]) {
-      const { items, reads } = countedItems(2_000);
-      assert.equal(validate({ a: items }), true);
-      // Ajv's own check read 4,000,000 times here (40,000 one-element arrays held the event loop for 11 s).
-      assert.ok(reads() <= 2 * items.length, `${reads()} reads of ${items.length} items`);
-    }
-    const duplicated = [{ x: 1, y: [1, { z: 2 }] }, 'x', { y: [1, { z: 2 }], x: 1 }];
-    assert.equal(registry.validator('up__t')!({ a: duplicated }), false);
-    assert.deepEqual(registry.validator('up__t')!.explain({ a: duplicated }).violations, [
-      { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
-    ]);
-    assert.deepEqual(registry.outputValidator('up__t')!.explain({ a: duplicated }).violations, [
-      { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
-    ]);
-  });
+  for (const way of WAYS) {
+    test(`is checked in one pass over the items, in input and in output schemas (${way.name})`, async () => {
+      const unique: ObjectSchema = { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } };
+      const { registry, replace } = way.registry();
+      assert.deepEqual(await replace('up', [tool('up__t', unique, { outputSchema: unique })]), []);
+      for (const validate of [registry.validator('up__t')!, registry.outputValidator('up__t')!]) {
+        const { items, reads } = countedItems(2_000);
+        assert.equal(validate({ a: items }), true);
+        // Ajv's own check read 4,000,000 times here (40,000 one-element arrays held the event loop for 11 s).
+        assert.ok(reads() <= 2 * items.length, `${reads()} reads of ${items.length} items`);
+      }
+      const duplicated = [{ x: 1, y: [1, { z: 2 }] }, 'x', { y: [1, { z: 2 }], x: 1 }];
+      assert.equal(registry.validator('up__t')!({ a: duplicated }), false);
+      assert.deepEqual(registry.validator('up__t')!.explain({ a: duplicated }).violations, [
+        { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
+      ]);
+      assert.deepEqual(registry.outputValidator('up__t')!.explain({ a: duplicated }).violations, [
+        { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
+      ]);
+    });
+  }
 
   test("a built-in's or plug-in's schema keeps Ajv's own check", () => {
     const unique: ObjectSchema = { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } };
@@ -229,5 +260,49 @@ describe("a source's schemas: uniqueItems", () => {
     assert.deepEqual(validate.explain({ a: [[1], [2], [1]] }).violations, [
       { path: '$.a', message: 'must NOT have duplicate items (items ## 0 and 2 are identical)' },
     ]);
+  });
+});
+
+describe("a source's schemas compiled in a thread: re-lists", () => {
+  const offLoop = (): ToolRegistry => new ToolRegistry({ schemaCompiler: compiler });
+
+  test('a re-list keeps the validators of the tools whose schemas did not change, and only those', async () => {
+    const registry = offLoop();
+    assert.deepEqual(await registry.replaceSourceAsync('up', list(20)), []);
+    const kept = registry.validator('up__t1');
+    const changed = registry.validator('up__t0');
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(
+        await registry.replaceSourceAsync(
+          'up',
+          list(20, (i) => (i === 0 ? 'changed' : '')),
+        ),
+        [],
+      );
+    }
+    assert.equal(registry.validator('up__t1'), kept);
+    assert.notEqual(registry.validator('up__t0'), changed);
+    assert.equal(registry.get('up__t0')!.inputSchema.description, 'changed');
+    assert.equal(registry.validator('up__t0')!({ a: 'far too long' }), false);
+  });
+
+  test('40 re-lists that change their tools leave at most two lists of compiled schemas held', async () => {
+    const registry = offLoop();
+    const listed: Array<WeakRef<object>> = [];
+    const validators: Array<WeakRef<object>> = [];
+    const relist = async (tagOf: (i: number) => string): Promise<void> => {
+      const tools = list(10, tagOf);
+      for (const d of tools) listed.push(new WeakRef(d.inputSchema));
+      assert.deepEqual(await registry.replaceSourceAsync('up', tools), []);
+      for (const d of tools) validators.push(new WeakRef(registry.validator(d.name)!));
+    };
+    for (let round = 0; round < 20; round++) await relist(() => `all ${round}`);
+    for (let round = 0; round < 20; round++) await relist((i) => (i === round % 10 ? `one ${round}` : 'kept'));
+    assert.equal(registry.validator('up__t5')!({ a: 'far too long' }), false);
+    await collectGarbage();
+    const held = listed.filter((ref) => ref.deref() !== undefined).length;
+    assert.ok(held <= 2 * 10 + 10, `${held} of ${listed.length} listed schemas still held`);
+    const heldValidators = new Set(validators.map((ref) => ref.deref()).filter((v) => v !== undefined));
+    assert.ok(heldValidators.size <= 2 * 10, `${heldValidators.size} validators still held`);
   });
 });
