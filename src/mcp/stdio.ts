@@ -3,7 +3,7 @@ import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './cancellable.js';
 import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
-import { LIST_CHANGED, SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
+import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, LIST_CHANGED, SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
 
 export interface StdioOptions<Caller> {
   /** Who is calling: the whole stream is one caller (the user who launched the process). */
@@ -175,13 +175,16 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   };
 
   // Unasked only to a client of the legacy handshake (protocolVersion is what its initialize
-  // agreed). Sent as progress is: a reader that does not keep up gets one, however many changes.
-  const stopListening = options.onToolsChanged?.(() => {
+  // agreed). Sent as progress is: a reader that does not keep up gets one, however many changes;
+  // and at most one a second, as on a subscription.
+  const listChanged = coalesced(() => {
     if (protocolVersion !== undefined) out.progress(LIST_CHANGED);
-  });
+  }, DEFAULT_LIST_CHANGED_INTERVAL_MS);
+  const stopListening = options.onToolsChanged?.(listChanged);
 
   const finish = (): void => {
     stopListening?.();
+    listChanged.cancel();
     if (graceTimer) clearTimeout(graceTimer);
     input.off('end', onEnd);
     input.off('error', onEnd);

@@ -1,12 +1,14 @@
 /** Subscribes a listener to changes of the tool list; returns what unsubscribes it (`ToolRegistry.onChange` fits). */
 export type ToolsChange = (listener: () => void) => () => void;
 
-/** How many subscriptions may be open at once. */
+/** How many subscriptions may be open at once, and how often they hear of changes. */
 export interface SubscriptionLimits {
   /** Per caller (an API key's label, or a client's address group without keys). Default 16. */
   perCaller?: number;
   /** In all, for the transport. Default 1024. */
   total?: number;
+  /** At most one change told per this long (see {@link coalesced}). Default DEFAULT_LIST_CHANGED_INTERVAL_MS; 0 tells each at once. */
+  listChangedIntervalMs?: number;
 }
 
 /** What an open subscription hears. */
@@ -38,13 +40,56 @@ export const LIST_CHANGED = { jsonrpc: '2.0', method: 'notifications/tools/list_
 
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_CALLER = 16;
 export const DEFAULT_MAX_SUBSCRIPTIONS = 1024;
+/**
+ * A client hears of changes of the tool list at most once a second: each one makes it fetch
+ * `tools/list` again, and an upstream that changes its tools without pause must not make every
+ * client do so without pause.
+ */
+export const DEFAULT_LIST_CHANGED_INTERVAL_MS = 1000;
+
+/**
+ * `tell` at most once per `intervalMs`: a change is told at once when none was told within the
+ * interval, and the changes within it are told as one at its end, so the last change is always
+ * told. `cancel` drops one waiting to be told (no one listens any more). An `intervalMs` of 0 tells
+ * each change at once.
+ */
+export function coalesced(tell: () => void, intervalMs: number): (() => void) & { cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let waiting = false;
+  const quietFor = (): void => {
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!waiting) return;
+      waiting = false;
+      tell();
+      quietFor();
+    }, intervalMs);
+    timer.unref();
+  };
+  const change = (): void => {
+    if (timer !== undefined) {
+      waiting = true;
+      return;
+    }
+    tell();
+    if (intervalMs > 0) quietFor();
+  };
+  return Object.assign(change, {
+    cancel: () => {
+      clearTimeout(timer);
+      timer = undefined;
+      waiting = false;
+    },
+  });
+}
 
 /**
  * The open subscriptions to tool-list changes of one transport (`subscriptions/listen`, and the
  * standalone GET stream of the 2025 revisions over HTTP), bounded per caller and in all, so that
  * one key cannot hold every stream the server can keep. One listener on the tool source serves
- * them all, registered while any is open. Without a tool source (the tool list never changes)
- * nothing is ever heard, and `live` is false.
+ * them all, registered while any is open, and tells them of changes at most once per
+ * `listChangedIntervalMs` (see {@link coalesced}), however often the list changes. Without a tool
+ * source (the tool list never changes) nothing is ever heard, and `live` is false.
  */
 export class SubscriptionHub {
   readonly #toolsChange: ToolsChange | undefined;
@@ -55,11 +100,13 @@ export class SubscriptionHub {
   readonly #byCaller = new Map<string, number>();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  readonly #changed: (() => void) & { cancel(): void };
 
   constructor(toolsChange: ToolsChange | undefined, limits: SubscriptionLimits = {}) {
     this.#toolsChange = toolsChange;
     this.#perCaller = limits.perCaller ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_CALLER;
     this.#total = limits.total ?? DEFAULT_MAX_SUBSCRIPTIONS;
+    this.#changed = coalesced(this.#tellAll, limits.listChangedIntervalMs ?? DEFAULT_LIST_CHANGED_INTERVAL_MS);
   }
 
   /** Whether the tool list can change, so a subscription has something to hear. */
@@ -103,7 +150,7 @@ export class SubscriptionHub {
     }
   }
 
-  readonly #changed = (): void => {
+  readonly #tellAll = (): void => {
     // A copy: a subscriber may close itself (or another) while it hears the change.
     for (const entry of [...this.#open]) if (this.#open.has(entry)) entry.subscriber.changed();
   };
@@ -117,6 +164,7 @@ export class SubscriptionHub {
     if (this.#open.size === 0) {
       this.#unsubscribe?.();
       this.#unsubscribe = undefined;
+      this.#changed.cancel();
     }
   }
 }

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
 import { Gateway } from '../../src/core/gateway.js';
 import { ToolRegistry } from '../../src/core/registry.js';
@@ -8,6 +11,7 @@ import { buildApp } from '../../src/http/app.js';
 import { mcpRoutes } from '../../src/http/routes/mcp.js';
 import { VERSION } from '../../src/infra/version.js';
 import { Echo } from '../../src/tools/echo.js';
+import { CLIENT_KINDS } from '../support/mcp-clients.js';
 import { readStream, type StreamItem } from '../support/sse-client.js';
 import { WatchedRegistry } from '../support/watched-registry.js';
 import { until } from '../support/wait.js';
@@ -271,5 +275,51 @@ describe('the bounds on subscriptions over HTTP', () => {
       jsonrpc: '2.0',
       error: { code: -32603, message: 'Subscription limit reached: the server keeps at most 3 open subscriptions; try again later' },
     });
+  });
+});
+
+describe('a burst of list changes over HTTP, heard by the SDK clients', () => {
+  it('each client hears 40 changes as one notification at once and one a second later (the last change), then the next change on its own', async (t) => {
+    const info = { name: 'toolport-list-changed', version: '1.0.0' };
+    // A server per client: its registry's one listener is there once that client's stream or subscription is open.
+    const clients = await Promise.all(
+      CLIENT_KINDS.map(async (kind) => {
+        // No load shedding: the bursts' compilations block the event loop, and the test is about what the clients hear.
+        const registry = new ChangingRegistry().register(Echo);
+        const app = await buildApp({ registry, connections: { idleTimeoutMs: 1000 }, upstreams: { status: () => ({}) }, pressure: false });
+        const url = new URL('/mcp', await app.listen({ port: 0, host: '127.0.0.1' })).href;
+        const heard = { count: 0 };
+        // Every notification counted as it comes: no refresh, no debounce on the client's side.
+        const listChanged = { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => heard.count++ } };
+        const client =
+          kind === 'v1'
+            ? new ClientV1(info, { listChanged })
+            : new ClientV2(info, { listChanged, ...(kind === 'v2-modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}) });
+        await client.connect(kind === 'v1' ? new HttpV1(new URL(url)) : new HttpV2(new URL(url)));
+        await until(() => registry.listeners === 1, `the ${kind} client to listen`);
+        return { kind, client, heard, registry, app };
+      }),
+    );
+    // Closed together: each close waits out the idle timeout of the connection its client left.
+    t.after(() => Promise.all(clients.map(async ({ client, app }) => [await client.close(), await app.close()])));
+    for (const { registry } of clients) for (let i = 0; i < 40; i++) registry.change();
+    await until(() => clients.every(({ heard }) => heard.count >= 2), 'the last change of the burst to be told');
+    for (const { kind, client, heard } of clients) {
+      assert.equal(heard.count, 2, kind);
+      // 40 changes: the tool was added and taken away again, the last change.
+      const { tools } = await client.listTools();
+      assert.deepEqual(
+        tools.map((tool) => tool.name),
+        ['Echo'],
+        kind,
+      );
+    }
+    // A change after the burst: told on its own, after everything the burst made the server send.
+    for (const { registry } of clients) registry.change();
+    await until(() => clients.every(({ heard }) => heard.count >= 3), 'the change after the burst to be told');
+    assert.deepEqual(
+      clients.map(({ heard }) => heard.count),
+      clients.map(() => 3),
+    );
   });
 });

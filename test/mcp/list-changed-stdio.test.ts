@@ -16,6 +16,7 @@ import { serveStdio, type StdioOptions } from '../../src/mcp/stdio.js';
 import { Echo } from '../../src/tools/echo.js';
 import { CLIENT_KINDS } from '../support/mcp-clients.js';
 import { until } from '../support/wait.js';
+import { WatchedRegistry } from '../support/watched-registry.js';
 import { ANYONE, fakeBackend, type FakeCaller } from './fake-backend.js';
 
 // Over stdio: a client of the legacy handshake hears each change unasked; a 2026-07-28 client
@@ -230,4 +231,58 @@ describe('list changes over stdio, heard by the SDK clients', () => {
       );
     });
   }
+});
+
+describe('a burst of list changes over stdio, heard by the SDK clients', () => {
+  it('each client hears 40 changes as one notification at once and one a second later (the last change), then the next change on its own', async (t) => {
+    const registry = new WatchedRegistry().register(Echo);
+    const gateway = new Gateway({ registry, logger: pino({ level: 'silent' }) });
+    const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: 'stdio', serverInfo: { name: 'toolport', version: '0.1.0' } }), {
+      listChanged: true,
+    });
+    const info = { name: 'toolport-list-changed', version: '1.0.0' };
+    // One stdio server per client, all on one registry, as `toolport mcp` processes of one configuration are.
+    const clients = await Promise.all(
+      CLIENT_KINDS.map(async (kind) => {
+        const transport = new PipeTransport((input, output) =>
+          serveStdio(dispatcher, input, output, { caller: ANY_CALLER, onToolsChanged: (listener) => registry.onChange(listener) }),
+        );
+        const heard = { count: 0 };
+        // Every notification counted as it comes: no refresh, no debounce on the client's side.
+        const listChanged = { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => heard.count++ } };
+        const client =
+          kind === 'v1'
+            ? new ClientV1(info, { listChanged })
+            : new ClientV2(info, { listChanged, ...(kind === 'v2-modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}) });
+        await client.connect(transport as never);
+        t.after(async () => {
+          await client.close();
+          await transport.served;
+        });
+        return { kind, client, heard };
+      }),
+    );
+    // A listener per server for its legacy clients, and one for the 2026-07-28 client's subscription.
+    await until(() => registry.listeners === CLIENT_KINDS.length + 1, 'every client to listen');
+
+    const tool = (name: string) => defineTool({ name, description: 'Added.', inputSchema: Type.Object({}), execute: () => textResult('') });
+    for (let i = 0; i < 40; i++) registry.replaceSource('up', [tool(`up__t${i}`)]);
+    await until(() => clients.every(({ heard }) => heard.count >= 2), 'the last change of the burst to be told');
+    for (const { kind, client, heard } of clients) {
+      assert.equal(heard.count, 2, kind);
+      const { tools } = await client.listTools();
+      assert.deepEqual(
+        tools.map((t) => t.name),
+        ['Echo', 'up__t39'],
+        kind,
+      );
+    }
+    // A change after the burst: told on its own, after everything the burst made the servers send.
+    registry.replaceSource('up', [tool('up__after')]);
+    await until(() => clients.every(({ heard }) => heard.count >= 3), 'the change after the burst to be told');
+    assert.deepEqual(
+      clients.map(({ heard }) => heard.count),
+      clients.map(() => 3),
+    );
+  });
 });

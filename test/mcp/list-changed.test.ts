@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { CallAbort } from '../../src/core/call-abort.js';
 import { BoundedOutput } from '../../src/mcp/bounded-output.js';
 import { InFlightCalls } from '../../src/mcp/cancellable.js';
 import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '../../src/mcp/dispatcher.js';
 import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
-import { SubscriptionHub } from '../../src/mcp/subscriptions.js';
+import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, SubscriptionHub } from '../../src/mcp/subscriptions.js';
 import { until } from '../support/wait.js';
 import { ANYONE, fakeBackend, type FakeCaller } from './fake-backend.js';
 
@@ -41,7 +41,8 @@ function toolSource() {
 /** A dispatcher that announces list changes, a hub over `source`, and what one listen sends. */
 function listening(options: { listChanged?: boolean; perCaller?: number; total?: number } = {}) {
   const source = toolSource();
-  const hub = new SubscriptionHub(source.toolsChange, { perCaller: options.perCaller ?? 4, total: options.total ?? 8 });
+  // Each change told at once: what a listen sends, not how often (see 'list changes told at most once a second').
+  const hub = new SubscriptionHub(source.toolsChange, { perCaller: options.perCaller ?? 4, total: options.total ?? 8, listChangedIntervalMs: 0 });
   const dispatcher = new McpDispatcher(fakeBackend(), { listChanged: options.listChanged ?? true });
   const start = (message: unknown, context: Partial<DispatchContext<FakeCaller>> = {}) => {
     const sent: JsonRpcNotification[] = [];
@@ -251,6 +252,70 @@ describe('SubscriptionHub', () => {
   it('is not live without a tool source', () => {
     assert.equal(new SubscriptionHub(undefined).live, false);
     assert.equal(new SubscriptionHub(toolSource().toolsChange).live, true);
+  });
+});
+
+describe('list changes told at most once a second', () => {
+  /** A hub with the default interval over a source the test changes, on fake timers; `heard` counts what each subscriber heard. */
+  function hubOf(t: TestContext) {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const source = toolSource();
+    const hub = new SubscriptionHub(source.toolsChange);
+    const heard = { a: 0, b: 0 };
+    const open = (who: 'a' | 'b') => hub.open(who, { changed: () => heard[who]++, ended: () => {} }) as { close(): void };
+    return { source, hub, heard, open, tick: (ms: number) => t.mock.timers.tick(ms) };
+  }
+
+  it('tells every subscriber of a burst of changes once at once and once a second later (the last change), then nothing', (t) => {
+    const { source, heard, open, tick } = hubOf(t);
+    open('a');
+    open('b');
+    for (let i = 0; i < 500; i++) source.change();
+    assert.deepEqual(heard, { a: 1, b: 1 }, 'the first change at once');
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS - 1);
+    source.change();
+    assert.deepEqual(heard, { a: 1, b: 1 });
+    tick(1);
+    assert.deepEqual(heard, { a: 2, b: 2 }, 'the last change, at the end of the second');
+    tick(10 * DEFAULT_LIST_CHANGED_INTERVAL_MS);
+    assert.deepEqual(heard, { a: 2, b: 2 }, 'nothing more to tell');
+  });
+
+  it('tells a change after a quiet second at once, and a change during the second after a told one at its end', (t) => {
+    const { source, heard, open, tick } = hubOf(t);
+    open('a');
+    source.change();
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS);
+    source.change();
+    assert.equal(heard.a, 2, 'at once after a quiet second');
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS);
+    source.change();
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS / 2);
+    source.change();
+    assert.equal(heard.a, 3);
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS / 2);
+    assert.equal(heard.a, 4);
+  });
+
+  it('drops a waiting change when the last subscription closes: the next subscriber hears its first change at once', (t) => {
+    const { source, heard, open, tick } = hubOf(t);
+    const a = open('a');
+    source.change();
+    source.change();
+    a.close();
+    tick(DEFAULT_LIST_CHANGED_INTERVAL_MS);
+    assert.equal(heard.a, 1);
+    open('b');
+    source.change();
+    assert.equal(heard.b, 1);
+  });
+
+  it('coalesced with an interval of 0 tells each change at once', () => {
+    let told = 0;
+    const change = coalesced(() => told++, 0);
+    change();
+    change();
+    assert.equal(told, 2);
   });
 });
 
