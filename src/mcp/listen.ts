@@ -22,9 +22,10 @@ const BOOLEAN_FIELDS = ['toolsListChanged', 'promptsListChanged', 'resourcesList
  * One `subscriptions/listen` (2026-07-28): the client names the notifications it wants
  * (`params.notifications`); the server acknowledges with the subset it will send
  * (`notifications/subscriptions/acknowledged`, always the stream's first message), then sends a
- * `notifications/tools/list_changed` at each change of the tool list, each stamped with the
- * listen request's id in `_meta`, until the client goes away or cancels (no response then) or
- * the server ends it (shutdown: the empty result, the spec's graceful close). A filter that asks
+ * `notifications/tools/list_changed` at each change of the tool list (at most one a second, the
+ * last change always told: see `SubscriptionHub`), each stamped with the listen request's id in
+ * `_meta`, until the client goes away or cancels (no response then) or the server ends it
+ * (shutdown: the empty result, the spec's graceful close). A filter that asks
  * for nothing this server sends is acknowledged as `{}` and closed at once. Notifications go
  * through the transport's `notify` (bounded: a reader that does not read gets the latest change,
  * not a queue of them); the subscription is opened through the transport's `subscriptions`,
