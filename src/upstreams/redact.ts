@@ -24,34 +24,51 @@ const MIN_FORM_CHARS = 8;
  * and base64url forms at each of the three byte alignments (each the whole groups of three bytes
  * of the secret's UTF-8 from that alignment on, so it is found in any base64 text that holds the
  * secret: an `Authorization: Basic` header echoed back, a data URI). A base64 form is hidden with
- * the one or two characters beside it left, which carry a few bits of the secret's ends. What an
- * upstream writes to stderr or says in an error or a result may hold a token its config gave it.
+ * the group of four characters each side of it, which hold bits of the secret's first and last
+ * bytes. What an upstream writes to stderr or says in an error or a result may hold a token its
+ * config gave it.
  */
 export function redactor(secrets: readonly string[]): Redact {
   if (secrets.length === 0) return NO_SECRETS;
-  const encoded = new Set<string>();
-  for (const secret of secrets) for (const form of encodedForms(secret)) if (form !== secret && form.length >= MIN_FORM_CHARS) encoded.add(form);
-  const forms = [...secrets, ...[...encoded].sort((a, b) => b.length - a.length)];
-  const shortest = Math.min(...forms.map((form) => form.length));
+  // Each form, and for a base64 one the pattern that takes the groups beside it too.
+  const encoded = new Map<string, RegExp | undefined>();
+  for (const secret of secrets) {
+    for (const [form, base64] of encodedForms(secret)) {
+      if (form === secret || form.length < MIN_FORM_CHARS || encoded.get(form) !== undefined) continue;
+      encoded.set(form, base64 ? new RegExp(`${BASE64_GROUP}${form.replace(/[+/]/g, '\\$&')}${BASE64_GROUP}={0,2}`, 'g') : undefined);
+    }
+  }
+  const forms: Array<[string, RegExp | undefined]> = [
+    ...secrets.map((secret) => [secret, undefined] as [string, undefined]),
+    ...[...encoded].sort(([a], [b]) => b.length - a.length),
+  ];
+  const shortest = Math.min(...forms.map(([form]) => form.length));
   const redact: Redact = (text) => {
     // Most strings of a large result (keys, ids, words) are too short to hold any.
     if (text.length < shortest) return text;
     let out = text;
-    for (const form of forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
+    for (const [form, withGroups] of forms) {
+      if (!out.includes(form)) continue;
+      out = withGroups === undefined ? out.split(form).join(REDACTED) : out.replace(withGroups, REDACTED);
+    }
     return out;
   };
-  if (forms.every((form) => JSON.stringify(form) === `"${form}"`)) jsonInvariant.add(redact);
+  if (forms.every(([form]) => JSON.stringify(form) === `"${form}"`)) jsonInvariant.add(redact);
   return redact;
 }
 
-function encodedForms(secret: string): string[] {
+// Up to one group of base64 or base64url characters (the one that straddles the secret's edge).
+const BASE64_GROUP = '[A-Za-z0-9+/_-]{0,4}';
+
+/** The secret's encoded forms, each with whether it is base64. */
+function encodedForms(secret: string): Array<[string, boolean]> {
   const bytes = Buffer.from(secret, 'utf8');
-  const forms = [JSON.stringify(secret).slice(1, -1)];
+  const forms: Array<[string, boolean]> = [[JSON.stringify(secret).slice(1, -1), false]];
   // encodeURIComponent throws on a lone surrogate, which no environment variable holds.
-  if (!/[\uD800-\uDFFF]/.test(secret.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ''))) forms.push(encodeURIComponent(secret));
+  if (!/[\uD800-\uDFFF]/.test(secret.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ''))) forms.push([encodeURIComponent(secret), false]);
   for (let skip = 0; skip < 3; skip++) {
     const whole = bytes.subarray(skip, skip + Math.floor((bytes.length - skip) / 3) * 3);
-    forms.push(whole.toString('base64'), whole.toString('base64url'));
+    forms.push([whole.toString('base64'), true], [whole.toString('base64url'), true]);
   }
   return forms;
 }
