@@ -1,15 +1,16 @@
 import { Client, type JSONRPCMessage, type RequestId, type Transport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
-import { readCounters, type AnswerLedger, type ReadCounters } from './answer-ledger.js';
+import { AbandonedCalls } from './abandoned-calls.js';
+import { readCounters, type ReadCounters } from './answer-ledger.js';
 import { secretValues, type UpstreamSpec } from './config.js';
-import type { StreamableHttpTransport } from './http-client.js';
-import { describeHttpFailure, httpAgent, httpTransport, isConnectionFailure } from './http-transport.js';
+import { describeHttpFailure, httpAgent, isConnectionFailure } from './http-transport.js';
 import { PERMISSIVE, ToolLister, relister } from './listing.js';
-import { bytesText, LIST_BUDGET_BYTES } from './message-bounds.js';
+import { bytesText } from './message-bounds.js';
 import { redactor } from './redact.js';
-import { StdioProcessTransport, stdioTransport } from './stdio-transport.js';
+import { StdioProcessTransport } from './stdio-transport.js';
 import type { ReconnectTiming } from './stream-backoff.js';
+import { connectFailure, lostReason, refusalReason, upstreamTransport, type BoundedTransport } from './upstream-transport.js';
 import type { UpstreamConfinement } from './confinement.js';
 import { STOPPING_GRACE_MS } from '../core/executor.js';
 import { ConcurrencyLimiter, defaultShareOfQueue, defaultShareOfSlots } from '../core/limiter.js';
@@ -80,9 +81,6 @@ const STABLE_AFTER_MS = 60_000;
 /** The longest delay a timer takes; the deadline is toolport's, so the SDK's own timeout is pushed out of the way. */
 const NO_SDK_TIMEOUT_MS = 2_147_483_647;
 
-/** A transport of toolport's own: it knows what each answer may take. */
-type BoundedTransport = StdioProcessTransport | StreamableHttpTransport;
-
 /**
  * One upstream MCP server, kept connected: connects (starting the process of a stdio upstream),
  * lists its tools, follows `list_changed` (or re-lists now and then), forwards calls with their
@@ -114,8 +112,11 @@ export class Upstream {
   readonly #brokenBy = new WeakMap<Transport, string>();
   /** Set while a call's `tools/call` request is being sent, to learn its id (the SDK sends it synchronously). */
   #sending: { id?: RequestId } | undefined;
-  /** Calls aborted before the upstream answered, by request id: each releases its slot once answered. */
-  readonly #abandoned = new Map<RequestId, () => void>();
+  readonly #abandoned: AbandonedCalls;
+  /** Lists the connected upstream again (its `relister`). */
+  #relistNow: (() => void) | undefined;
+  /** Transports whose GET stream was given up: their upstream is re-listed periodically, whatever it announces. */
+  readonly #silent = new WeakSet<Transport>();
   readonly #lister: ToolLister;
   /** What reading its messages cost, over all its connections (for tests and measurements). */
   readonly counters: ReadCounters = readCounters();
@@ -136,6 +137,7 @@ export class Upstream {
       queuePerCaller: defaultShareOfQueue(queueSize),
     });
     this.#backoffMs = options.backoffMs ?? DEFAULT_BACKOFF_MS;
+    this.#abandoned = new AbandonedCalls((caller) => this.#slots.release(caller), options.abortGraceMs ?? STOPPING_GRACE_MS);
     this.redact = redactor(secretValues([spec]));
     this.#lister = new ToolLister(spec.tools, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, this.#log);
   }
@@ -200,11 +202,7 @@ export class Upstream {
       listed = await this.#lister.list(client);
     } catch (err) {
       this.#opening = undefined;
-      this.#reason = this.redact(
-        refusalReason(transport.answers, err) ??
-          this.#brokenBy.get(transport) ??
-          (transport instanceof StdioProcessTransport ? transport.describeFailure(err) : describeHttpFailure(err)),
-      );
+      this.#reason = this.redact(connectFailure(transport, err, this.#brokenBy.get(transport)));
       await client.close().catch(() => undefined);
       await transport.close().catch(() => undefined);
       if (this.#state === 'stopped') throw new UpstreamUnavailableError(`Upstream "${this.name}" is stopped.`);
@@ -224,9 +222,10 @@ export class Upstream {
     transport.onclose = chain(transport.onclose, () => this.#lost(client, transport));
     this.#readySince = Date.now();
     this.#reason = undefined;
+    this.#relistNow = relist;
     this.#options.onTools(listed);
     this.#setState('ready');
-    this.#scheduleRelist(client, relist);
+    this.#scheduleRelist(client, transport, relist);
     // An announcement that came during the first listing.
     relist.pending();
     this.#log.info({ tools: listed.length, server: client.getServerVersion()?.name }, 'upstream connected');
@@ -244,9 +243,9 @@ export class Upstream {
       if (this.#sending !== undefined && 'method' in message && message.method === 'tools/call' && 'id' in message) this.#sending.id = message.id;
       return send(message, options);
     };
-    transport.answers.onLate = (id) => this.#abandoned.get(id)?.();
+    transport.answers.onLate = (id) => this.#abandoned.answered(id);
     transport.onmessage = (message: JSONRPCMessage) => {
-      if (this.#abandoned.size > 0 && 'id' in message && !('method' in message) && message.id !== undefined) this.#abandoned.get(message.id)?.();
+      if (this.#abandoned.size > 0 && 'id' in message && !('method' in message) && message.id !== undefined) this.#abandoned.answered(message.id);
     };
   }
 
@@ -276,19 +275,13 @@ export class Upstream {
   }
 
   #makeTransport(): BoundedTransport {
-    const { baseEnv, confinement, lineStallMs, streamReconnect } = this.#options;
-    if (this.spec.transport === 'stdio') {
-      return stdioTransport(this.spec, baseEnv, this.#log, this.redact, confinement, {
-        counters: this.counters,
-        ...(lineStallMs !== undefined ? { lineStallMs } : {}),
-      });
-    }
-    this.#agent ??= httpAgent();
-    return httpTransport(this.spec, this.#agent, {
-      onBroken: (transport, why) => this.#brokenBy.set(transport, why),
-      onEventStreamLost: (why) => this.#eventStreamLost(why),
+    return upstreamTransport(this.spec, {
+      ...this.#options,
+      redact: this.redact,
+      agent: () => (this.#agent ??= httpAgent()),
       counters: this.counters,
-      ...(streamReconnect !== undefined ? { reconnect: streamReconnect } : {}),
+      onBroken: (transport, why) => this.#brokenBy.set(transport, why),
+      onEventStreamLost: (transport, why) => this.#eventStreamLost(transport, why),
     });
   }
 
@@ -296,20 +289,11 @@ export class Upstream {
    * The HTTP upstream's GET stream was given up (it kept ending at once): its `list_changed` would
    * go unheard, so it is listed again every `relistMs` instead, as one that announces nothing is.
    */
-  #eventStreamLost(why: string): void {
-    const client = this.#client;
+  #eventStreamLost(transport: Transport, why: string): void {
     this.#log.warn({ reason: this.redact(why) }, 'upstream event stream given up: its tool list is read again periodically instead');
-    if (client === undefined || this.#relistTimer !== undefined) return;
-    const every = this.#options.relistMs ?? DEFAULT_RELIST_MS;
-    const transport = this.#transport!;
-    if (every > 0)
-      this.#relistTimer = setInterval(
-        relister(
-          () => this.#relist(client, transport),
-          () => this.#client === client,
-        ),
-        every,
-      ).unref();
+    this.#silent.add(transport);
+    if (this.#transport === transport && this.#client !== undefined && this.#relistNow !== undefined)
+      this.#scheduleRelist(this.#client, transport, this.#relistNow);
   }
 
   /**
@@ -325,7 +309,8 @@ export class Upstream {
     this.#transport = undefined;
     clearTimeout(this.#relistTimer);
     this.#relistTimer = undefined;
-    this.#releaseAbandoned();
+    this.#relistNow = undefined;
+    this.#abandoned.releaseAll();
     this.#setState('idle');
     await client?.close().catch(() => undefined);
     await transport?.close().catch(() => undefined);
@@ -338,12 +323,11 @@ export class Upstream {
     this.#transport = undefined;
     clearTimeout(this.#relistTimer);
     this.#relistTimer = undefined;
+    this.#relistNow = undefined;
     // The calls it had not answered will not be answered now.
-    this.#releaseAbandoned();
+    this.#abandoned.releaseAll();
     if (this.#state === 'stopped' || this.#state === 'idle') return;
-    this.#reason = this.redact(
-      transport instanceof StdioProcessTransport ? `the process ${transport.exit ?? 'ended'}` : (this.#brokenBy.get(transport) ?? 'the connection closed'),
-    );
+    this.#reason = this.redact(lostReason(transport, this.#brokenBy.get(transport)));
     this.#log.warn({ reason: this.#reason }, 'upstream lost');
     if (Date.now() - this.#readySince >= STABLE_AFTER_MS) this.#backoffMs = this.#options.backoffMs ?? DEFAULT_BACKOFF_MS;
     this.#down();
@@ -361,9 +345,10 @@ export class Upstream {
     this.#restartTimer.unref();
   }
 
-  #scheduleRelist(client: Client, relist: () => void): void {
+  #scheduleRelist(client: Client, transport: Transport, relist: () => void): void {
     const every = this.#options.relistMs ?? DEFAULT_RELIST_MS;
-    if (every <= 0 || this.#relistTimer !== undefined || client.getServerCapabilities()?.tools?.listChanged === true) return;
+    const announces = client.getServerCapabilities()?.tools?.listChanged === true && !this.#silent.has(transport);
+    if (every <= 0 || this.#relistTimer !== undefined || announces) return;
     this.#relistTimer = setInterval(relist, every);
     this.#relistTimer.unref();
   }
@@ -420,7 +405,7 @@ export class Upstream {
           // The upstream may go on with it (it need not heed the cancellation): the slot stays
           // taken until it answers, for a while at most, so aborting calls cannot run more at once.
           if (sent.id !== undefined && this.#client === client) {
-            this.#keepSlot(sent.id, options.caller);
+            this.#abandoned.keep(sent.id, options.caller);
             slotKept = true;
           }
           throw options.signal.reason;
@@ -438,34 +423,18 @@ export class Upstream {
     }
   }
 
-  /** Releases the caller's slot once the upstream answers request `id`, or after the abort grace, or when the connection ends. */
-  #keepSlot(id: RequestId, caller: string | undefined): void {
-    const release = (): void => {
-      if (this.#abandoned.get(id) !== release) return;
-      this.#abandoned.delete(id);
-      clearTimeout(timer);
-      this.#slots.release(caller);
-    };
-    const timer = setTimeout(release, this.#options.abortGraceMs ?? STOPPING_GRACE_MS);
-    timer.unref();
-    this.#abandoned.set(id, release);
-  }
-
-  #releaseAbandoned(): void {
-    for (const release of [...this.#abandoned.values()]) release();
-  }
-
   /** Ends the connection (and the process group of a stdio upstream) for good. */
   async stop(): Promise<void> {
     this.#setState('stopped');
     clearTimeout(this.#restartTimer);
     clearTimeout(this.#relistTimer);
     this.#relistTimer = undefined;
+    this.#relistNow = undefined;
     const client = this.#client;
     const transport = this.#transport;
     this.#client = undefined;
     this.#transport = undefined;
-    this.#releaseAbandoned();
+    this.#abandoned.releaseAll();
     await client?.close().catch(() => undefined);
     await transport?.close().catch(() => undefined);
     // A connection being made fails now, rather than at its timeout with the process still running.
@@ -479,12 +448,4 @@ function chain(first: (() => void) | undefined, second: () => void): () => void 
     first?.();
     second();
   };
-}
-
-/** The reason of a connection that failed on a refused answer, when `err` is that refusal: the listing or handshake was larger than toolport reads. */
-function refusalReason(answers: AnswerLedger, err: unknown): string | undefined {
-  const refused = answers.refusal(err);
-  if (refused === undefined) return undefined;
-  if (refused.method === 'tools/list') return `its tool list is larger than ${bytesText(LIST_BUDGET_BYTES)}, the most toolport reads of one listing`;
-  return `its answer to ${refused.method} was larger than ${bytesText(refused.maxBytes)}`;
 }
