@@ -226,12 +226,11 @@ export class UpstreamSource {
 }
 
 /**
- * Puts an upstream's tools in the registry, resolving once they are served ('superseded': a newer
- * replacement of the same source took its place). Until ToolRegistry.replaceSourceAsync (which
- * compiles off the event loop) is there, the same contract on this thread.
+ * Puts an upstream's tools in the registry, their schemas compiled off the event loop, resolving
+ * once they are served ('superseded': a newer replacement of the same source took its place).
  */
-async function replaced(registry: ToolRegistry, source: string, tools: readonly ToolDef[]): Promise<Array<{ name: string; reason: string }> | 'superseded'> {
-  return registry.replaceSource(source, tools);
+function replaced(registry: ToolRegistry, source: string, tools: readonly ToolDef[]): Promise<Array<{ name: string; reason: string }> | 'superseded'> {
+  return registry.replaceSourceAsync(source, tools);
 }
 
 // Tools named in the summary line of a listing, of each kind (refused by the checks, held by the
