@@ -40,12 +40,26 @@ function runtimeRequire(name: string): unknown {
 /**
  * RE2 as `linearRegExp` is, but each pattern compiles on its first use: a 64 KiB schema can hold
  * a thousand patterns (about 70 ms to compile them all), and most are never used. The thread that
- * wrote the code compiled every pattern once, so a pattern RE2 cannot run was refused there.
+ * wrote the code checked every pattern (`checkedLinearRegExp`), so one RE2 cannot run was refused there.
  */
 function lazyLinearRegExp(pattern: string): { test(input: string): boolean; toString(): string } {
   let compiled: ReturnType<typeof linearRegExp> | undefined;
   return { test: (input) => (compiled ??= linearRegExp(pattern)).test(input), toString: () => `re2:${pattern}` };
 }
+
+/**
+ * Ajv's regular-expression engine where validators are only written as code (see `createAjv`'s
+ * `source`): each pattern is compiled once, so one RE2 cannot run fails there as it would on the
+ * event loop, and let go. Kept, the thousand compiled patterns of a 64 KiB schema held about
+ * 16 MiB per form until the listing was done.
+ */
+export const checkedLinearRegExp = Object.assign(
+  (pattern: string): { test(input: string): boolean; toString(): string } => {
+    linearRegExp(pattern);
+    return lazyLinearRegExp(pattern);
+  },
+  { code: linearRegExp.code },
+);
 
 // The names the code refers to: `linearRegExp` and `linearUniqueItems` are the `code` of what
 // validator.ts gives Ajv (UNTRUSTED_OPTIONS, LINEAR_UNIQUE_ITEMS_CODE).

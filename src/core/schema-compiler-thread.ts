@@ -6,6 +6,13 @@ const WORKER_URL = /\/core\/schema-compiler-thread\.[jt]s$/.test(import.meta.url
   ? new URL('./schema-compiler-worker.js', import.meta.url)
   : new URL('../core/schema-compiler-worker.js', import.meta.url);
 
+/**
+ * The thread's heap. A listing within the compile bound holds about 17 MiB per 64 KiB schema (its
+ * two forms' code and caches, 4 schemas: 69 MiB), and Ajv's own state while it compiles; past
+ * this the thread ends, and the listing is refused as too large, not the server's memory spent.
+ */
+const MAX_THREAD_HEAP_MB = 512;
+
 /** What compiling one listing came to: its compilations in the order asked, or why there are none. */
 export type ListingOutcome = { compilations: ToolCompilation[] } | { failed: string };
 
@@ -15,7 +22,7 @@ export class ThreadUnavailable extends Error {}
 /** One worker thread running `compileListing`, one listing at a time; unusable once it stops. */
 export class CompileThread {
   alive = true;
-  readonly #worker = new Worker(WORKER_URL);
+  readonly #worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: MAX_THREAD_HEAP_MB } });
   readonly #ready: Promise<void>;
   #pending: ((outcome: ListingOutcome) => void) | undefined;
   #stopping: string | undefined;

@@ -162,6 +162,8 @@ export class SchemaCompiler {
         } catch (err) {
           if (!(err instanceof ThreadUnavailable)) throw err;
           if (this.#closed) return { failed: 'the schema compiler was closed' };
+          // Only a first thread that cannot start means there are none here; a restart that fails refuses.
+          if (this.#threadStarts > 1) return { failed: `the schema compiler's thread did not start again (${err.message})` };
           this.#inProcess = true;
         }
       }

@@ -4,6 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import standaloneModule from 'ajv/dist/standalone/index.js';
 import { linearRegExp } from './linear-regexp.js';
 import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
+import { checkedLinearRegExp } from './schema-compiler-load.js';
 import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler-unique-items.js';
 import type { ObjectSchema, ToolInput } from './types.js';
 
@@ -37,7 +38,8 @@ const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, useDefaults: 
  * one of its own.
  *
  * `source` keeps each validator's code, for `standaloneCodes`: a source's schemas are compiled so
- * in a worker thread (see schema-compiler.ts), and loaded on the event loop.
+ * in a worker thread (see schema-compiler.ts), and loaded on the event loop. Such an instance
+ * checks each pattern on RE2 and keeps none compiled (see `checkedLinearRegExp`).
  */
 export function createAjv(options: { untrusted?: boolean; source?: boolean } = {}): Ajv {
   const kind: Kind = { untrusted: options.untrusted === true, source: options.source === true };
@@ -67,7 +69,7 @@ const UNTRUSTED_OPTIONS = { code: { regExp: linearRegExp, optimize: false }, inl
 /** An instance of `Class` (draft-07's Ajv or Ajv2020) with the options of its kind and the formats. */
 function makeAjv(Class: typeof Ajv | typeof Ajv2020, allErrors: boolean, kind: Kind): Ajv {
   const options: Options = { ...AJV_OPTIONS, ...(kind.untrusted ? UNTRUSTED_OPTIONS : undefined), allErrors };
-  if (kind.source) options.code = { ...options.code, source: true };
+  if (kind.source) options.code = { ...options.code, source: true, ...(kind.untrusted ? { regExp: checkedLinearRegExp } : undefined) };
   const ajv = addFormats(new Class(options) as Ajv);
   if (kind.untrusted) ajv.removeKeyword('uniqueItems').addKeyword(LINEAR_UNIQUE_ITEMS_CODE);
   return ajv;

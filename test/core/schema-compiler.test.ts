@@ -85,7 +85,7 @@ describe('the schema compiler: the event loop', { skip: NO_THREAD }, () => {
   });
 });
 
-describe('the schema compiler: turns', { skip: NO_THREAD }, () => {
+describe('the schema compiler: turns', () => {
   test("a newer listing replaces the source's listing still waiting: that one resolves 'superseded' and is never applied", async (t) => {
     const { registry } = compilerFor(t);
     let changes = 0;
