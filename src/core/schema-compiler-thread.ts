@@ -7,16 +7,16 @@ const WORKER_URL = /\/core\/schema-compiler-thread\.[jt]s$/.test(import.meta.url
   : new URL('../core/schema-compiler-worker.js', import.meta.url);
 
 /**
- * The thread's heap. A listing within the compile bound holds about 17 MiB per 64 KiB schema (its
- * two forms' code and caches, 4 schemas: 69 MiB), and Ajv's own state while it compiles; past
- * this the thread ends, and the listing is refused as too large, not the server's memory spent.
+ * The thread's heap: a listing of 16 schemas of 64 KiB (the 1 MiB a source may list, a thousand
+ * patterns each) compiles within it; past it the thread ends and the listing is refused, rather
+ * than the server's memory spent (each schema's code and caches alone are about 17 MiB).
  */
 const MAX_THREAD_HEAP_MB = 512;
 
 /** What compiling one listing came to: its compilations in the order asked, or why there are none. */
 export type ListingOutcome = { compilations: ToolCompilation[] } | { failed: string };
 
-/** The thread could not start (Node.js 20 running TypeScript through a loader): compile on the event loop instead. */
+/** The thread stopped before it was ready: where the first one does (Node.js 20 running TypeScript), there are none. */
 export class ThreadUnavailable extends Error {}
 
 /** One worker thread running `compileListing`, one listing at a time; unusable once it stops. */
@@ -62,6 +62,11 @@ export class CompileThread {
       throw err;
     }
     const start = await this.#cpuMs();
+    // Stopped meanwhile (closed, or it failed while idle): its exit settled nothing, and a message would go nowhere.
+    if (!this.alive) {
+      this.#worker.unref();
+      return { failed: this.#stopping ?? "the schema compiler's thread stopped" };
+    }
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       // The clock first: the thread cannot have spent more CPU time than the time gone by.
@@ -86,7 +91,7 @@ export class CompileThread {
     });
   }
 
-  /** The CPU time the thread has spent, in ms; undefined where Node.js cannot tell (older releases than these tests run on). */
+  /** The CPU time the thread has spent, in ms; undefined where Node.js cannot tell (releases before `worker.cpuUsage`). */
   async #cpuMs(): Promise<number | undefined> {
     if (typeof this.#worker.cpuUsage !== 'function') return undefined;
     try {

@@ -4,9 +4,11 @@ import { CompileThread, ThreadUnavailable, type ListingOutcome } from './schema-
 export type { ListingOutcome } from './schema-compiler-thread.js';
 
 /**
- * Most time one listing may hold the thread. A 64 KiB schema takes about 0.5 s there (both forms,
- * their code and its cache), so the 1 MiB a source may list fits with room to spare; past it the
- * thread is stopped and restarted, and the listing's schemas are refused.
+ * Most CPU time one listing may take in the thread; past it the thread is stopped and restarted,
+ * and the listing's new schemas are refused. A 64 KiB schema of a thousand patterns takes about
+ * 1.1 s there (both forms, their code and its cache; one form took 0.3 to 0.5 s on the event
+ * loop), so nine such fit; 16 tools of 420 patterns each (a listing that held the event loop back
+ * to back) take about 4 s.
  */
 export const MAX_LISTING_COMPILE_MS = 10_000;
 
@@ -34,9 +36,9 @@ interface Lane {
 }
 
 /**
- * Compiles sources' schemas in a worker thread, off the event loop: Ajv took about 250 ms per
- * 64 KiB schema there, and a source that changes its schemas at every listing held the server
- * back to back. The thread starts on the first listing that needs it and never keeps the process
+ * Compiles sources' schemas in a worker thread, off the event loop: on it, Ajv held everything for
+ * 0.3 to 0.7 s per 64 KiB schema, and a source that changes its schemas at every listing held the
+ * server back to back. The thread starts on the first listing that needs it and never keeps the process
  * alive. Each lane (a registry's source) has one listing compiling at a time, and a newer listing
  * replaces the one still waiting (which resolves 'superseded'). Lanes take turns, so one churning
  * source cannot starve another. Where no thread can start (Node.js 20 running TypeScript through a
