@@ -314,6 +314,44 @@ describe('StreamableHttpTransport', () => {
     assert.deepEqual(heard.errors, []);
   });
 
+  /** A server whose GET stream says `retry: 0` and ends at once; `gets` holds when each GET came (performance.now()). */
+  async function endingAtOnce(t: Cleanup) {
+    const gets: number[] = [];
+    const { url } = await upstream(t, (request, res) => {
+      if (request.method === 'DELETE') return void res.writeHead(200).end();
+      if (request.method === 'GET') {
+        gets.push(performance.now());
+        return events(res, 'retry: 0\n\n');
+      }
+      if (methodOf(request) === 'initialize') return json(res, { jsonrpc: '2.0', id: 0, result: {} }, { 'mcp-session-id': 's-3' });
+      res.writeHead(202).end();
+    });
+    return { url, gets };
+  }
+
+  it('asks again for a GET stream that ends at once with retry: 0 no sooner than 0.5 s later', async (t) => {
+    const { url, gets } = await endingAtOnce(t);
+    const { transport } = transportTo(t, url);
+    await transport.send(INITIALIZE);
+    await transport.send(INITIALIZED);
+    await until(() => gets.length === 2, 'the GET stream to be asked for again');
+    assert.ok(gets[1]! - gets[0]! >= 495, `asked again after ${gets[1]! - gets[0]!} ms`);
+  });
+
+  it('waits twice as long each time the GET stream ends quickly again, and gives it up after so many, saying why', async (t) => {
+    const { url, gets } = await endingAtOnce(t);
+    const { transport, heard } = transportTo(t, url, { reconnect: { minMs: 10, maxQuickEnds: 3 } });
+    await transport.send(INITIALIZE);
+    await transport.send(INITIALIZED);
+    await until(() => heard.lost.length === 1, 'the GET stream to be given up');
+    assert.deepEqual(heard.lost, ['the upstream ended its event stream 4 times in a row, each within 30 s of opening it']);
+    assert.equal(gets.length, 4);
+    const gaps = gets.slice(1).map((at, i) => at - gets[i]!);
+    // Timers never fire early (1 ms of rounding aside): the waits were 10, 20 and 40 ms at least.
+    gaps.forEach((gap, i) => assert.ok(gap >= 10 * 2 ** i - 1, `wait ${i + 1}: ${gap} ms`));
+    assert.deepEqual(heard.broken, []);
+  });
+
   it('sends the credentials of the URL as Basic authorization, and says only the error code of a request that fails', async (t) => {
     const { url, received } = await upstream(t, (_request, res) => json(res, ANSWER));
     url.username = 'user';
