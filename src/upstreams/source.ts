@@ -178,7 +178,8 @@ export class UpstreamSource {
       return;
     }
     const { served, refused, held } = listing;
-    const tools = served.map((definition) => toolOf(upstream, definition, (d, started) => this.#serves(lane, d, started)));
+    const locked = this.#options.lock !== undefined;
+    const tools = served.map((definition) => toolOf(upstream, definition, locked, (d, started) => this.#serves(lane, d, started)));
     const rejected = await replaced(this.#registry, upstream.name, tools);
     if (rejected === 'superseded') return;
     const refusedNames = new Set(rejected.map((r) => r.name));
@@ -248,6 +249,7 @@ const HELD_REASONS = {
 function toolOf(
   upstream: Upstream,
   definition: UpstreamToolDefinition,
+  locked: boolean,
   serves: (definition: UpstreamToolDefinition, started: boolean) => boolean | Promise<boolean>,
 ): ToolDef {
   const annotations = { ...definition.annotations, ...(definition.title !== undefined ? { title: definition.title } : {}) };
@@ -268,7 +270,9 @@ function toolOf(
         const still = serves(definition, started);
         if (!(typeof still === 'boolean' ? still : await still)) {
           return errorResult(
-            `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} that differs from the one pinned in the lock file: the tool is held until \`toolport upstreams lock\` is run again.`,
+            locked
+              ? `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} that differs from the one pinned in the lock file: the tool is held until \`toolport upstreams lock\` is run again.`
+              : `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} other than the one this call was made for: list the tools again and call it as it is now.`,
           );
         }
         const wire = await upstream.call(definition.upstreamName, input, {

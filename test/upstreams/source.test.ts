@@ -15,6 +15,7 @@ import { temporaryDirectory, type Cleanup } from '../support/workspace.js';
 
 const QUIET = path.resolve(import.meta.dirname, '../fixtures/upstreams/quiet-server.mjs');
 const CARELESS = path.resolve(import.meta.dirname, '../fixtures/upstreams/careless-server.mjs');
+const CHURNING = path.resolve(import.meta.dirname, '../fixtures/upstreams/churning-server.mjs');
 const TOKEN = 'tok-0123456789abcdef';
 
 /** Opens the upstreams of `servers` (an mcpServers object) written in a temporary directory, beside `lock` when given. */
@@ -155,5 +156,35 @@ describe('a lazy upstream served from the lock', () => {
       isError: true,
     });
     assert.equal(registry.get('q__alpha'), undefined, 'and it is no longer served');
+  });
+});
+
+describe('a lazy upstream without a lock file', () => {
+  it('has its first call wait until the list its start gave is applied: a definition changed since start-up is refused, not called, and the new one is served', async (t) => {
+    const dir = await temporaryDirectory(t);
+    // The process started for the call lists other patterns than the one that listed at start-up:
+    // they take a while to compile, and the call must not run before they are served.
+    const counter = path.join(dir, 'counter.txt');
+    await writeFile(counter, '');
+    const { registry, source } = await open(t, {
+      lazy: { command: process.execPath, args: [CHURNING, 'quiet'], cwd: dir, env: { CHURN_COUNTER: counter, CHURN_TOOLS: '4' }, startup: 'lazy' },
+    });
+    assert.equal(source.status()['lazy']?.state, 'idle');
+    assert.equal(registry.get('lazy__t0')?.description, 'Listing 1: tool 0.');
+    const app = await buildApp({ registry, upstreams: source });
+    t.after(() => app.close());
+    const answer = await app.inject({ method: 'POST', url: '/tools/lazy__t0', payload: {} });
+    assert.deepEqual(answer.json(), {
+      content: [
+        {
+          type: 'text',
+          text: 'Upstream "lazy" now lists a definition of t0 other than the one this call was made for: list the tools again and call it as it is now.',
+        },
+      ],
+      isError: true,
+    });
+    assert.equal(registry.get('lazy__t0')?.description, 'Listing 2: tool 0.');
+    const again = await app.inject({ method: 'POST', url: '/tools/lazy__t0', payload: {} });
+    assert.deepEqual(again.json(), { content: [{ type: 'text', text: 'listing 2' }], isError: false });
   });
 });
