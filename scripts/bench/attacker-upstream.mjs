@@ -10,6 +10,7 @@
 //   bigresult      its tool `big` answers 30 MiB of text
 //   bigstructured  its tool `structured` answers about 28 MiB of structuredContent (250,000 objects)
 import process from 'node:process';
+import { setInterval } from 'node:timers';
 
 const mode = process.argv[2] ?? 'quiet';
 const MiB = 1024 * 1024;
