@@ -8,6 +8,7 @@ import type { UpstreamSpec } from './config.js';
 import { CHURN_LIMITS, ChurnGuard, frozenStatus, holdFields, HOLD_ENDED, HOLD_STARTED, type ChurnLimits } from './churn.js';
 import { checkDefinitions, type DefinitionRefusal, type UpstreamToolDefinition } from './definitions.js';
 import { ListingLane } from './lane.js';
+import { redactProgress, redactResult } from './redact.js';
 import { admitted, type HeldTool, type LockFile } from './lock.js';
 import type { UpstreamConfinement } from './confinement.js';
 import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
@@ -278,9 +279,9 @@ function toolOf(
         const wire = await upstream.call(definition.upstreamName, input, {
           signal: context.signal,
           caller: context.caller,
-          onProgress: context.progress && ((update) => context.progress!(update)),
+          onProgress: context.progress && ((update) => context.progress!(redactProgress(update, upstream.redact))),
         });
-        return redacted(fromMCPCallResult(wire), upstream.redact);
+        return redactResult(fromMCPCallResult(wire), upstream.redact);
       } catch (err) {
         if (err instanceof UpstreamUnavailableError || err instanceof ToolportError) return errorResult(upstream.redact(err.message));
         if (context.signal.aborted) throw err;
@@ -290,20 +291,4 @@ function toolOf(
       }
     },
   };
-}
-
-/**
- * `result` with the upstream's secrets hidden in its text blocks: a careless upstream may echo the
- * token its configuration gave it in an answer or an `isError` result, as it may in a JSON-RPC error.
- */
-function redacted(result: ToolResult, redact: (text: string) => string): ToolResult {
-  let changed = false;
-  const content = result.content.map((block) => {
-    if (block.type !== 'text') return block;
-    const text = redact(block.text);
-    if (text === block.text) return block;
-    changed = true;
-    return { ...block, text };
-  });
-  return changed ? { ...result, content } : result;
 }
