@@ -65,26 +65,26 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'TOOLPORT_UPSTREAM_SANDBOX',
     default: code('auto'),
     meaning:
-      'run stdio upstreams under Landlock and seccomp: `auto`, where it works here (else as the server, with a warning); `true`, always (start-up fails without); `false`, never',
+      'run stdio upstreams under Landlock and seccomp: `auto`, where it works here (else unconfined under the reaper supervisor, with a warning); `true`, always (start-up fails without); `false`, never',
     see: 'upstreams.md#isolation',
   },
   {
     name: 'TOOLPORT_UPSTREAM_MAX_PROCESSES',
     default: code(512),
     meaning:
-      'processes and threads one sandboxed stdio upstream may have at once, counted every second; past it the upstream is stopped and restarted; `0`: no limit',
+      'processes and threads one stdio upstream may have at once, counted every second; past it the upstream is stopped and restarted; `0`: no limit',
     see: 'upstreams.md#isolation',
   },
   {
     name: 'TOOLPORT_UPSTREAM_MAX_MEMORY',
     default: code('4G'),
-    meaning: 'resident memory of one sandboxed stdio upstream and what it started, counted as the processes are; `0`: no limit',
+    meaning: 'resident memory of one stdio upstream and what it started, counted as the processes are; `0`: no limit',
     see: 'upstreams.md#isolation',
   },
   {
     name: 'TOOLPORT_UPSTREAM_TMP_SIZE',
     default: code('1G'),
-    meaning: "bytes one sandboxed stdio upstream's private TMPDIR may hold; `0`: no limit",
+    meaning: "bytes one stdio upstream's private TMPDIR may hold (in the sandbox only); `0`: no limit",
     see: 'upstreams.md#isolation',
   },
   {
@@ -348,7 +348,7 @@ export interface Config {
   workspaceQuota: number;
   /** Run stdio upstreams under Landlock and seccomp (TOOLPORT_UPSTREAM_SANDBOX): `auto`, where it works; `true`, always (or fail); `false`, never. */
   upstreamSandbox: 'auto' | 'true' | 'false';
-  /** What the supervisor holds each sandboxed stdio upstream to (TOOLPORT_UPSTREAM_MAX_PROCESSES, _MAX_MEMORY, _TMP_SIZE); 0 switches one off. */
+  /** What the supervisor holds each stdio upstream to (TOOLPORT_UPSTREAM_MAX_PROCESSES, _MAX_MEMORY, _TMP_SIZE); 0 switches one off. */
   upstreamLimits: { maxProcesses: number; maxMemory: number; tmpSize: number };
   /** Run Bash in a sandbox: `auto`, the first that works; `true`, one always (or fail); `bubblewrap` or `landlock`, that one; `false`, never. */
   bashSandbox: BashSandboxSetting;

@@ -32,8 +32,9 @@ export interface StdioTransportOptions {
   /** Hides the upstream's secrets in what goes to the log. */
   redact: (text: string) => string;
   /**
-   * The sandbox it runs in (see `UpstreamConfinement`), or why there is none here: then it runs
-   * with the server's rights, unless `network` is false, which only the sandbox can hold.
+   * The supervisor it runs under, confined or not (see `UpstreamConfinement`), or why there is
+   * none here (no Perl): then it runs with the server's rights, and what it starts with `setsid`
+   * is out of reach; `network: false` needs the confined supervisor.
    */
   confinement?: UpstreamConfinement | string;
   /** It may open sockets (default true). */
