@@ -11,11 +11,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { serverPermissions } from '../src/assembly/rule-catalog.js';
+import { serverPermissions } from '../src/permissions/catalog.js';
 import { createToolset } from '../src/assembly/toolset.js';
 import { buildApp } from '../src/http/app.js';
 import { Workspace } from '../src/os/fs/workspace.js';
-import { checkCommandLine, MAX_LINE_BYTES, parseCommandPattern } from '../src/tools/bash-rules/check.js';
+import { checkCommandLine, MAX_LINE_BYTES, parseCommandPattern } from '../src/permissions/bash/check.js';
 
 const { values } = parseArgs({ options: { checks: { type: 'string', default: '2000' }, calls: { type: 'string', default: '200' } } });
 const checks = Number(values.checks);

@@ -8,7 +8,7 @@
 #   wrk         the load generator of the benchmark (npm run bench)
 #   redis-server, redis-tools  Redis, the shared rate-limit store (TOOLPORT_REDIS_URL), for its tests and npm run test:replicas
 #   haproxy     the load balancer in front of the replicas in npm run test:replicas
-#   strace      traces the programs bash runs, for the Bash rules' oracle (test/tools/bash-rules/oracle.test.ts)
+#   strace      traces the programs bash runs, for the Bash rules' oracle (test/permissions/bash/oracle.test.ts)
 #   golang-github-docker-docker-dev  Docker's default seccomp profile (profiles/seccomp/default.json),
 #               which npm run test:container runs the image under
 # Idempotent: installs nothing and touches no package index when everything is present.

@@ -25,7 +25,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { sandboxUnavailableReason } from '../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../src/os/sandbox/bubblewrap.js';
 import { freePorts, missingPrograms, ROOT, startHaproxy, startRedis, startToolport, stopAll, type Managed } from './replicas/fleet.js';
 
 const LIMIT = 60;

@@ -1,6 +1,6 @@
 import { isToolPattern, scopeEntryMatches, type KeySpec, type ServerPermissions } from '../core/keyring.js';
 import { PermissionRuleError, Permissions } from '../core/permissions.js';
-import { PermissionRulesSchema } from './permissions.js';
+import { PermissionRulesSchema } from '../permissions/load.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../core/executor.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from '../core/limiter.js';
 import { redactedUrl } from '../infra/net.js';
-import type { BashSandboxSetting } from '../os/proc/isolation.js';
-import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/proc/limits.js';
+import type { BashSandboxSetting } from '../os/sandbox/isolation.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/sandbox/limits.js';
 import {
   DEFAULT_BODY_LIMIT,
   DEFAULT_HEADERS_TIMEOUT_MS,

@@ -2,8 +2,8 @@ import { ToolRegistrationError } from './errors.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
 import type { Permissions } from './permissions.js';
-import { sharedSchemaCompiler, type ListingOutcome, type SchemaCompiler } from './schema-compiler.js';
-import { outputRootRule, planListing, validatorsOf, type Slot } from './schema-compiler-listing.js';
+import { sharedSchemaCompiler, type ListingOutcome, type SchemaCompiler } from './schema-compiler/compiler.js';
+import { outputRootRule, planListing, validatorsOf, type Slot } from './schema-compiler/listing.js';
 import { compileInputSchema, compileOutputSchema, createAjv, type InputValidator, type OutputValidator } from './validator.js';
 import type { ObjectSchema, ToolDef } from './types.js';
 

@@ -4,8 +4,8 @@ import addFormatsModule from 'ajv-formats';
 import standaloneModule from 'ajv/dist/standalone/index.js';
 import { linearRegExp } from './linear-regexp.js';
 import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
-import { checkedLinearRegExp } from './schema-compiler-load.js';
-import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler-unique-items.js';
+import { checkedLinearRegExp } from './schema-compiler/load.js';
+import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler/unique-items.js';
 import type { ObjectSchema, ToolInput } from './types.js';
 
 // ajv-formats and ajv/dist/standalone ship CommonJS with a default export that NodeNext sees as the module object.
@@ -289,7 +289,7 @@ export interface CompiledForms {
 
 /**
  * The two forms of `schema`, compiled now by `ajv` (made by `createAjv` with `source`) and written
- * as Ajv's standalone code (CommonJS, see schema-compiler-load.ts); throws Ajv's own error when
+ * as Ajv's standalone code (CommonJS, see schema-compiler/load.ts); throws Ajv's own error when
  * the schema is invalid, as `compileInputSchema` does. Both compile now, because the code is
  * loaded where Ajv is not: in-process, the collecting form compiles on the first failed input.
  */

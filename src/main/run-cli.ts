@@ -66,7 +66,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
   if (command === 'upstreams') {
     const [action, ...extra] = rest;
     if ((action !== 'lock' && action !== 'diff') || extra.length > 0) throw new UsageError('upstreams needs an action: toolport upstreams lock|diff');
-    return (await import('../upstreams/lock-command.js')).runLockCommand(action, env);
+    return (await import('../upstreams/lock/command.js')).runLockCommand(action, env);
   }
 
   if (!['list', 'call', 'openapi'].includes(command)) throw new UsageError(`unknown command "${command}"`);
@@ -124,7 +124,7 @@ async function runCommand(
       const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
       // In-process, through the same gateway as the server: the same checks and audit lines.
       const permissions =
-        config.permissionsFile === undefined ? undefined : await (await import('../assembly/rule-catalog.js')).serverPermissions(config, registry.list(), []);
+        config.permissionsFile === undefined ? undefined : await (await import('../permissions/catalog.js')).serverPermissions(config, registry.list(), []);
       const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs, permissions });
       const call = { caller: ANYONE, tool: name, requestId: 'cli', transport: CLI_TRANSPORT };
       let input: unknown;

@@ -61,7 +61,7 @@ export async function serveMcpStdio(
     const permissions =
       config.permissionsFile === undefined
         ? undefined
-        : await (await import('../assembly/rule-catalog.js')).serverPermissions(config, registry.list(), namespaces);
+        : await (await import('../permissions/catalog.js')).serverPermissions(config, registry.list(), namespaces);
     const gateway = new Gateway({
       permissions,
       registry,

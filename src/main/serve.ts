@@ -12,7 +12,7 @@ import { connectRedis } from '../infra/redis.js';
 import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
 import { createToolset } from '../assembly/toolset.js';
-import { serverPermissions } from '../assembly/rule-catalog.js';
+import { serverPermissions } from '../permissions/catalog.js';
 import type { UpstreamSource } from '../upstreams/source.js';
 import { tokenCallersAsKeys, withWorkspaces } from '../auth/workspaces.js';
 import { openResourceServer, type ResourceServer } from '../auth/open.js';

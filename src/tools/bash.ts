@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import { Type } from 'typebox';
-import { checkBashRules } from './bash-rules/permission.js';
+import { checkBashRules } from '../permissions/bash/permission.js';
 import { defineTool } from '../core/define-tool.js';
 import { describeAbortReason, errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
-import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from '../os/proc/isolation.js';
-import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/proc/limits.js';
-import { limitNotes, LimitSigns } from '../os/proc/limit-notes.js';
+import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from '../os/sandbox/isolation.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/sandbox/limits.js';
+import { limitNotes, LimitSigns } from '../os/sandbox/limit-notes.js';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
 import type { Workspace } from '../os/fs/workspace.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createBashTool } from './bash.js';
-import type { BashSandboxSetting } from '../os/proc/isolation.js';
-import type { BashLimits } from '../os/proc/limits.js';
+import type { BashSandboxSetting } from '../os/sandbox/isolation.js';
+import type { BashLimits } from '../os/sandbox/limits.js';
 import { Echo } from './echo.js';
 import { createEditTool } from './edit.js';
 import { createGlobTool } from './glob/glob.js';

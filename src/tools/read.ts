@@ -2,13 +2,13 @@ import { Type } from 'typebox';
 import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
-import { fileErrorResult } from './file-errors.js';
-import { checkLinkCount, checkPathRules } from './file-rules.js';
+import { fileErrorResult } from './files/errors.js';
+import { checkLinkCount, checkPathRules } from './files/rules.js';
 import { formatBytes, quotePath } from '../os/fs/describe.js';
-import { imageMediaType, looksBinary } from './file-kind.js';
+import { imageMediaType, looksBinary } from './files/kind.js';
 import { countLines, linesFrom, numberLine } from './numbered-lines.js';
 import { loadRegularFile, MAX_FILE_BYTES, type LoadedFile } from '../os/fs/regular-file.js';
-import { versionNote } from './file-versions.js';
+import { versionNote } from './files/versions.js';
 import type { Workspace } from '../os/fs/workspace.js';
 
 /** Lines shown when the call gives no `limit`. */

@@ -5,14 +5,14 @@ import { defineTool } from '../core/define-tool.js';
 import { errorResult, textResult } from '../core/result.js';
 import type { ToolDef, ToolResult } from '../core/types.js';
 import { NEW_FILE_MODE, writeFileAtomic } from '../os/fs/atomic-write.js';
-import { checkPathRules } from './file-rules.js';
-import { fileErrorResult, ownNameRefusal, quotaRefusal, systemErrorCode, writeConflictResult } from './file-errors.js';
+import { checkPathRules } from './files/rules.js';
+import { fileErrorResult, ownNameRefusal, quotaRefusal, systemErrorCode, writeConflictResult } from './files/errors.js';
 import { quotePath } from '../os/fs/describe.js';
 import { withFileLock } from '../os/fs/file-lock.js';
 import { countLines } from './numbered-lines.js';
 import { isOwnFileName } from '../os/fs/own-files.js';
 import { assertUnchanged, contentVersion, loadRegularFile } from '../os/fs/regular-file.js';
-import { expectedVersionSchema, versionMismatch, versionNote } from './file-versions.js';
+import { expectedVersionSchema, versionMismatch, versionNote } from './files/versions.js';
 import { heldPath, OPEN_DIRECTORY, type Workspace } from '../os/fs/workspace.js';
 import { MAX_MEASURED_DEPTH, type Reservation, type WorkspaceUsage } from '../os/fs/workspace-usage.js';
 

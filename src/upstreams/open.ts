@@ -4,7 +4,7 @@ import type { ToolRegistry } from '../core/registry.js';
 import { VERSION } from '../infra/version.js';
 import { loadUpstreams, type UpstreamSpec } from './config.js';
 import { NO_UPSTREAM_LIMITS, UpstreamConfinement, type UpstreamLimits } from './confinement.js';
-import { LOCK_FILE_NAME, readLock } from './lock.js';
+import { LOCK_FILE_NAME, readLock } from './lock/lock.js';
 import { UpstreamSource, type UpstreamSourceOptions } from './source.js';
 
 export { upstreamExposure } from './exposure.js';

@@ -9,7 +9,7 @@ import { CHURN_LIMITS, ChurnGuard, frozenStatus, holdFields, HOLD_ENDED, HOLD_ST
 import { checkDefinitions, type DefinitionRefusal, type UpstreamToolDefinition } from './definitions.js';
 import { ListingLane } from './lane.js';
 import { redactProgress, redactResult } from './redact.js';
-import { admitted, type HeldTool, type LockFile } from './lock.js';
+import { admitted, type HeldTool, type LockFile } from './lock/lock.js';
 import type { UpstreamConfinement } from './confinement.js';
 import { Upstream, UpstreamUnavailableError, type UpstreamOptions, type UpstreamState, type UpstreamStatus } from './upstream.js';
 

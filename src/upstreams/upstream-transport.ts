@@ -4,11 +4,11 @@ import type { Agent } from 'undici';
 import type { AnswerLedger, ReadCounters } from './answer-ledger.js';
 import type { UpstreamSpec } from './config.js';
 import type { UpstreamConfinement } from './confinement.js';
-import type { StreamableHttpTransport } from './http-client.js';
-import { describeHttpFailure, httpTransport } from './http-transport.js';
+import type { StreamableHttpTransport } from './http/client.js';
+import { describeHttpFailure, httpTransport } from './http/transport.js';
 import { bytesText, LIST_BUDGET_BYTES } from './message-bounds.js';
-import { StdioProcessTransport, stdioTransport } from './stdio-transport.js';
-import type { ReconnectTiming } from './stream-backoff.js';
+import { StdioProcessTransport, stdioTransport } from './stdio/transport.js';
+import type { ReconnectTiming } from './http/stream-backoff.js';
 
 /** A transport of toolport's own: it knows what each answer may take (`answers`). */
 export type BoundedTransport = StdioProcessTransport | StreamableHttpTransport;

@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import type { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { openKeyWorkspaces, type KeyWorkspacesOptions } from '../../src/assembly/key-workspaces.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';

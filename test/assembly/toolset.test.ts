@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { PluginLoadError } from '../../src/assembly/plugins.js';
 import { Echo } from '../../src/tools/index.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { UnknownToolError, createToolset, secretFiles, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';
 import { toolContext } from '../support/tool-context.js';

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { IdentityMapper, isTokenIdentity } from '../../src/auth/identity.js';
 import { parseMapping } from '../../src/auth/mapping.js';
 import { TokenRefusal } from '../../src/auth/token-refusal.js';
-import { ruleCatalog } from '../../src/assembly/rule-catalog.js';
+import { ruleCatalog } from '../../src/permissions/catalog.js';
 import { defineTool } from '../../src/core/define-tool.js';
 import { Type } from 'typebox';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { reaperUnavailableReason } from '../../src/os/proc/reaper.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { escapees } from '../fixtures/escapees.js';
 import { processesIn, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';

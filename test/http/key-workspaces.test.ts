@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadApiKeys } from '../../src/config/api-keys.js';
 import { buildApp } from '../../src/http/app.js';
 import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';

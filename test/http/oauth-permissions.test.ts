@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openResourceServer } from '../../src/auth/open.js';
 import { parseMapping } from '../../src/auth/mapping.js';
-import { serverPermissions } from '../../src/assembly/rule-catalog.js';
+import { serverPermissions } from '../../src/permissions/catalog.js';
 import { createToolset } from '../../src/assembly/toolset.js';
 import { buildApp } from '../../src/http/app.js';
 import { Workspace } from '../../src/os/fs/workspace.js';

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { KeySpec } from '../../src/core/keyring.js';
 import { buildApp } from '../../src/http/app.js';
 import { createToolset } from '../../src/assembly/toolset.js';
-import { serverPermissions } from '../../src/assembly/rule-catalog.js';
+import { serverPermissions } from '../../src/permissions/catalog.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { capturedLog } from '../support/log-capture.js';
 import { scrapeMetrics } from '../support/metrics-text.js';

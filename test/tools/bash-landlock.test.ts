@@ -13,7 +13,7 @@ import { test, type TestContext } from 'node:test';
 import type { ToolDef } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { bashIsolationOf } from '../../src/tools/bash.js';
-import { DEFAULT_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
+import { DEFAULT_BASH_LIMITS, type BashLimits } from '../../src/os/sandbox/limits.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { pathWithOnly } from '../support/programs.js';
 import { requireOrSkip } from '../support/require.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { ToolDef } from '../../src/core/types.js';
 import { bashIsolationOf, createBashTool } from '../../src/tools/bash.js';
-import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/proc/limits.js';
+import { NO_BASH_LIMITS, type BashLimits } from '../../src/os/sandbox/limits.js';
 import type { Workspace } from '../../src/os/fs/workspace.js';
 import { waitFor } from '../support/processes.js';
 import { skipWithout } from '../support/require.js';

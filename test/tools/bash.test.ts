@@ -8,7 +8,7 @@ import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool, DEFAULT_BASH_TIMEOUT_MS, effectiveTimeout, MAX_BASH_TIMEOUT_MS } from '../../src/tools/bash.js';
 import { KILL_GRACE_MS } from '../../src/os/proc/process.js';
 import { reaperUnavailableReason } from '../../src/os/proc/reaper.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../support/processes.js';

@@ -5,7 +5,7 @@ import { after, describe, it } from 'node:test';
 import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createGrepTool } from '../../src/tools/grep/grep.js';
 import { withoutHidden } from '../../src/tools/grep/listing.js';
-import { rgRunner, type GrepConfinement } from '../../src/os/proc/rg-confined.js';
+import { rgRunner, type GrepConfinement } from '../../src/os/sandbox/rg-confined.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { requiredOptions } from '../support/require.js';
 import { ruledContext, rules, toolContext } from '../support/tool-context.js';

@@ -8,7 +8,7 @@ import { createGlobTool } from '../../src/tools/glob/glob.js';
 import { createGrepTool } from '../../src/tools/grep/grep.js';
 import { createLsTool } from '../../src/tools/ls.js';
 import { createReadTool } from '../../src/tools/read.js';
-import { rgRunner } from '../../src/os/proc/rg-confined.js';
+import { rgRunner } from '../../src/os/sandbox/rg-confined.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { requireOrSkip } from '../support/require.js';
 import { startSwapper } from '../support/swapper.js';

@@ -6,7 +6,7 @@ import type { ToolDef, ToolResult } from '../../src/core/types.js';
 import { createBashTool } from '../../src/tools/bash.js';
 import { createEditTool } from '../../src/tools/edit.js';
 import { createReadTool } from '../../src/tools/read.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { createWriteTool } from '../../src/tools/write.js';
 import { startSwapper } from '../support/swapper.js';

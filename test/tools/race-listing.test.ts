@@ -7,7 +7,7 @@ import { createBashTool } from '../../src/tools/bash.js';
 import { createGlobTool } from '../../src/tools/glob/glob.js';
 import { createGrepTool } from '../../src/tools/grep/grep.js';
 import { createLsTool } from '../../src/tools/ls.js';
-import { sandboxUnavailableReason } from '../../src/os/proc/sandbox.js';
+import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { startSwapper } from '../support/swapper.js';
 import { toolContext } from '../support/tool-context.js';

@@ -12,7 +12,7 @@ import { createGrepTool } from '../../src/tools/grep/grep.js';
 import { createLsTool, type LsOutput } from '../../src/tools/ls.js';
 import { createReadTool } from '../../src/tools/read.js';
 import { createWriteTool } from '../../src/tools/write.js';
-import { rgRunner } from '../../src/os/proc/rg-confined.js';
+import { rgRunner } from '../../src/os/sandbox/rg-confined.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { requireOrSkip } from '../support/require.js';
 import { TEST_RULE_CATALOG, toolContext } from '../support/tool-context.js';

@@ -8,7 +8,7 @@ import { Echo } from '../../src/tools/echo.js';
 import { ChurnGuard, HOLD_ENDED, HOLD_STARTED, type ChurnHold, type ChurnLimits } from '../../src/upstreams/churn.js';
 import { parseUpstreams } from '../../src/upstreams/config.js';
 import { checkDefinitions } from '../../src/upstreams/definitions.js';
-import { lockOf, parseLock, formatLock } from '../../src/upstreams/lock.js';
+import { lockOf, parseLock, formatLock } from '../../src/upstreams/lock/lock.js';
 import { UpstreamSource } from '../../src/upstreams/source.js';
 import { Upstream } from '../../src/upstreams/upstream.js';
 import { capturedLog } from '../support/log-capture.js';

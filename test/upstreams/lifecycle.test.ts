@@ -9,7 +9,7 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { digestOf } from '../../src/upstreams/canonical-json.js';
 import { parseUpstreams, type UpstreamSpec } from '../../src/upstreams/config.js';
-import { formatLock, lockOf, parseLock } from '../../src/upstreams/lock.js';
+import { formatLock, lockOf, parseLock } from '../../src/upstreams/lock/lock.js';
 import { checkDefinitions } from '../../src/upstreams/definitions.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
 import type { UpstreamSourceOptions } from '../../src/upstreams/source.js';

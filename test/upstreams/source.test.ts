@@ -7,7 +7,7 @@ import { textResult } from '../../src/core/result.js';
 import { buildApp } from '../../src/http/app.js';
 import { parseUpstreams } from '../../src/upstreams/config.js';
 import { checkDefinitions } from '../../src/upstreams/definitions.js';
-import { formatLock, lockOf } from '../../src/upstreams/lock.js';
+import { formatLock, lockOf } from '../../src/upstreams/lock/lock.js';
 import { openUpstreams } from '../../src/upstreams/open.js';
 import { capturedLog } from '../support/log-capture.js';
 import { until } from '../support/wait.js';

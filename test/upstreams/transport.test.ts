@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { redactor } from '../../src/upstreams/redact.js';
-import { MAX_UNSENT_BYTES, StdioProcessTransport } from '../../src/upstreams/stdio-transport.js';
+import { MAX_UNSENT_BYTES, StdioProcessTransport } from '../../src/upstreams/stdio/transport.js';
 import { capturedLog } from '../support/log-capture.js';
 import { isAlive, processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { until } from '../support/wait.js';

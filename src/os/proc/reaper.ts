@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { commandEnv, KILL_GRACE_MS, type RunOptions, type RunOutcome, type WatchedBound } from './process.js';
-import { ReapedCall, type BeginOptions } from './reaped-call.js';
+import { ReapedCall, type BeginOptions } from '../sandbox/reaped-call.js';
 
 /**
  * The reaper's Perl source (see its header for what it does and its protocol). It sits beside

@@ -7,11 +7,11 @@ import { defineTool } from '../../core/define-tool.js';
 import { errorResult, textResult } from '../../core/result.js';
 import type { ToolDef, ToolResult } from '../../core/types.js';
 import { displayName, QUOTED_NAMES } from '../display-name.js';
-import { fileErrorResult } from '../file-errors.js';
+import { fileErrorResult } from '../files/errors.js';
 import { quotePath } from '../../os/fs/describe.js';
 import { PATTERN_LIMITS, patternProblem } from './limits.js';
 import { CRAWL_ROOT, HeldCrawl, STAT_BATCH, type CrawlBudget, type Visible } from './crawl.js';
-import { checkPathRules } from '../file-rules.js';
+import { checkPathRules } from '../files/rules.js';
 import { HeldTree } from '../../os/fs/held-dir.js';
 import { heldPath, systemError, type Location, type Workspace } from '../../os/fs/workspace.js';
 

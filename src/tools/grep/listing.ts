@@ -1,7 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { Permissions } from '../../core/permissions.js';
 import type { Location, Workspace } from '../../os/fs/workspace.js';
-import { renamer, rgCommand, type RgRunner } from '../../os/proc/rg-confined.js';
+import { renamer, rgCommand, type RgRunner } from '../../os/sandbox/rg-confined.js';
 import { runRg, type RgRun, type RgSink } from './run.js';
 
 /** What to list: a directory pinned by the walk, and rg's options that choose the files of a walk (ending before `--`). */

@@ -7,7 +7,7 @@ import { describeAbortReason, errorResult } from '../../core/result.js';
 import type { ToolContext, ToolResult } from '../../core/types.js';
 import { HeldTree } from '../../os/fs/held-dir.js';
 import { heldPath } from '../../os/fs/workspace.js';
-import type { RgCommand } from '../../os/proc/rg-confined.js';
+import type { RgCommand } from '../../os/sandbox/rg-confined.js';
 import { displayName } from '../display-name.js';
 import { LineCollector } from './lines.js';
 import { listFiles, type ListingRequest } from './listing.js';

@@ -1,7 +1,7 @@
 import { describeAbortReason, errorResult, textResult } from '../../core/result.js';
 import type { ToolContext, ToolResult } from '../../core/types.js';
 import { commandEnv, runProcess, type RunOutcome } from '../../os/proc/process.js';
-import { isSandboxFailure, renamer, type RgCommand, type RgRunner } from '../../os/proc/rg-confined.js';
+import { isSandboxFailure, renamer, type RgCommand, type RgRunner } from '../../os/sandbox/rg-confined.js';
 import { MAX_STDERR_CHARS, type LineCollector } from './lines.js';
 import { RgRecords, type RgRecordsOptions } from './records.js';
 import { capText, MAX_OUTPUT_CHARS } from '../output-cap.js';

@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { commandEnv } from '../../../src/os/proc/process.js';
-import type { BeginOptions, ReapedCall } from '../../../src/os/proc/reaped-call.js';
+import type { BeginOptions, ReapedCall } from '../../../src/os/sandbox/reaped-call.js';
 import { ResidentReaper } from '../../../src/os/proc/reaper.js';
 import { processesWith, trackedMarker, waitFor } from '../../support/processes.js';
 import { requireOrSkip } from '../../support/require.js';

@@ -8,7 +8,7 @@ import { ToolExecutor } from '../../../src/core/executor.js';
 import { ToolRegistry } from '../../../src/core/registry.js';
 import type { ToolDef } from '../../../src/core/types.js';
 import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../../src/tools/grep/grep.js';
-import { rgRunner, type GrepConfinement } from '../../../src/os/proc/rg-confined.js';
+import { rgRunner, type GrepConfinement } from '../../../src/os/sandbox/rg-confined.js';
 import { Workspace } from '../../../src/os/fs/workspace.js';
 import { requireOrSkip } from '../../support/require.js';
 import { temporaryDirectory } from '../../support/workspace.js';
