@@ -71,8 +71,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'TOOLPORT_UPSTREAM_MAX_PROCESSES',
     default: code(512),
-    meaning:
-      'processes and threads one stdio upstream may have at once, counted every second; past it the upstream is stopped and restarted; `0`: no limit',
+    meaning: 'processes and threads one stdio upstream may have at once, counted every second; past it the upstream is stopped and restarted; `0`: no limit',
     see: 'upstreams.md#isolation',
   },
   {
