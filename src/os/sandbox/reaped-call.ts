@@ -1,6 +1,15 @@
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
-import { CLOSE_SLACK_MS, forgetGroup, KILL_GRACE_MS, killProcessGroup, trackGroup, type RunOptions, type RunOutcome, type WatchedBound } from '../proc/process.js';
+import {
+  CLOSE_SLACK_MS,
+  forgetGroup,
+  KILL_GRACE_MS,
+  killProcessGroup,
+  trackGroup,
+  type RunOptions,
+  type RunOutcome,
+  type WatchedBound,
+} from '../proc/process.js';
 
 /**
  * The call reaper kills what is left of a command `killGraceMs` after SIGTERM; the server's own
