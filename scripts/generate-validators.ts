@@ -1,6 +1,6 @@
 /**
- * `npm run validators`: writes src/core/precompiled-validators.ts, the built-in tools' input
- * validators as Ajv standalone code, so that start-up compiles none of them (compiling them, with
+ * `npm run validators`: writes src/tools/validators.generated.ts, the built-in tools' input
+ * and output validators as Ajv standalone code, so that start-up compiles none of them (compiling them, with
  * Ajv's meta-schema, was 45 ms of every start). `--check` only compares: it exits 1, naming this
  * command, when the committed file differs from what the schemas give now.
  */
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { precompiledValidatorsSource } from './precompiled-validators.js';
 
-const OUT = path.resolve(import.meta.dirname, '../src/core/precompiled-validators.ts');
+const OUT = path.resolve(import.meta.dirname, '../src/tools/validators.generated.ts');
 
 const workspace = await mkdtemp(path.join(tmpdir(), 'toolport-validators-'));
 try {

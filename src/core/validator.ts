@@ -3,7 +3,6 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import standaloneModule from 'ajv/dist/standalone/index.js';
 import { linearRegExp } from './linear-regexp.js';
-import { PRECOMPILED_VALIDATORS } from './precompiled-validators.js';
 import { checkedLinearRegExp } from './schema-compiler/load.js';
 import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler/unique-items.js';
 import type { ObjectSchema, ToolInput } from './types.js';
@@ -301,6 +300,22 @@ export function standaloneCodes(schema: ObjectSchema, ajv: Ajv): { firstOnly: st
   return { firstOnly: standaloneCode(dialect.first, firstOnly), collectAll: standaloneCode(dialect.all, collectAll) };
 }
 
+// Validators compiled ahead of time, by their schema's JSON text: handed in by whoever wrote the
+// schemas (the built-in tools), so the core knows no tool.
+const precompiledValidators = new Map<string, ValidateFunction>();
+
+/**
+ * Hands over validators compiled ahead of time (Ajv's standalone code, made with
+ * `createStandaloneAjv`: first violation only), each under its schema's JSON text. A schema with
+ * that very text, compiled by an instance `createAjv` made without options, takes its validator
+ * instead of compiling: the built-in tools hand theirs (`npm run validators`), so that start-up
+ * compiles none of them. A later validator for the same text replaces the earlier.
+ */
+export function usePrecompiledValidators(validators: ReadonlyMap<string, (data: unknown) => boolean>): void {
+  // Standalone code is a ValidateFunction but for the compiling instance's fields, which checking never reads.
+  for (const [schemaText, validate] of validators) precompiledValidators.set(schemaText, validate as ValidateFunction);
+}
+
 // By schema object, for schemas that stand alone: the same tool registered in several registries
 // (TOOLPORT_TOOLS, the keys' workspaces) is compiled once. Compiling is most of what registering costs.
 const compiledSchemas = new WeakMap<ObjectSchema, CompiledForms>();
@@ -318,8 +333,9 @@ function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): CompiledForms 
   const dialect = ajvFor(schema, ajv);
   let firstOnly: ValidateFunction<ToolInput> | undefined;
   const compileFirst = (): ValidateFunction<ToolInput> => {
-    // Compiled ahead of time for the built-in tools, from a schema with this very text.
-    const precompiled = standardInstances.has(ajv) && dialect.all === ajv ? PRECOMPILED_VALIDATORS.get(JSON.stringify(schema)) : undefined;
+    // Compiled ahead of time (see `usePrecompiledValidators`), from a schema with this very text.
+    const precompiled =
+      standardInstances.has(ajv) && dialect.all === ajv && precompiledValidators.size > 0 ? precompiledValidators.get(JSON.stringify(schema)) : undefined;
     return (precompiled as ValidateFunction<ToolInput> | undefined) ?? dialect.first.compile<ToolInput>(schema);
   };
   if (!(lazy && alone && checkWithoutCompiling(schema, dialect.first))) firstOnly = compileFirst();

@@ -14,6 +14,12 @@ import { Workspace } from '../os/fs/workspace.js';
 import { workspaceUsage } from '../os/fs/workspace-usage.js';
 import { createWriteTool } from './write.js';
 import type { ToolDef } from '../core/types.js';
+import { usePrecompiledValidators } from '../core/validator.js';
+import { PRECOMPILED_VALIDATORS } from './validators.generated.js';
+
+// On import, so every way to a built-in tool (builtinTools, or Echo and the factories one by one)
+// registers it without compiling its schemas.
+usePrecompiledValidators(PRECOMPILED_VALIDATORS);
 
 export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, createGrepTool, createLsTool, createReadTool, createWriteTool };
 

@@ -10,6 +10,7 @@ import {
   MAX_LISTED_VIOLATIONS,
   MAX_VALUES_FULLY_CHECKED,
   MAX_VIOLATION_TEXT_CHARS,
+  usePrecompiledValidators,
   violationLines,
   type InputViolation,
 } from '../../src/core/validator.js';
@@ -450,4 +451,17 @@ describe('createAjv({ untrusted: true })', () => {
     assert.equal(validate({ s: 'anything' }), true);
     assert.equal(warn.mock.callCount(), 0);
   });
+});
+
+test('a schema whose JSON text was handed a precompiled validator is checked by it, and explained by compiling', () => {
+  const schema: ObjectSchema = { type: 'object', properties: { handedOver: { type: 'string' } }, additionalProperties: false };
+  // A stand-in that refuses everything, so its use shows.
+  const refuseAll = Object.assign(() => false, { errors: null });
+  usePrecompiledValidators(new Map([[JSON.stringify(schema), refuseAll]]));
+  const validate = compileInputSchema(schema);
+  assert.equal(validate({ handedOver: 'yes' }), false);
+  // Another instance of the same text, made by an Ajv with options, compiles its own.
+  assert.equal(compileInputSchema({ ...schema }, createAjv({ untrusted: true }))({ handedOver: 'yes' }), true);
+  // Explaining compiles the collecting form, which finds nothing wrong.
+  assert.deepEqual(validate.explain({ handedOver: 'yes' }).violations, []);
 });

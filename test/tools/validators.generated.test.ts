@@ -2,17 +2,19 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { Ajv } from 'ajv';
 import { precompiledValidatorsSource } from '../../scripts/precompiled-validators.js';
-import { PRECOMPILED_VALIDATORS } from '../../src/core/precompiled-validators.js';
+import { PRECOMPILED_VALIDATORS } from '../../src/tools/validators.generated.js';
+import { ToolRegistry } from '../../src/core/registry.js';
 import { createAjv } from '../../src/core/validator.js';
 import { builtinTools } from '../../src/tools/index.js';
 import { withTemporaryDirectory } from '../support/workspace.js';
 
-const COMMITTED = path.resolve(import.meta.dirname, '../../src/core/precompiled-validators.ts');
+const COMMITTED = path.resolve(import.meta.dirname, '../../src/tools/validators.generated.ts');
 
 test("the committed precompiled validators are what the built-in tools' schemas give (npm run validators rewrites them)", async () => {
   const generated = await withTemporaryDirectory('toolport-validators-', precompiledValidatorsSource);
-  assert.ok(generated === (await readFile(COMMITTED, 'utf8')), 'src/core/precompiled-validators.ts is out of date: run npm run validators');
+  assert.ok(generated === (await readFile(COMMITTED, 'utf8')), 'src/tools/validators.generated.ts is out of date: run npm run validators');
 });
 
 test('every built-in tool has a precompiled validator that judges input as Ajv compiling its schema does', async () => {
@@ -67,4 +69,13 @@ test('every built-in output schema has a precompiled validator that judges as Aj
         assert.deepEqual((precompiled.errors as unknown[])[0], compiled.errors?.[0], `${tool.name}: the same first violation of ${JSON.stringify(value)}`);
     }
   }
+});
+
+test("a registry checks the built-in tools' input with their precompiled validators, compiling none of their schemas", async (t) => {
+  const tools = await withTemporaryDirectory('toolport-validators-', (workspace) => builtinTools({ workspace, bashSandbox: false }));
+  const compile = t.mock.method(Ajv.prototype, 'compile');
+  const registry = new ToolRegistry();
+  for (const tool of tools) registry.register(tool);
+  for (const tool of tools) assert.equal(registry.validator(tool.name)!({ surely: 'not' }), false, `${tool.name} refuses an unknown property`);
+  assert.equal(compile.mock.callCount(), 0);
 });
