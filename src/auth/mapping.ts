@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { OAuthSetupError } from './token-refusal.js';
+import { isRecord } from '../core/json.js';
 
 /** What a subject or a group is given besides what its token's scopes grant. */
 export interface GrantRule {
@@ -86,7 +87,7 @@ export function parseMapping(document: unknown, where: string): OAuthMapping {
   const fail = (what: string): never => {
     throw new OAuthSetupError(VARIABLE, `${where}: ${what}`);
   };
-  if (!isObject(document)) return fail('expected a JSON object');
+  if (!isRecord(document)) return fail('expected a JSON object');
   for (const field of Object.keys(document))
     if (!TOP_LEVEL.has(field)) fail(`unknown field "${field}" (expected scopes, groupsClaim, subjects, groups, issuers)`);
   const groupsClaim = document.groupsClaim ?? 'groups';
@@ -94,7 +95,7 @@ export function parseMapping(document: unknown, where: string): OAuthMapping {
   const issuers: Record<string, IssuerEntries> = {};
   for (const [issuer, section] of Object.entries(objectField(document, 'issuers', '', fail))) {
     const at = `issuers["${issuer}"]`;
-    if (!isObject(section)) fail(`${at} must be an object with scopes, groupsClaim, subjects or groups`);
+    if (!isRecord(section)) fail(`${at} must be an object with scopes, groupsClaim, subjects or groups`);
     const fields = section as Record<string, unknown>;
     for (const field of Object.keys(fields))
       if (!SECTION_FIELDS.has(field)) fail(`${at} has an unknown field "${field}" (expected scopes, groupsClaim, subjects, groups)`);
@@ -182,7 +183,7 @@ function entries(document: Record<string, unknown>, at: string, fail: (what: str
 }
 
 function checkRule(rule: unknown, where: string, fail: (what: string) => never): void {
-  if (!isObject(rule)) fail(`${where} must be an object with tools, workspace or permissions`);
+  if (!isRecord(rule)) fail(`${where} must be an object with tools, workspace or permissions`);
   const fields = rule as Record<string, unknown>;
   for (const field of Object.keys(fields))
     if (!RULE_FIELDS.has(field)) fail(`${where} has an unknown field "${field}" (expected tools, workspace, permissions)`);
@@ -193,7 +194,7 @@ function checkRule(rule: unknown, where: string, fail: (what: string) => never):
   if (fields.permissions !== undefined) {
     const permissions = fields.permissions;
     const valid =
-      isObject(permissions) &&
+      isRecord(permissions) &&
       Object.keys(permissions).every((k) => k === 'allow' || k === 'deny') &&
       Object.values(permissions).every((list) => Array.isArray(list));
     if (!valid) fail(`${where}.permissions must be {"allow": [...], "deny": [...]}`);
@@ -206,10 +207,6 @@ function toolList(value: unknown, where: string, fail: (what: string) => never):
 
 function objectField(document: Record<string, unknown>, field: string, at: string, fail: (what: string) => never): Record<string, unknown> {
   const value = document[field] ?? {};
-  if (!isObject(value)) fail(`${at}${field} must be an object`);
+  if (!isRecord(value)) fail(`${at}${field} must be an object`);
   return value as Record<string, unknown>;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

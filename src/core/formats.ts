@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { AnthropicToolSchema, InputSchemaSchema, MCPToolListSchema, MCPToolSchema, OpenAIResponsesToolSchema, OpenAIToolSchema } from './schemas.js';
 import type { ObjectSchema, ToolDef } from './types.js';
+import { isRecord } from './json.js';
 
 /** The formats `ToolRegistry.toAPI` can produce. */
 export const API_FORMATS = ['anthropic', 'openai', 'openai-responses', 'mcp'] as const;
@@ -262,8 +263,4 @@ function orNull(schema: Record<string, unknown>): Record<string, unknown> {
   // No type to widen ($ref, anyOf, const): offer null beside it.
   const { description, ...rest } = schema;
   return { ...(description !== undefined ? { description } : {}), anyOf: [rest, { type: 'null' }] };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,4 +1,5 @@
 import { ToolRegistrationError } from './errors.js';
+import { isRecord } from './json.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
 import type { ToolScope } from './keyring.js';
 import type { Permissions } from './permissions.js';
@@ -396,7 +397,7 @@ function findBadPropertyName(node: unknown): string | undefined {
   }
   if (typeof node !== 'object' || node === null) return undefined;
   for (const [keyword, value] of Object.entries(node)) {
-    if (keyword === 'properties' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    if (keyword === 'properties' && isRecord(value)) {
       for (const [prop, sub] of Object.entries(value)) {
         if (!PROPERTY_NAME.test(prop)) return prop;
         const bad = findBadPropertyName(sub);

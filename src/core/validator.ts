@@ -6,6 +6,7 @@ import { linearRegExp } from './linear-regexp.js';
 import { checkedLinearRegExp } from './schema-compiler/load.js';
 import { LINEAR_UNIQUE_ITEMS_CODE } from './schema-compiler/unique-items.js';
 import type { ObjectSchema, ToolInput } from './types.js';
+import { isRecord } from './json.js';
 
 // ajv-formats and ajv/dist/standalone ship CommonJS with a default export that NodeNext sees as the module object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -357,7 +358,7 @@ function checkWithoutCompiling(schema: ObjectSchema, ajv: Ajv): boolean {
   for (const [keyword, value] of schemaKeywords(schema)) {
     // Ajv's own flags: its regular expressions are Unicode ones.
     if (keyword === 'pattern' && typeof value === 'string') new RegExp(value, 'u');
-    else if (keyword === 'patternProperties' && isObject(value)) for (const key of Object.keys(value)) new RegExp(key, 'u');
+    else if (keyword === 'patternProperties' && isRecord(value)) for (const key of Object.keys(value)) new RegExp(key, 'u');
     else if (keyword === '$ref' && typeof value === 'string' && value !== '#') {
       if (!value.startsWith('#/')) return false;
       if (!pointsSomewhere(schema, value)) throw new Error(`can't resolve reference ${value} from id #`);
@@ -391,7 +392,7 @@ function pointsSomewhere(root: unknown, ref: string): boolean {
   let target: unknown = root;
   for (const token of ref.slice(2).split('/')) {
     const key = safeDecode(token).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (!(isObject(target) || Array.isArray(target)) || !Object.hasOwn(target, key)) return false;
+    if (!(isRecord(target) || Array.isArray(target)) || !Object.hasOwn(target, key)) return false;
     target = (target as Record<string, unknown>)[key];
   }
   return true;
@@ -438,7 +439,7 @@ function nullPlan(root: unknown): NullPlan | undefined {
       for (const [key, nested] of part.properties) if (!plan.properties.has(key)) plan.properties.set(key, nested);
       plan.items ??= part.items;
     };
-    if (isObject(s.properties)) {
+    if (isRecord(s.properties)) {
       const required = new Set(Array.isArray(s.required) ? s.required : []);
       for (const [name, sub] of Object.entries(s.properties)) {
         if (acceptsNull(resolveLocal(root, sub), root)) nullable.add(name);
@@ -453,7 +454,7 @@ function nullPlan(root: unknown): NullPlan | undefined {
       for (const member of members) {
         add(build(member));
         const properties = (resolveLocal(root, member) as { properties?: unknown } | undefined)?.properties;
-        if (isObject(properties)) for (const [name, sub] of Object.entries(properties)) if (acceptsNull(resolveLocal(root, sub), root)) nullable.add(name);
+        if (isRecord(properties)) for (const [name, sub] of Object.entries(properties)) if (acceptsNull(resolveLocal(root, sub), root)) nullable.add(name);
       }
     }
     // A key some branch takes null for keeps its null.
@@ -475,12 +476,12 @@ function isEmpty(plan: NullPlan, seen: Set<NullPlan>): boolean {
 /** `node`, or what its local `$ref` (`#`, `#/$defs/...`, `#/definitions/...`) points to, following up to 16 hops. */
 function resolveLocal(root: unknown, node: unknown): unknown {
   for (let hops = 0; hops < 16; hops++) {
-    const ref = isObject(node) ? node['$ref'] : undefined;
+    const ref = isRecord(node) ? node['$ref'] : undefined;
     if (typeof ref !== 'string' || !ref.startsWith('#')) return node;
     let target: unknown = root;
     for (const token of ref.slice(1).split('/').slice(1)) {
       const key = safeDecode(token).replace(/~1/g, '/').replace(/~0/g, '~');
-      target = isObject(target) || Array.isArray(target) ? (target as Record<string, unknown>)[key] : undefined;
+      target = isRecord(target) || Array.isArray(target) ? (target as Record<string, unknown>)[key] : undefined;
     }
     if (target === undefined) return node;
     node = target;
@@ -494,10 +495,6 @@ function safeDecode(token: string): string {
   } catch {
     return token;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Whether a schema may accept null; unsure (an outside $ref, no type at all) counts as yes, so the null is left for validation. */

@@ -1,6 +1,7 @@
+import { isRecord } from '../core/json.js';
 import type { Writable } from 'node:stream';
 import { SUBSCRIPTION_ID_KEY } from './era.js';
-import { encode, isPlainObject, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+import { encode, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
 
 export interface BoundedOutputOptions {
   /** Wraps one encoded message for the wire: a line for stdio, an SSE event for HTTP. */
@@ -118,9 +119,9 @@ export class BoundedOutput {
  */
 function keyOf(notification: JsonRpcNotification): string {
   const params = notification.params;
-  if (notification.method === 'notifications/progress') return `p:${idKey(isPlainObject(params) ? params['progressToken'] : undefined)}`;
-  const meta = isPlainObject(params) ? params['_meta'] : undefined;
-  return `m:${notification.method}\0${idKey(isPlainObject(meta) ? meta[SUBSCRIPTION_ID_KEY] : undefined)}`;
+  if (notification.method === 'notifications/progress') return `p:${idKey(isRecord(params) ? params['progressToken'] : undefined)}`;
+  const meta = isRecord(params) ? params['_meta'] : undefined;
+  return `m:${notification.method}\0${idKey(isRecord(meta) ? meta[SUBSCRIPTION_ID_KEY] : undefined)}`;
 }
 
 function idKey(id: unknown): string {

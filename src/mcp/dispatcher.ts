@@ -1,3 +1,4 @@
+import { isRecord } from '../core/json.js';
 import type { DiscoverResult, InitializeResult, ListToolsResult } from '@modelcontextprotocol/server';
 import type { AbortSource } from '../core/call-abort.js';
 import { inPool, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../providers/turn-runner.js';
@@ -9,7 +10,6 @@ import {
   classify,
   encodeOnce,
   errorResponse,
-  isPlainObject,
   parseMessage,
   resultResponse,
   RpcCodes,
@@ -152,16 +152,16 @@ export class McpDispatcher<Caller> {
       return Array.isArray(message) ? await this.#batch(message, context) : await this.#one(message, context);
     } catch {
       // Only a bug gets here (the backend is not expected to throw either); answer, don't crash.
-      const id = isPlainObject(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
+      const id = isRecord(message) && (typeof message['id'] === 'string' || typeof message['id'] === 'number') ? message['id'] : null;
       return { reply: errorResponse(id, RpcCodes.INTERNAL_ERROR, 'Internal error'), status: 200 };
     }
   }
 
   /** Audits a `tools/call` this layer refused before the backend saw it; other messages are not calls. */
   #refusedCall(message: unknown, context: DispatchContext<Caller>, why: string): void {
-    if (!isPlainObject(message) || message['method'] !== 'tools/call') return;
+    if (!isRecord(message) || message['method'] !== 'tools/call') return;
     const params = message['params'];
-    const name = isPlainObject(params) && typeof params['name'] === 'string' ? params['name'] : undefined;
+    const name = isRecord(params) && typeof params['name'] === 'string' ? params['name'] : undefined;
     const id = message['id'];
     const requestId = context.requestId ?? (typeof id === 'string' || typeof id === 'number' ? String(id) : 'none');
     this.#backend.refused?.(context.caller, name, why, requestId, 'request');
@@ -190,7 +190,7 @@ export class McpDispatcher<Caller> {
         return { reply: refusal, status: 400 };
       }
       // Every call of a batch counts against the rate limit, as if it came alone.
-      const extra = isPlainObject(message) && message['method'] === 'tools/call' && calls++ > 0;
+      const extra = isRecord(message) && message['method'] === 'tools/call' && calls++ > 0;
       const outcome = await this.#one(message, extra ? { ...context, extra } : context);
       // The answers of one batch are bounded as a /calls turn's are: 64 Reads of 10 MiB each
       // would hold most of a gigabyte per request (and the client may not read it).
@@ -232,7 +232,7 @@ export class McpDispatcher<Caller> {
     // notifications/initialized needs nothing (no session); unknown notifications are ignored.
     if (notification.method !== 'notifications/cancelled' || !context.calls) return;
     const params = notification.params;
-    if (!isPlainObject(params)) return;
+    if (!isRecord(params)) return;
     const reason = typeof params['reason'] === 'string' ? params['reason'] : 'the client cancelled the call';
     context.calls.cancel(params['requestId'], `Cancelled by the client: ${reason.slice(0, 200)}`);
   }
@@ -244,7 +244,7 @@ export class McpDispatcher<Caller> {
       return { reply: era.refused, status: httpStatusOf(era.refused.error.code, 'before-method', true) };
     }
     const { modern, version } = era;
-    if (request.params !== undefined && !isPlainObject(request.params)) {
+    if (request.params !== undefined && !isRecord(request.params)) {
       if (request.method === 'tools/call') {
         this.#backend.refused?.(context.caller, undefined, 'Invalid params: params must be an object', context.requestId ?? String(request.id), 'params');
       }
@@ -328,12 +328,12 @@ function leftOut(reply: JsonRpcResponse, size: number): JsonRpcResponse {
 
 /** An element a batch may not hold: `initialize` (2025-03-26 says so), or a stateless-revision request. */
 function batchRefusal(message: unknown): JsonRpcErrorResponse | undefined {
-  if (!isPlainObject(message)) return undefined;
+  if (!isRecord(message)) return undefined;
   const id = typeof message['id'] === 'string' || typeof message['id'] === 'number' ? message['id'] : null;
   if (message['method'] === 'initialize') return errorResponse(id, RpcCodes.INVALID_REQUEST, 'Invalid Request: initialize must not be part of a batch');
   const params = message['params'];
-  const meta = isPlainObject(params) ? params['_meta'] : undefined;
-  const claimed = isPlainObject(meta) ? meta[PROTOCOL_VERSION_KEY] : undefined;
+  const meta = isRecord(params) ? params['_meta'] : undefined;
+  const claimed = isRecord(meta) ? meta[PROTOCOL_VERSION_KEY] : undefined;
   if (typeof claimed === 'string' && isModernVersion(claimed)) {
     return errorResponse(id, RpcCodes.INVALID_REQUEST, `Invalid Request: a request of protocol version ${claimed} must not be part of a batch`);
   }

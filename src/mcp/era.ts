@@ -1,4 +1,5 @@
-import { errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type JsonRpcRequest } from './jsonrpc.js';
+import { isRecord } from '../core/json.js';
+import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type JsonRpcRequest } from './jsonrpc.js';
 import { DEFAULT_LEGACY_VERSION, isModernVersion, isServedLegacy, isServedModern, LEGACY_VERSIONS, MODERN_VERSIONS } from './protocol-versions.js';
 
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -22,7 +23,7 @@ export type Era = { modern: boolean; version: string } | { refused: JsonRpcError
  */
 export function eraOf(request: JsonRpcRequest, declared: string | undefined): Era {
   const meta = request.params?.['_meta'];
-  const envelope = isPlainObject(meta) && Object.hasOwn(meta, PROTOCOL_VERSION_KEY) ? meta : undefined;
+  const envelope = isRecord(meta) && Object.hasOwn(meta, PROTOCOL_VERSION_KEY) ? meta : undefined;
   if (request.method === 'initialize' && !validModernEnvelope(envelope)) {
     if (declared !== undefined && isModernVersion(declared)) {
       return refuse(request, RpcCodes.HEADER_MISMATCH, `Header mismatch: initialize (the legacy handshake) was sent with protocol version ${declared}`);
@@ -38,7 +39,7 @@ export function eraOf(request: JsonRpcRequest, declared: string | undefined): Er
       return refuse(request, RpcCodes.HEADER_MISMATCH, `Header mismatch: the MCP-Protocol-Version header names ${declared} but _meta names ${claimed}`);
     }
     if (isServedModern(claimed)) {
-      if (!isPlainObject(envelope[CLIENT_CAPABILITIES_KEY])) {
+      if (!isRecord(envelope[CLIENT_CAPABILITIES_KEY])) {
         return refuse(request, RpcCodes.INVALID_PARAMS, `Invalid params: _meta["${CLIENT_CAPABILITIES_KEY}"] must be an object`, {
           missing: [CLIENT_CAPABILITIES_KEY],
         });
@@ -54,7 +55,7 @@ export function eraOf(request: JsonRpcRequest, declared: string | undefined): Er
       request,
       RpcCodes.INVALID_PARAMS,
       `Invalid params: protocol version ${declared} requires _meta["${PROTOCOL_VERSION_KEY}"] and _meta["${CLIENT_CAPABILITIES_KEY}"] on every request`,
-      { missing: isPlainObject(meta) ? [PROTOCOL_VERSION_KEY] : ['_meta'] },
+      { missing: isRecord(meta) ? [PROTOCOL_VERSION_KEY] : ['_meta'] },
     );
   }
   return isServedLegacy(declared) ? { modern: false, version: declared } : unsupported(request, declared);
@@ -62,7 +63,7 @@ export function eraOf(request: JsonRpcRequest, declared: string | undefined): Er
 
 function validModernEnvelope(envelope: Record<string, unknown> | undefined): boolean {
   const claimed = envelope?.[PROTOCOL_VERSION_KEY];
-  return typeof claimed === 'string' && isServedModern(claimed) && isPlainObject(envelope?.[CLIENT_CAPABILITIES_KEY]);
+  return typeof claimed === 'string' && isServedModern(claimed) && isRecord(envelope?.[CLIENT_CAPABILITIES_KEY]);
 }
 
 /** UnsupportedProtocolVersionError, listing the served revisions of the era the client asked in. */

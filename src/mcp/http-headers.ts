@@ -1,5 +1,6 @@
+import { isRecord } from '../core/json.js';
 import { PROTOCOL_VERSION_KEY } from './era.js';
-import { errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js';
+import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js';
 import { isModernVersion, isServedLegacy, LEGACY_VERSIONS } from './protocol-versions.js';
 
 /** The standard MCP request headers of one Streamable HTTP POST, as received (any may be absent). */
@@ -26,13 +27,13 @@ const NAME_SOURCE: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'n
  * `Mcp-Param-*` headers are not checked: no tool here declares `x-mcp-header`.
  */
 export function checkStandardHeaders(message: unknown, headers: McpRequestHeaders): JsonRpcErrorResponse | undefined {
-  if (!isPlainObject(message) || typeof message['method'] !== 'string') return undefined;
+  if (!isRecord(message) || typeof message['method'] !== 'string') return undefined;
   const id = message['id'];
   if (typeof id !== 'string' && typeof id !== 'number') return undefined;
   const method = message['method'];
-  const params = isPlainObject(message['params']) ? message['params'] : undefined;
+  const params = isRecord(message['params']) ? message['params'] : undefined;
   const meta = params?.['_meta'];
-  const claimed = isPlainObject(meta) ? meta[PROTOCOL_VERSION_KEY] : undefined;
+  const claimed = isRecord(meta) ? meta[PROTOCOL_VERSION_KEY] : undefined;
   const declared = trimOws(headers.protocolVersion);
   const modern = (typeof claimed === 'string' && isModernVersion(claimed)) || (declared !== undefined && isModernVersion(declared));
   if (!modern) return undefined;

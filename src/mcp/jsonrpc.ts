@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 as MCP uses it: message shapes, the error codes, and a parser and encoder that
  * never throw. Kept free of MCP methods so both transports and the dispatcher share it.
  */
+import { isRecord } from '../core/json.js';
 
 /** MCP request ids: a string or a number, never null. */
 export type RequestId = string | number;
@@ -74,9 +75,8 @@ export type Incoming =
   | { kind: 'response' }
   | { kind: 'invalid'; reply: JsonRpcErrorResponse };
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** @deprecated `isRecord` of core/json.ts, the one check for a JSON object. */
+export const isPlainObject = isRecord;
 
 function isRequestId(value: unknown): value is RequestId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
@@ -88,7 +88,7 @@ function isRequestId(value: unknown): value is RequestId {
  * invalid request, carrying its id when the id could be read.
  */
 export function classify(value: unknown): Incoming {
-  if (!isPlainObject(value)) return invalid(null, 'the message is not a JSON object');
+  if (!isRecord(value)) return invalid(null, 'the message is not a JSON object');
   const id = value['id'];
   const readableId = isRequestId(id) ? id : null;
   if (value['jsonrpc'] !== '2.0') return invalid(readableId, 'jsonrpc must be "2.0"');

@@ -1,6 +1,7 @@
+import { isRecord } from '../core/json.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { SUBSCRIPTION_ID_KEY } from './era.js';
-import { isPlainObject, resultResponse, RpcCodes, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.js';
+import { resultResponse, RpcCodes, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.js';
 import { methodError } from './rpc-errors.js';
 
 /** What `subscriptions/listen` needs from the dispatcher that runs it. */
@@ -74,7 +75,7 @@ export async function subscriptionsListen<Caller>(deps: ListenDeps, request: Jso
 
 /** The filter, or why it is refused: an object whose known fields have their types (unknown fields are left for later revisions). */
 function filterOf(value: unknown): Record<string, unknown> | string {
-  if (!isPlainObject(value)) return 'Invalid params: params.notifications must be an object (a SubscriptionFilter)';
+  if (!isRecord(value)) return 'Invalid params: params.notifications must be an object (a SubscriptionFilter)';
   for (const field of BOOLEAN_FIELDS) {
     if (value[field] !== undefined && typeof value[field] !== 'boolean') return `Invalid params: params.notifications.${field} must be a boolean`;
   }

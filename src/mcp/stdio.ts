@@ -1,8 +1,9 @@
+import { isRecord } from '../core/json.js';
 import type { Readable, Writable } from 'node:stream';
 import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './cancellable.js';
-import { errorResponse, isPlainObject, parseMessage, RpcCodes } from './jsonrpc.js';
+import { errorResponse, parseMessage, RpcCodes } from './jsonrpc.js';
 import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, LIST_CHANGED, SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
 
 export interface StdioOptions<Caller> {
@@ -69,7 +70,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   const start = (line: string): void => {
     const parsed = parseMessage(line);
     if ('reply' in parsed) return out.send(parsed.reply);
-    const method = isPlainObject(parsed.value) ? parsed.value['method'] : undefined;
+    const method = isRecord(parsed.value) ? parsed.value['method'] : undefined;
     const isInitialize = method === 'initialize';
     const isListen = method === 'subscriptions/listen';
     if (isListen) listening++;

@@ -1,10 +1,11 @@
+import { isRecord } from '../core/json.js';
 import type { AbortSource } from '../core/call-abort.js';
 import { toMCPCallToolResult, type MCPContentKinds } from '../providers/results.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
 import { methodError, refusalRpcCode } from './rpc-errors.js';
 import { CancelledByClient } from './cancellable.js';
-import { isPlainObject, resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
+import { resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
 import { ProgressReporter } from './progress.js';
 import { inputErrorsAreToolResults, toolFieldsOf } from './protocol-versions.js';
 
@@ -44,9 +45,9 @@ export async function toolsCall<Caller>(
   };
   if (typeof name !== 'string') return malformed('Invalid params: name must be a string');
   const args = params['arguments'] ?? {};
-  if (!isPlainObject(args)) return malformed('Invalid params: arguments must be an object');
+  if (!isRecord(args)) return malformed('Invalid params: arguments must be an object');
   const meta = params['_meta'];
-  const token = progressTokenOf(isPlainObject(meta) ? meta['progressToken'] : undefined);
+  const token = progressTokenOf(isRecord(meta) ? meta['progressToken'] : undefined);
   if (typeof token === 'object') return malformed(token.problem);
 
   // A controller of its own only when cancellation by id is possible: the transport's signal is

@@ -1,6 +1,7 @@
 import { copyAnnotations, copyContentBlock, copyStructuredContent } from '../core/result.js';
 import { AUDIO_MEDIA_TYPE_PATTERN, IMAGE_MEDIA_TYPE_PATTERN } from '../core/schemas.js';
 import type { ContentBlock, TextBlock, ToolResult } from '../core/types.js';
+import { isRecord } from '../core/json.js';
 
 // An MCP server's `tools/call` result, read into a ToolResult. The server is not trusted to be
 // well-formed: nothing it sends makes this throw, and nothing it sent is dropped without a word.
@@ -100,10 +101,6 @@ function isBase64(data: string): boolean {
 
 function note(text: string): TextBlock {
   return { type: 'text', text: `[${text}]` };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {

@@ -1,4 +1,5 @@
 import secureJson from 'secure-json-parse';
+import { isRecord } from '../core/json.js';
 
 // An assistant's turn, exactly as a model provider returned it, read as the tool calls it asks
 // for. Transport-neutral: `POST /calls` uses it, and so can an embedder's own loop.
@@ -169,8 +170,4 @@ function mismatch(dialect: Dialect, body: unknown): TurnShapeError {
         }`
       : typeof body;
   return new TurnShapeError(`Not a turn in the ${dialect} format: got ${got}; expected ${EXPECTED[dialect]}.`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,6 +1,7 @@
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_MAX_RESULT_BYTES, MAX_MESSAGE_BYTES } from './message-bounds.js';
+import { isRecord } from '../core/json.js';
 
 /** A bad upstreams file or entry, found at start-up. The message names the upstream and the field, never a secret's value. */
 export class UpstreamConfigError extends Error {
@@ -108,15 +109,15 @@ export function parseUpstreams(text: string, env: Record<string, string | undefi
     // Newer V8 messages quote the text around the error, which may be a secret: say only where it is.
     throw new UpstreamConfigError(`${Source} is not valid JSON${jsonErrorLocation(text, (err as Error).message)}.`);
   }
-  if (!isObject(data)) throw new UpstreamConfigError(`${Source} must hold a JSON object with an "mcpServers" object.`);
+  if (!isRecord(data)) throw new UpstreamConfigError(`${Source} must hold a JSON object with an "mcpServers" object.`);
   const servers = data['mcpServers'];
   if (servers === undefined) throw new UpstreamConfigError(`${Source} has no "mcpServers" object.`);
-  if (!isObject(servers)) throw new UpstreamConfigError(`${Source}: "mcpServers" must be an object of servers by name.`);
+  if (!isRecord(servers)) throw new UpstreamConfigError(`${Source}: "mcpServers" must be an object of servers by name.`);
 
   const specs: UpstreamSpec[] = [];
   for (const [name, entry] of Object.entries(servers)) {
     if (name === '') throw new UpstreamConfigError(`${Source}: a server in "mcpServers" has an empty name.`);
-    if (isObject(entry) && entry['disabled'] === true) continue;
+    if (isRecord(entry) && entry['disabled'] === true) continue;
     specs.push(parseServer(name, entry, env));
   }
   if (specs.length > MAX_UPSTREAMS) throw new UpstreamConfigError(`${Source} names ${specs.length} servers; at most ${MAX_UPSTREAMS} are supported.`);
@@ -206,7 +207,7 @@ function parseServer(name: string, entry: unknown, env: Record<string, string | 
   const fail = (problem: string): never => {
     throw new UpstreamConfigError(`Upstream ${JSON.stringify(name)}: ${problem}.`);
   };
-  if (!isObject(entry)) fail('the entry must be an object');
+  if (!isRecord(entry)) fail('the entry must be an object');
   const server = entry as Json;
   const unknown = Object.keys(server).find((key) => !(SERVER_KEYS as readonly string[]).includes(key));
   if (unknown !== undefined) fail(`unknown key ${JSON.stringify(unknown)} (accepted: ${SERVER_KEYS.join(', ')})`);
@@ -312,7 +313,7 @@ function commonOf(name: string, server: Json, transport: 'stdio' | 'http', fail:
 function toolFilterOf(tools: unknown, fail: (problem: string) => never): UpstreamCommon['tools'] {
   if (tools === undefined) return undefined;
   const shape = '"tools" must be an object with "include" and/or "exclude", each an array of tool names';
-  if (!isObject(tools) || Object.keys(tools).some((key) => key !== 'include' && key !== 'exclude')) fail(shape);
+  if (!isRecord(tools) || Object.keys(tools).some((key) => key !== 'include' && key !== 'exclude')) fail(shape);
   const filter: { include?: string[]; exclude?: string[] } = {};
   for (const key of ['include', 'exclude'] as const) {
     const names = (tools as Json)[key];
@@ -335,7 +336,7 @@ function stringMap(
 ): Record<string, string> {
   const map = server[key];
   if (map === undefined) return {};
-  if (!isObject(map)) fail(`"${key}" must be an object of strings`);
+  if (!isRecord(map)) fail(`"${key}" must be an object of strings`);
   return Object.fromEntries(
     Object.entries(map as Json).map(([name, value]) => {
       if (!validKey(name)) fail(`"${key}" has ${JSON.stringify(name)}, which is not ${keyRule}`);
@@ -390,10 +391,6 @@ function fieldOf(key: string, name: string): string {
 
 function isWholeNumberIn(value: unknown, min: number, max: number): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Where JSON.parse stopped, and why when its message says so without quoting the text (which may hold a secret). */

@@ -1,6 +1,7 @@
 import { TOOL_NAME } from '../core/registry.js';
 import { canonicalJson, digestOf, nestedDeeperThan } from './canonical-json.js';
 import type { UpstreamCommon } from './config.js';
+import { isRecord } from '../core/json.js';
 
 /** A tool as an upstream lists it (MCP's Tool wire object), untrusted. */
 export type WireTool = Record<string, unknown>;
@@ -102,7 +103,7 @@ export function checkDefinitions(
   const refused: DefinitionRefusal[] = [];
   const candidates: Array<{ entry: WireTool; name: string }> = [];
   wire.forEach((entry, i) => {
-    if (!isObject(entry)) refused.push({ upstreamName: `(entry ${i + 1})`, reason: 'is not an object' });
+    if (!isRecord(entry)) refused.push({ upstreamName: `(entry ${i + 1})`, reason: 'is not an object' });
     else if (typeof entry['name'] !== 'string') refused.push({ upstreamName: `(entry ${i + 1})`, reason: 'has no "name" string' });
     else if (isSelected(entry['name'], upstream.tools)) candidates.push({ entry, name: entry['name'] });
   });
@@ -168,7 +169,7 @@ function definitionProblem(entry: WireTool): string | { bytes: number } {
   if (nestedDeeperThan(entry, DEFINITION_LIMITS.definitionDepth)) return `is nested more than ${DEFINITION_LIMITS.definitionDepth} levels deep`;
   const bytes = Buffer.byteLength(canonicalJson(entry));
   if (bytes > DEFINITION_LIMITS.definitionBytes) return `is larger than ${DEFINITION_LIMITS.definitionBytes / 1024} KiB`;
-  const annotations = isObject(entry['annotations']) ? entry['annotations'] : {};
+  const annotations = isRecord(entry['annotations']) ? entry['annotations'] : {};
   const problem =
     textProblem('"title"', entry['title'], DEFINITION_LIMITS.titleChars) ??
     textProblem('"annotations.title"', annotations['title'], DEFINITION_LIMITS.titleChars) ??
@@ -187,7 +188,7 @@ function textProblem(field: string, text: unknown, maxChars: number): string | u
 }
 
 function schemaProblem(field: 'inputSchema' | 'outputSchema', schema: unknown): string | undefined {
-  if (!isObject(schema)) return `has no "${field}" object (MCP requires a JSON Schema with "type": "object")`;
+  if (!isRecord(schema)) return `has no "${field}" object (MCP requires a JSON Schema with "type": "object")`;
   if (schema['type'] !== 'object') {
     const type = schema['type'] === undefined ? 'no "type"' : `"type" ${printable(canonicalJson(schema['type']), 40)}`;
     return `has an "${field}" with ${type}; MCP requires "type": "object"`;
@@ -214,7 +215,7 @@ function hiddenTextIn(field: string, schema: Record<string, unknown>): string | 
       if (hidden !== undefined) return `its ${printable(at, 200)} holds the hidden or control character ${hidden}`;
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}[${i}]`]);
-    } else if (isObject(value)) {
+    } else if (isRecord(value)) {
       const keys = Object.keys(value);
       for (const key of keys) {
         const hidden = hiddenIn(key);
@@ -302,7 +303,7 @@ function definitionOf(entry: WireTool, name: string, upstream: Pick<UpstreamComm
 }
 
 function annotationsOf(value: unknown): Record<string, unknown> | undefined {
-  if (!isObject(value)) return undefined;
+  if (!isRecord(value)) return undefined;
   const kept: Record<string, unknown> = {};
   if (typeof value['title'] === 'string') kept['title'] = value['title'];
   for (const hint of ANNOTATION_HINTS) if (typeof value[hint] === 'boolean') kept[hint] = value[hint];
@@ -311,8 +312,4 @@ function annotationsOf(value: unknown): Record<string, unknown> | undefined {
 
 function codePoint(char: string): string {
   return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

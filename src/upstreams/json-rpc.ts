@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
+import { isRecord } from '../core/json.js';
 
 /** A message an upstream sent that is JSON but not a JSON-RPC 2.0 message of MCP's four kinds. */
 export class NotJsonRpcError extends Error {
@@ -23,19 +24,19 @@ export function asMessage(value: unknown): JSONRPCMessage {
 }
 
 function isMessage(value: unknown): value is JSONRPCMessage {
-  if (!isObject(value) || value['jsonrpc'] !== '2.0') return false;
+  if (!isRecord(value) || value['jsonrpc'] !== '2.0') return false;
   const has = (key: string): boolean => value[key] !== undefined;
   const only = (...keys: string[]): boolean => Object.keys(value).every((key) => key === 'jsonrpc' || keys.includes(key));
   if (has('method')) {
     const params = value['params'];
-    const meta = isObject(params) ? params['_meta'] : undefined;
-    const paramsOk = params === undefined || (isObject(params) && (meta === undefined || isObject(meta)));
+    const meta = isRecord(params) ? params['_meta'] : undefined;
+    const paramsOk = params === undefined || (isRecord(params) && (meta === undefined || isRecord(meta)));
     return typeof value['method'] === 'string' && paramsOk && (has('id') ? isId(value['id']) && only('id', 'method', 'params') : only('method', 'params'));
   }
-  if (has('result')) return isId(value['id']) && isObject(value['result']) && only('id', 'result');
+  if (has('result')) return isId(value['id']) && isRecord(value['result']) && only('id', 'result');
   const error = value['error'];
   return (
-    isObject(error) &&
+    isRecord(error) &&
     Number.isInteger(error['code']) &&
     typeof error['message'] === 'string' &&
     (value['id'] === undefined || isId(value['id'])) &&
@@ -45,8 +46,4 @@ function isMessage(value: unknown): value is JSONRPCMessage {
 
 function isId(id: unknown): boolean {
   return typeof id === 'string' || Number.isInteger(id);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -2,6 +2,7 @@ import type { Client, StandardSchemaV1 } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { UpstreamSpec } from './config.js';
 import { DEFINITION_LIMITS } from './definitions.js';
+import { isRecord } from '../core/json.js';
 
 /** Most of a tool list read, all pages together (as JSON): past it, or past DEFINITION_LIMITS.tools tools, the rest is not read. */
 const LIST_BUDGET_CHARS = 16 * 1024 * 1024;
@@ -29,12 +30,12 @@ export interface ToolsPage {
  */
 export const PERMISSIVE = {
   toolsPage: permissive<ToolsPage>((value) => {
-    if (!isObject(value) || !Array.isArray(value['tools'])) return 'the result has no "tools" array';
+    if (!isRecord(value) || !Array.isArray(value['tools'])) return 'the result has no "tools" array';
     if (value['nextCursor'] !== undefined && typeof value['nextCursor'] !== 'string') return 'its "nextCursor" is not a string';
     return undefined;
   }),
   // fromMCPCallResult reads any object tolerantly.
-  callResult: permissive<Record<string, unknown>>((value) => (isObject(value) ? undefined : 'the result is not an object')),
+  callResult: permissive<Record<string, unknown>>((value) => (isRecord(value) ? undefined : 'the result is not an object')),
 };
 
 /** A tool list as read: what passed the upstream's `tools` filter, and what was read when the list was cut short. */
@@ -149,7 +150,7 @@ export function relister(
 
 /** Whether the tool list entry `tool` passes the upstream's `tools` filter (an entry without a name string passes, to be refused by the checks). */
 function selected(tool: unknown, filter: UpstreamSpec['tools']): boolean {
-  const name = isObject(tool) ? tool['name'] : undefined;
+  const name = isRecord(tool) ? tool['name'] : undefined;
   if (filter === undefined || typeof name !== 'string') return true;
   return (filter.include?.includes(name) ?? true) && !(filter.exclude?.includes(name) ?? false);
 }
@@ -166,8 +167,4 @@ function permissive<T>(problem: (value: unknown) => string | undefined): Standar
       },
     },
   };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

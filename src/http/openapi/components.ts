@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { isRecord } from '../../core/json.js';
 
 /** A schema as `app.addSchema` takes it: named by its `$id`. */
 export type NamedSchema = Record<string, unknown> & { $id: string };
@@ -52,8 +53,4 @@ export function namedSchemas(roots: readonly object[]): NamedSchema[] {
     add(root as NamedSchema);
   }
   return [...found.values()].map((entry) => entry.named);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { canonicalJson, digestOf, nestedDeeperThan, withSortedKeys } from '../canonical-json.js';
 import { DEFINITION_LIMITS, printable, UNSEEN_CHARACTERS, type DefinitionRefusal, type UpstreamToolDefinition, type WireTool } from '../definitions.js';
 import { lockDiffText, type ShownChange } from './diff.js';
+import { isRecord } from '../../core/json.js';
 
 // What a reviewer of the file would not see (a presentation selector after an emoji too, which a
 // definition may hold). JSON.stringify has escaped the controls inside strings already, so a raw
@@ -78,15 +79,15 @@ export function parseLock(text: string, source: string): LockFile {
   } catch {
     return fail('it is not valid JSON');
   }
-  if (!isObject(data)) return fail('it must be a JSON object with "version": 1 and "upstreams"');
+  if (!isRecord(data)) return fail('it must be a JSON object with "version": 1 and "upstreams"');
   const unknown = Object.keys(data).find((key) => key !== 'version' && key !== 'upstreams');
   if (unknown !== undefined) fail(`unknown key "${printable(unknown)}" (a lock file has "version" and "upstreams")`);
   if (data['version'] === undefined) fail('it has no "version"');
   if (data['version'] !== 1) fail(`"version" is ${printable(JSON.stringify(data['version']), 40)}; this toolport reads version 1`);
   const upstreams = data['upstreams'];
-  if (!isObject(upstreams)) return fail('"upstreams" must be an object of upstreams by name');
+  if (!isRecord(upstreams)) return fail('"upstreams" must be an object of upstreams by name');
   for (const [upstream, tools] of Object.entries(upstreams)) {
-    if (!isObject(tools)) fail(`upstream "${printable(upstream)}" must be an object of tools by name`);
+    if (!isRecord(tools)) fail(`upstream "${printable(upstream)}" must be an object of tools by name`);
     for (const [tool, locked] of Object.entries(tools as Record<string, unknown>)) {
       const problem = lockedToolProblem(tool, locked);
       if (problem !== undefined) fail(`tool "${printable(tool)}" of upstream "${printable(upstream)}": ${problem}`);
@@ -219,10 +220,10 @@ function withinBounds(wire: WireTool): boolean {
 }
 
 function lockedToolProblem(tool: string, locked: unknown): string | undefined {
-  if (!isObject(locked) || Object.keys(locked).sort().join() !== 'definition,sha256') return 'it must be an object with "sha256" and "definition"';
+  if (!isRecord(locked) || Object.keys(locked).sort().join() !== 'definition,sha256') return 'it must be an object with "sha256" and "definition"';
   const { sha256, definition } = locked;
   if (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256)) return '"sha256" must be 64 lowercase hexadecimal digits';
-  if (!isObject(definition) || definition['name'] !== tool) return `"definition" must be the tool's definition object, with "name": "${printable(tool)}"`;
+  if (!isRecord(definition) || definition['name'] !== tool) return `"definition" must be the tool's definition object, with "name": "${printable(tool)}"`;
   if (nestedDeeperThan(definition, DEFINITION_LIMITS.definitionDepth))
     return `"definition" is nested more than ${DEFINITION_LIMITS.definitionDepth} levels deep`;
   if (digestOf(definition) !== sha256) return '"sha256" is not the digest of "definition" (was the file edited? run `toolport upstreams lock` again)';
@@ -243,8 +244,4 @@ function jsonEscapes(char: string): string {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
