@@ -87,7 +87,8 @@ export {
 export { fromMCPCallResult } from './providers/mcp-content.js';
 export { DIALECTS, readTurn, TurnShapeError, type Dialect, type Turn, type TurnCall } from './providers/turns.js';
 export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTurn, turnSizeRefusal, type TurnContext } from './providers/turn-runner.js';
-export { buildApp, type AppOptions, type Toolport } from './http/app.js';
+export { buildApp, type AppHttpOptions, type AppOptions, type AppRuntime, type Toolport } from './http/app.js';
+export { httpRuntime, openRuntime, type Runtime, type RuntimeKind, type RuntimeOptions } from './main/runtime.js';
 export {
   builtinTools,
   createBashTool,

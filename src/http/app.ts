@@ -1,5 +1,5 @@
 import type { UpstreamStates } from './routes/health.js';
-import type { KeySpec, ServerPermissions } from '../core/keyring.js';
+import type { KeySpec } from '../core/keyring.js';
 import type { ResourceServer } from '../auth/open.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
 import { mappingScopeNames } from '../auth/mapping.js';
@@ -8,16 +8,17 @@ import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
-import { Gateway } from '../core/gateway.js';
+import type { Gateway } from '../core/gateway.js';
 import { shuttingDown } from '../core/in-flight.js';
-import { Keyring } from '../core/keyring.js';
+import type { Keyring } from '../core/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { DEFAULT_BODY_LIMIT } from './defaults.js';
 import { installAccessControl } from './guards/auth.js';
 import { connectionLimits, connectionServerOptions, installConnectionGuards, type ConnectionLimits } from './guards/connections.js';
 import { installCors } from './guards/cors.js';
 import { answerClientError, installErrorHandling, sendError } from './error-handler.js';
-import { installMetrics, ServiceMetrics } from './metrics.js';
+import { installMetrics, type ServiceMetrics } from './metrics.js';
+import { assertToolsetsBound, runtimeFromOptions, type AppOptions } from './app-options.js';
 import { installProtection, type PressureOptions } from './guards/protection.js';
 import { requestLog } from './request-log.js';
 import { installJsonBody } from './json-body.js';
@@ -30,30 +31,42 @@ import { callsRoutes, CALLS_TRANSPORT } from './routes/calls.js';
 import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
 
-export interface AppOptions {
+/**
+ * What the app serves, opened by the process (`openRuntime` in src/main/runtime.ts): the tools,
+ * the callers and the gateway every call goes through. The app builds routes and guards around it.
+ */
+export interface AppRuntime {
   /** The tools to serve; a source's tools may change later (the lists and the OpenAPI document follow). */
-  registry: ToolRegistry;
-  /** The upstream MCP servers, for `/readyz` and the metrics. */
-  upstreams?: UpstreamStates;
-  /** A pino logger; silent when omitted. */
-  logger?: Logger;
-  /** Deadline for tools that declare no `timeoutMs`. */
-  toolTimeoutMs?: number;
+  readonly registry: ToolRegistry;
+  /** Every call goes through it: scope, admission, deadline, audit line and metrics. */
+  readonly gateway: Gateway;
+  /** The API keys in use; empty: no authentication (unless `oauth`). */
+  readonly keyring: Keyring;
+  /** The same tools as `registry` bound to the keys' own workspaces (see `openKeyWorkspaces`). */
+  readonly toolsets: ReadonlyMap<string, ToolRegistry>;
+  /** The metrics `/metrics` serves; the gateway reports every call to them. */
+  readonly metrics: ServiceMetrics;
+  /** Where the app logs; silent when omitted. */
+  readonly logger?: Logger;
+  /** The upstream MCP servers, for `/readyz` and the lists' changes. */
+  readonly upstreams?: UpstreamStates | undefined;
+  /** toolport as an OAuth 2.1 resource server (`openResourceServer`); undefined: keys only. */
+  readonly oauth?: ResourceServer | undefined;
+  /**
+   * The rate-limit counts shared by every replica, and MCP cancellations passed between them; the
+   * caller owns the connection. Without it each process counts alone.
+   */
+  readonly redis?: Redis | undefined;
+}
+
+/** How the app answers HTTP: the guards' settings, the body limit, the connections' deadlines. */
+export interface AppHttpOptions {
   /** Largest request body in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** Serve the browsable API documentation at `/docs` (default true). */
   docs?: boolean;
-  /** API keys and their scopes; none (the default) means no authentication. */
-  apiKeys?: readonly KeySpec[];
-  /** The permission rules every caller inherits (TOOLPORT_PERMISSIONS), and what keys' rules are checked against. */
-  permissions?: ServerPermissions;
   /** With keys configured, leave `/docs` and `/openapi.json` open (default false). */
   publicDocs?: boolean;
-  /**
-   * toolport as an OAuth 2.1 resource server (`openResourceServer`): access tokens of its issuers
-   * are accepted beside the keys, and the protected-resource metadata is served. Undefined: keys only.
-   */
-  oauth?: ResourceServer;
   /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
   localOnly?: boolean;
   /** Host names answered to besides local ones; when given, any other Host is a 403 wherever the server listens. */
@@ -72,27 +85,8 @@ export interface AppOptions {
   trustProxy?: boolean | number | readonly string[];
   /** Timeouts and the connection cap (default: the DEFAULT_* timeouts of connections.ts, no cap). */
   connections?: Partial<ConnectionLimits>;
-  /** Calls per minute per key or client address; 0 (the default here) switches the limit off. */
+  /** Requests per minute per key or client address; 0 (the default here) switches the limit off. */
   rateLimit?: number;
-  /**
-   * Keep the rate-limit counts in this Redis, shared by every replica (`connectRedis`), and pass
-   * MCP cancellations between replicas through it; the caller owns the connection. Without it,
-   * each process counts alone and a cancellation reaches the calls of its own process only.
-   */
-  redis?: Redis;
-  /**
-   * The same tools as `registry` bound to other workspaces, by the `workspace` the keys in
-   * `apiKeys` name (see `openKeyWorkspaces`); a key's calls run its workspace's tools.
-   */
-  toolsets?: ReadonlyMap<string, ToolRegistry>;
-  /** Most calls of one tool running at once (default 16). */
-  maxConcurrency?: number;
-  /** Most calls of one tool waiting for a slot; past it, 503 (default 64). */
-  queueSize?: number;
-  /** Most calls of one caller (key, or client address) running at once, per tool (default: half the tool's slots). */
-  maxConcurrencyPerCaller?: number;
-  /** Most calls of one caller waiting for a slot, per tool (default: a quarter of the queue). */
-  queuePerCaller?: number;
   /** When to shed load with 503 OVERLOADED (default: event-loop delay over 1 s, heap near its limit); false: never. */
   pressure?: PressureOptions | false;
 }
@@ -139,6 +133,7 @@ declare module 'fastify' {
 }
 
 export { DEFAULT_BODY_LIMIT };
+export type { AppOptions };
 
 const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -157,30 +152,33 @@ function trustedProxies(trust: boolean | number | readonly string[]): boolean | 
   return typeof trust === 'boolean' ? trust : [...trust];
 }
 
-/** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
-function assertToolsetsBound(keys: readonly KeySpec[], toolsets: ReadonlyMap<string, ToolRegistry>): void {
-  for (const key of keys) {
-    if (key.workspace !== undefined && !toolsets.has(key.workspace))
-      throw new Error(`No tools are bound to the workspace of key "${key.label}" (${key.workspace}).`);
-  }
-}
-
 /** How long a closing server lets the last answers go out before it closes the connections left. */
 const CLOSE_FLUSH_MS = 500;
 
-/** Builds the REST service around a registry. Never listens: the caller owns the process. */
-export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const logger = options.logger ?? pino({ level: 'silent' });
-  const connections = connectionLimits(options.connections);
+/**
+ * Builds the HTTP service around what a process opened (`openRuntime`): routes and guards, no
+ * more. Never listens: the caller owns the process, and closes the runtime after the app.
+ */
+export async function buildApp(runtime: AppRuntime, http?: AppHttpOptions): Promise<FastifyInstance>;
+/**
+ * @deprecated Open a runtime (`openRuntime`) and call `buildApp(runtime, http)`; this form makes
+ * the keyring, the gateway and the metrics from `options` itself.
+ */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance>;
+export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOptions: AppHttpOptions = {}): Promise<FastifyInstance> {
+  const [runtime, http] = 'gateway' in runtimeOrOptions ? [runtimeOrOptions, httpOptions] : runtimeFromOptions(runtimeOrOptions);
+  const { registry, gateway, keyring, toolsets, metrics } = runtime;
+  const logger = runtime.logger ?? pino({ level: 'silent' });
+  const connections = connectionLimits(http.connections);
   const app = Fastify({
     loggerInstance: logger,
     ...connectionServerOptions(connections),
-    trustProxy: trustedProxies(options.trustProxy ?? false),
+    trustProxy: trustedProxies(http.trustProxy ?? false),
     // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
     // Nor a child logger per request: request.log binds the request id when something logs there.
     childLoggerFactory: requestLog,
-    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    bodyLimit: http.bodyLimit ?? DEFAULT_BODY_LIMIT,
     // The client's x-request-id is taken only when it is short and plain: it goes into every log line.
     requestIdHeader: false,
     genReqId: requestId(),
@@ -205,27 +203,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   }) as unknown as FastifyInstance;
 
-  const metrics = new ServiceMetrics(
-    options.registry.list().map((t) => t.name),
-    [REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT],
-  );
-  if (options.upstreams !== undefined) metrics.watchUpstreams(options.upstreams, (tool) => options.registry.sourceOf(tool));
-  const keyring = new Keyring(options.apiKeys ?? [], options.permissions);
-  const toolsets = options.toolsets ?? new Map<string, ToolRegistry>();
-  assertToolsetsBound(options.apiKeys ?? [], toolsets);
-  const gateway = new Gateway({
-    registry: options.registry,
-    logger,
-    defaultTimeoutMs: options.toolTimeoutMs,
-    maxConcurrency: options.maxConcurrency,
-    queueSize: options.queueSize,
-    maxConcurrencyPerCaller: options.maxConcurrencyPerCaller,
-    queuePerCaller: options.queuePerCaller,
-    observer: metrics.observer,
-    scopes: keyring.scopes,
-    toolsets,
-    permissions: options.permissions,
-  });
+  metrics.serveTransports([REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT]);
 
   app.decorate('toolport', {
     gateway,
@@ -274,20 +252,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     done();
   });
   // Before the guard and authentication: a preflight carries no credentials.
-  await installCors(app, options.corsOrigins ?? []);
-  const oauth = options.oauth;
+  await installCors(app, http.corsOrigins ?? []);
+  const oauth = runtime.oauth;
   installAccessControl(app, {
     keyring,
     oauth: oauth === undefined ? undefined : { tokens: oauth.tokens, ...metadataUrls(oauth.publicUrl) },
-    publicDocs: options.publicDocs ?? false,
-    localOnly: options.localOnly ?? false,
-    allowedHosts: options.allowedHosts,
-    allowedOrigins: [...(options.allowedOrigins ?? []), ...(options.corsOrigins ?? [])],
+    publicDocs: http.publicDocs ?? false,
+    localOnly: http.localOnly ?? false,
+    allowedHosts: http.allowedHosts,
+    allowedOrigins: [...(http.allowedOrigins ?? []), ...(http.corsOrigins ?? [])],
   });
   await installProtection(app, {
-    rateLimit: options.rateLimit ?? 0,
-    pressure: options.pressure,
-    redis: options.redis,
+    rateLimit: http.rateLimit ?? 0,
+    pressure: http.pressure,
+    redis: runtime.redis,
     onStoreError: () => metrics.rateLimitStoreErrors.inc(),
   });
   installMetrics(app, metrics);
@@ -305,19 +283,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const scopes = (): readonly string[] =>
     oauth?.scopes ?? [
       `${TOOL_SCOPE_PREFIX}*`,
-      ...options.registry.list().map((t) => `${TOOL_SCOPE_PREFIX}${t.name}`),
+      ...registry.list().map((t) => `${TOOL_SCOPE_PREFIX}${t.name}`),
       ...(oauth === undefined ? [] : mappingScopeNames(oauth.mapping)),
     ];
   await registerOpenAPI(app, {
-    docs: options.docs ?? true,
-    registry: options.registry,
+    docs: http.docs ?? true,
+    registry,
     oauth: oauth === undefined ? undefined : { issuer: oauth.issuers[0]!, scopes: scopes() },
   });
   oauthRoutes(app, {
     resource: oauth === undefined ? undefined : { publicUrl: oauth.publicUrl, authorizationServers: oauth.issuers.map((i) => i.issuer), scopes },
     keyed: keyring.size > 0,
   });
-  healthRoutes(app, () => gateway.draining, options.upstreams);
+  healthRoutes(app, () => gateway.draining, runtime.upstreams);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // An assistant's turn in, in its provider's shape; the next turn out.
@@ -326,8 +304,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   mcpRoutes(app, {
     gateway,
     idleTimeoutMs: connections.idleTimeoutMs,
-    redis: options.redis,
-    toolsChange: options.upstreams ? (listener) => options.registry.onChange(listener) : undefined,
+    redis: runtime.redis,
+    toolsChange: runtime.upstreams ? (listener) => registry.onChange(listener) : undefined,
   });
   return app;
 }

@@ -49,14 +49,14 @@ export class ServiceMetrics {
   });
   // By transport, then code.
   readonly #reasons = new Map<string, Map<string, Counter.Internal>>();
-  readonly #transports: readonly string[];
+  readonly #transports: string[];
 
   /**
    * Starts every series of these tools at zero, for each of these transports (the ones the server
    * serves), so rates and alerts work from the first scrape. Other transports get theirs when first seen.
    */
   constructor(tools: readonly string[] = [], transports: readonly string[] = ['rest']) {
-    this.#transports = transports;
+    this.#transports = [...transports];
     for (const tool of tools) this.#series(tool);
     const series = this.#tools;
     new Counter({
@@ -116,6 +116,18 @@ export class ServiceMetrics {
         this.inc((user + system) / 1e6);
       },
     });
+  }
+
+  /**
+   * Starts every tool's series at zero for these transports too: an adapter names the transports
+   * it serves when it is installed, so rates and alerts work from the first scrape.
+   */
+  serveTransports(transports: readonly string[]): void {
+    for (const transport of transports) {
+      if (this.#transports.includes(transport)) continue;
+      this.#transports.push(transport);
+      for (const series of this.#tools.values()) if (!series.calls.has(transport)) this.#outcomes(series, transport);
+    }
   }
 
   /**

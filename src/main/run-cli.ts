@@ -1,8 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { API_FORMATS, isAPIFormat } from '../core/formats.js';
-import type { Config } from '../config/config.js';
-import type { ToolRegistry } from '../core/registry.js';
+import type { Runtime } from './runtime.js';
 
 // Each command loads only what it uses: `toolport mcp` never loads the HTTP stack, so a desktop
 // client's first message is answered in a fraction of the time.
@@ -70,41 +69,31 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
 
   if (!['list', 'call', 'openapi'].includes(command)) throw new UsageError(`unknown command "${command}"`);
-  const { loadConfig } = await import('../config/config.js');
-  const { createToolset } = await import('../assembly/toolset.js');
-  const config = loadConfig(env);
-  const registry = await createToolset(config);
-  // The upstreams' tools too, as a server serves them: started for this command, stopped after it.
-  const upstreams = config.upstreams === undefined ? undefined : await openCliUpstreams(config, env, registry);
-  try {
-    return await runCommand(command, rest, values, env, config, registry);
-  } finally {
-    await upstreams?.stop();
-  }
-}
-
-async function openCliUpstreams(
-  config: Config,
-  env: Record<string, string | undefined>,
-  registry: ToolRegistry,
-): Promise<{ stop(): Promise<void> } | undefined> {
-  const [{ pino }, { createLogger }, { openUpstreams, readUpstreamSpecs }] = await Promise.all([
+  const [{ loadConfig }, { openRuntime }, { pino }, { createLogger }] = await Promise.all([
+    import('../config/config.js'),
+    import('./runtime.js'),
     import('pino'),
     import('../infra/logger.js'),
-    import('../upstreams/open.js'),
   ]);
+  const config = loadConfig(env);
+  // Logs go to standard error, which the command's output never shares; warnings only unless LOG_LEVEL asks.
   const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
-  return openUpstreams(await readUpstreamSpecs(config, env), config, registry, logger, { baseEnv: env });
+  // The upstreams' tools too, as a server serves them: started for this command, stopped after it.
+  const runtime = await openRuntime(config, { kind: 'command', logger, env });
+  try {
+    return await runCommand(command, rest, values, runtime);
+  } finally {
+    await runtime.close();
+  }
 }
 
 async function runCommand(
   command: string,
   rest: string[],
   values: { format?: string | undefined; out?: string | undefined },
-  env: Record<string, string | undefined>,
-  config: Config,
-  registry: ToolRegistry,
+  runtime: Runtime,
 ): Promise<number> {
+  const { registry, gateway } = runtime;
   switch (command) {
     case 'list': {
       const format = values.format ?? 'anthropic';
@@ -115,17 +104,8 @@ async function runCommand(
     case 'call': {
       const [name, json = '{}'] = rest;
       if (name === undefined) throw new UsageError('call needs a tool name: toolport call <name> [json]');
-      const [{ pino }, { createLogger }, { errorBody, ToolportError }, { ANYONE, Gateway }] = await Promise.all([
-        import('pino'),
-        import('../infra/logger.js'),
-        import('../core/errors.js'),
-        import('../core/gateway.js'),
-      ]);
-      const logger = createLogger(env.LOG_LEVEL ? config.logLevel : 'warn', { destination: pino.destination(2) });
+      const [{ errorBody, ToolportError }, { ANYONE }] = await Promise.all([import('../core/errors.js'), import('../core/gateway.js')]);
       // In-process, through the same gateway as the server: the same checks and audit lines.
-      const permissions =
-        config.permissionsFile === undefined ? undefined : await (await import('../permissions/catalog.js')).serverPermissions(config, registry.list(), []);
-      const gateway = new Gateway({ registry, logger, defaultTimeoutMs: config.toolTimeoutMs, permissions });
       const call = { caller: ANYONE, tool: name, requestId: 'cli', transport: CLI_TRANSPORT };
       let input: unknown;
       try {
@@ -148,8 +128,8 @@ async function runCommand(
       }
     }
     case 'openapi': {
-      const { buildApp } = await import('../http/app.js');
-      const app = await buildApp({ registry });
+      const [{ buildApp }, { httpRuntime }] = await Promise.all([import('../http/app.js'), import('./runtime.js')]);
+      const app = await buildApp(httpRuntime(runtime));
       await app.ready();
       const document = `${JSON.stringify(app.openapiDocument(), null, 2)}\n`;
       await app.close();

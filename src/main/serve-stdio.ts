@@ -1,14 +1,13 @@
 import { Console } from 'node:console';
 import type { Readable, Writable } from 'node:stream';
 import { loadConfig, workspaceWarning } from '../config/config.js';
-import { ANYONE, Gateway } from '../core/gateway.js';
+import { ANYONE } from '../core/gateway.js';
 import { createLogger, logDestination } from '../infra/logger.js';
 import { McpDispatcher } from '../mcp/dispatcher.js';
 import { gatewayBackend } from '../mcp/gateway-backend.js';
 import { serveStdio } from '../mcp/stdio.js';
-import { createToolset } from '../assembly/toolset.js';
 import { VERSION } from '../infra/version.js';
-import type { UpstreamSource } from '../upstreams/source.js';
+import { openRuntime, type Runtime } from './runtime.js';
 
 /** The transport label of calls that come through `toolport mcp`. */
 export const STDIO_TRANSPORT = 'stdio';
@@ -34,8 +33,7 @@ export async function serveMcpStdio(
   let dispatcher: McpDispatcher<typeof ANYONE>;
   let logger: ReturnType<typeof createLogger>;
   let graceMs: number;
-  let upstreams: UpstreamSource | undefined;
-  let registry: Awaited<ReturnType<typeof createToolset>>;
+  let runtime: Runtime | undefined;
   if (output === process.stdout) consoleToStderr();
   // A SIGTERM or SIGINT during start-up (an upstream's handshake can take a while) exits through
   // `exit`, whose exit hook ends the process groups started so far; the default action would not.
@@ -48,40 +46,20 @@ export async function serveMcpStdio(
     logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false });
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
-    registry = await createToolset(config, process.cwd(), logger);
-    let namespaces: string[] = [];
-    if (config.upstreams !== undefined) {
-      // Loaded only when configured: a desktop client's first answer would wait for the MCP client's modules.
-      const { openUpstreams, readUpstreamSpecs, upstreamExposure } = await import('../upstreams/open.js');
-      const specs = await readUpstreamSpecs(config, env);
-      namespaces = upstreamExposure(specs).map((t) => t.name);
-      upstreams = await openUpstreams(specs, config, registry, logger, { baseEnv: env });
-    }
-    // Loaded only when configured, as the rules are.
-    const permissions =
-      config.permissionsFile === undefined
-        ? undefined
-        : await (await import('../permissions/catalog.js')).serverPermissions(config, registry.list(), namespaces);
-    const gateway = new Gateway({
-      permissions,
-      registry,
-      logger,
-      defaultTimeoutMs: config.toolTimeoutMs,
-      maxConcurrency: config.maxConcurrency,
-      queueSize: config.queueSize,
+    runtime = await openRuntime(config, { kind: 'stdio', logger, env });
+    dispatcher = new McpDispatcher(gatewayBackend(runtime.gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
+      listChanged: runtime.upstreams !== undefined,
     });
-    dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
-      listChanged: upstreams !== undefined,
-    });
-    logger.info({ tools: registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
+    logger.info({ tools: runtime.registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
   } catch (err) {
-    await upstreams?.stop();
+    await runtime?.close();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     return 1;
   } finally {
     process.off('SIGTERM', stopEarly);
     process.off('SIGINT', stopEarly);
   }
+  const { registry, upstreams } = runtime;
 
   const shutdown = new AbortController();
   let givenUp: (() => void) | undefined;
@@ -105,7 +83,7 @@ export async function serveMcpStdio(
       gaveUp,
     ]);
   } finally {
-    await upstreams?.stop();
+    await runtime.close();
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
     // After a signal the input is still open, and an open stdin keeps the process alive.

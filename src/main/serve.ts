@@ -1,22 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { loadApiKeys } from '../config/api-keys.js';
 import { loadConfig, workspaceWarning, type Config } from '../config/config.js';
 import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from '../config/descriptors.js';
-import { Workspace } from '../os/fs/workspace.js';
 import { buildApp } from '../http/app.js';
 import type { ConnectionLimits } from '../http/guards/connections.js';
 import { keysReloader } from './key-reload.js';
-import { assertKeysFileOutsideWorkspace, openKeyWorkspaces } from '../assembly/key-workspaces.js';
+import { httpRuntime, openRuntime, type Runtime } from './runtime.js';
 import { createLogger } from '../infra/logger.js';
-import { connectRedis } from '../infra/redis.js';
-import { assertSafeExposure } from '../config/exposure.js';
 import { isLoopback } from '../infra/net.js';
-import { createToolset } from '../assembly/toolset.js';
-import { serverPermissions } from '../permissions/catalog.js';
-import type { UpstreamSource } from '../upstreams/source.js';
-import { tokenCallersAsKeys, withWorkspaces } from '../auth/workspaces.js';
-import { openResourceServer, type ResourceServer } from '../auth/open.js';
-import { readMapping } from '../auth/mapping.js';
+import { tokenCallersAsKeys } from '../auth/workspaces.js';
 
 // After the grace period calls are aborted and answer at once; this is only a last resort.
 const FORCED_EXIT_AFTER_GRACE_MS = 5_000;
@@ -58,49 +49,16 @@ export async function serve(env: Record<string, string | undefined> = process.en
     process.off('SIGTERM', stopEarly);
     process.off('SIGINT', stopEarly);
   };
-  let upstreams: UpstreamSource | undefined;
+  let runtime: Runtime | undefined;
   try {
     config = loadConfig(env);
     const logger = createLogger(config.logLevel);
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
-    const workspace = await Workspace.open(config.workspace);
-    const served = await createToolset(config, process.cwd(), logger, workspace);
-    const tools = served.list();
-    // Loaded only when configured: the MCP client and its dependencies are most of a cold start's modules.
-    const upstreamModule = config.upstreams === undefined ? undefined : await import('../upstreams/open.js');
-    const specs = (await upstreamModule?.readUpstreamSpecs(config, env)) ?? [];
-    const namespaces = upstreamModule?.upstreamExposure(specs) ?? [];
-    const permissions = await serverPermissions(
-      config,
-      tools,
-      namespaces.map((t) => t.name),
-    );
-    const loadedKeys = await loadApiKeys(config, [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)], permissions);
-    await assertKeysFileOutsideWorkspace(config, workspace);
-    const mapping = config.oauth?.mappingFile === undefined ? undefined : await readMapping(config.oauth.mappingFile);
-    // The subjects' and groups' workspaces are opened and checked as keys' are (see auth/workspaces.ts).
-    const tokenCallers = config.oauth === undefined ? [] : tokenCallersAsKeys(mapping, loadedKeys);
-    const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: [...loadedKeys, ...tokenCallers], log: logger });
-    const apiKeys = workspaces.keys.slice(0, loadedKeys.length);
-    // With OAuth every request is authenticated, as with keys.
-    unauthenticated =
-      config.oauth === undefined
-        ? assertSafeExposure({ host: config.host, apiKeys, allowUnauthenticated: config.allowUnauthenticated }, [...tools, ...namespaces])
-        : [];
-    // Before any upstream starts: an issuer that cannot be reached stops start-up.
-    const oauth: ResourceServer | undefined =
-      config.oauth === undefined
-        ? undefined
-        : await openResourceServer(config.oauth, { mapping: mapping && withWorkspaces(mapping, workspaces.keys.slice(loadedKeys.length)), permissions });
-    // After the checks that need no upstream: a bad keys file never starts a process.
-    // No stdio upstream may read the keys' workspaces (nor the server's files, which it finds in `config`).
-    const hidden = workspaces.keys.flatMap((key) => (key.workspace === undefined ? [] : [key.workspace]));
-    upstreams = await upstreamModule?.openUpstreams(specs, config, workspaces.registry, logger, { baseEnv: env, hidden });
-    // The replicas share the rate-limit counts and MCP cancellations through it.
-    const redis = config.redisUrl !== undefined ? await connectRedis(config.redisUrl, logger) : undefined;
-    keyLabels = apiKeys.map((k) => k.label);
-    keyWorkspaces = apiKeys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
+    const opened = (runtime = await openRuntime(config, { kind: 'server', logger, env }));
+    unauthenticated = [...opened.unauthenticated];
+    keyLabels = opened.keys.map((k) => k.label);
+    keyWorkspaces = opened.keys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
     descriptors = descriptorUsage();
     connections = {
       headersTimeoutMs: config.headersTimeoutMs,
@@ -109,18 +67,9 @@ export async function serve(env: Record<string, string | undefined> = process.en
       idleTimeoutMs: config.idleTimeoutMs,
       maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors),
     };
-    app = await buildApp({
-      registry: workspaces.registry,
-      upstreams,
-      toolsets: workspaces.toolsets,
-      redis,
-      logger,
-      toolTimeoutMs: config.toolTimeoutMs,
+    app = await buildApp(httpRuntime(opened), {
       bodyLimit: config.bodyLimit,
       docs: config.docs,
-      apiKeys,
-      permissions,
-      oauth,
       publicDocs: config.publicDocs,
       localOnly: isLoopback(config.host),
       allowedHosts: config.allowedHosts,
@@ -129,23 +78,17 @@ export async function serve(env: Record<string, string | undefined> = process.en
       trustProxy: config.trustProxy,
       connections,
       rateLimit: config.rateLimit,
-      maxConcurrency: config.maxConcurrency,
-      queueSize: config.queueSize,
-      maxConcurrencyPerCaller: config.maxConcurrencyPerCaller,
-      queuePerCaller: config.queuePerCaller,
     });
-    // After the last call: closes every workspace and the Redis connection.
-    app.addHook('onClose', async () => {
-      await Promise.all([workspaces.close(), workspace.close(), redis?.quit(), upstreams?.stop()]);
-    });
+    // After the last call: stops the upstreams, closes every workspace and the Redis connection.
+    app.addHook('onClose', () => opened.close());
     const reload = keysReloader({
       config,
-      servedTools: [...tools.map((t) => t.name), ...namespaces.map((t) => t.name)],
-      keys: apiKeys,
-      permissions,
+      servedTools: opened.servedNames,
+      keys: opened.keys,
+      permissions: opened.permissions,
       // A reload checks what start-up checked: no key may pass for an access token's caller.
       checkKeys: config.oauth === undefined ? undefined : (keys) => void tokenCallersAsKeys(undefined, keys),
-      workspaces,
+      workspaces: opened.workspaces!,
       replaceKeys: (keys) => app.toolport.replaceKeys(keys),
       log: logger,
     });
@@ -155,7 +98,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     startedUp();
-    await upstreams?.stop();
+    await runtime?.close();
     process.stderr.write(`toolport: ${(err as Error).message}\n`);
     process.exitCode = 1;
     return undefined;
