@@ -1,14 +1,9 @@
 import type { Static } from 'typebox';
+import { JSON_RPC } from './json-rpc.js';
 import type { ErrorBodySchema } from './schemas.js';
 
-/** The error codes JSON-RPC 2.0 itself defines. */
-export const JSON_RPC = {
-  PARSE_ERROR: -32700,
-  INVALID_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  INVALID_PARAMS: -32602,
-  INTERNAL_ERROR: -32603,
-} as const;
+// Where it was defined before the JSON-RPC module held every code; part of the package's API.
+export { JSON_RPC };
 
 /**
  * Every error a client can cause, with a fixed code, and how each transport answers it: the HTTP

@@ -1,7 +1,8 @@
 import { isRecord } from '../core/json.js';
 import type { Writable } from 'node:stream';
 import { SUBSCRIPTION_ID_KEY } from './era.js';
-import { encode, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js';
+import { type JsonRpcNotification, type JsonRpcResponse } from '../core/json-rpc.js';
+import { encode } from './jsonrpc.js';
 
 export interface BoundedOutputOptions {
   /** Wraps one encoded message for the wire: a line for stdio, an SSE event for HTTP. */

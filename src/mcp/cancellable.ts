@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { CallAbort } from '../core/call-abort.js';
 import type { Cancellation } from '../infra/redis.js';
-import type { RequestId } from './jsonrpc.js';
+import type { RequestId } from '../core/json-rpc.js';
 
 export type { Cancellation };
 

@@ -8,16 +8,16 @@ import { httpStatusOf, methodError } from './rpc-errors.js';
 import type { InFlightCalls } from './cancellable.js';
 import {
   classify,
-  encodeOnce,
   errorResponse,
-  parseMessage,
+  parseIncoming,
   resultResponse,
   RpcCodes,
   type JsonRpcErrorResponse,
   type JsonRpcNotification,
   type JsonRpcRequest,
   type JsonRpcResponse,
-} from './jsonrpc.js';
+} from '../core/json-rpc.js';
+import { encodeOnce } from './jsonrpc.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS } from './progress.js';
 import { PerListCache, toMcpTool } from './tool-list.js';
 import { toolsCall, type ToolsCallDeps } from './tools-call.js';
@@ -136,7 +136,7 @@ export class McpDispatcher<Caller> {
 
   /** Parses one message's text (a stdio line, an HTTP body) and handles it. */
   handleText(text: string, context: DispatchContext<Caller>): Promise<DispatchOutcome> {
-    const parsed = parseMessage(text);
+    const parsed = parseIncoming(text);
     if ('reply' in parsed) return Promise.resolve({ reply: parsed.reply, status: 400 });
     return this.handle(parsed.value, context);
   }

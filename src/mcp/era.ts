@@ -1,5 +1,5 @@
 import { isRecord } from '../core/json.js';
-import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type JsonRpcRequest } from './jsonrpc.js';
+import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type JsonRpcRequest } from '../core/json-rpc.js';
 import { DEFAULT_LEGACY_VERSION, isModernVersion, isServedLegacy, isServedModern, LEGACY_VERSIONS, MODERN_VERSIONS } from './protocol-versions.js';
 
 export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';

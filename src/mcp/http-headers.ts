@@ -1,6 +1,6 @@
 import { isRecord } from '../core/json.js';
 import { PROTOCOL_VERSION_KEY } from './era.js';
-import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js';
+import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type RequestId } from '../core/json-rpc.js';
 import { isModernVersion, isServedLegacy, LEGACY_VERSIONS } from './protocol-versions.js';
 
 /** The standard MCP request headers of one Streamable HTTP POST, as received (any may be absent). */

@@ -1,7 +1,7 @@
 import { isRecord } from '../core/json.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { SUBSCRIPTION_ID_KEY } from './era.js';
-import { resultResponse, RpcCodes, type JsonRpcNotification, type JsonRpcRequest } from './jsonrpc.js';
+import { resultResponse, RpcCodes, type JsonRpcNotification, type JsonRpcRequest } from '../core/json-rpc.js';
 import { methodError } from './rpc-errors.js';
 
 /** What `subscriptions/listen` needs from the dispatcher that runs it. */

@@ -1,6 +1,6 @@
 import type { ProgressNotification } from '@modelcontextprotocol/server';
 import type { Progress } from '../core/types.js';
-import type { JsonRpcNotification } from './jsonrpc.js';
+import type { JsonRpcNotification } from '../core/json-rpc.js';
 
 /** Default shortest gap between two progress notifications of one call: at most 50 a second. */
 export const DEFAULT_PROGRESS_INTERVAL_MS = 20;

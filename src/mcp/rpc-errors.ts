@@ -1,5 +1,5 @@
 import type { DispatchOutcome } from './dispatcher.js';
-import { errorResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
+import { errorResponse, RpcCodes, type JsonRpcRequest } from '../core/json-rpc.js';
 
 /**
  * How a refused call is answered over MCP, by the gateway's catalog code, until the gateway's

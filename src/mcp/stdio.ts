@@ -3,7 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { BoundedOutput } from './bounded-output.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { InFlightCalls } from './cancellable.js';
-import { errorResponse, parseMessage, RpcCodes } from './jsonrpc.js';
+import { errorResponse, parseIncoming, RpcCodes } from '../core/json-rpc.js';
 import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, LIST_CHANGED, SubscriptionHub, type SubscriptionLimits } from './subscriptions.js';
 
 export interface StdioOptions<Caller> {
@@ -68,7 +68,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
   const subscriptions = hub?.of('');
 
   const start = (line: string): void => {
-    const parsed = parseMessage(line);
+    const parsed = parseIncoming(line);
     if ('reply' in parsed) return out.send(parsed.reply);
     const method = isRecord(parsed.value) ? parsed.value['method'] : undefined;
     const isInitialize = method === 'initialize';

@@ -5,7 +5,7 @@ import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
 import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
 import { methodError, refusalRpcCode } from './rpc-errors.js';
 import { CancelledByClient } from './cancellable.js';
-import { resultResponse, RpcCodes, type JsonRpcRequest } from './jsonrpc.js';
+import { resultResponse, RpcCodes, type JsonRpcRequest } from '../core/json-rpc.js';
 import { ProgressReporter } from './progress.js';
 import { inputErrorsAreToolResults, toolFieldsOf } from './protocol-versions.js';
 

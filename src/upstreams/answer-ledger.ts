@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/client';
+import { RpcCodes } from '../core/json-rpc.js';
 import { bytesText, LIST_BUDGET_BYTES, SMALL_MESSAGE_BYTES } from './message-bounds.js';
 
 /** What reading one upstream's messages cost toolport, over all its connections: for tests and measurements. */
@@ -31,7 +32,7 @@ export interface Refusal {
 }
 
 /** The JSON-RPC error code of a refusal (the implementation-defined range); `Refusal`s are told apart by a stamp, not by it. */
-const REFUSAL_CODE = -32000;
+const REFUSAL_CODE = RpcCodes.SERVER_ERROR;
 /** Why an upstream that answers an id toolport never sent is given up. */
 export const UNSENT_ANSWER = 'sent an answer to a request toolport never sent';
 

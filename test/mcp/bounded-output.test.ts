@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { BoundedOutput } from '../../src/mcp/bounded-output.js';
-import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
+import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
 
 const HIGH_WATER_MARK = 256;
 const line = (text: string): string => `${text}\n`;

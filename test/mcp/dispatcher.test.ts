@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '../../src/mcp/dispatcher.js';
 import { InFlightCalls } from '../../src/mcp/cancellable.js';
-import { encode, type JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
+import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
+import { encode } from '../../src/mcp/jsonrpc.js';
 import { ANYONE, ECHO_ONLY, errorBody, fakeBackend, PNG, type FakeCaller } from './fake-backend.js';
 
 const MODERN = '2026-07-28';

@@ -6,7 +6,7 @@ import { textResult } from '../../src/core/result.js';
 import type { ToolDef } from '../../src/core/types.js';
 import { McpDispatcher } from '../../src/mcp/dispatcher.js';
 import { gatewayBackend } from '../../src/mcp/gateway-backend.js';
-import type { JsonRpcNotification } from '../../src/mcp/jsonrpc.js';
+import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
 
 const Backwards: ToolDef = {
   name: 'Backwards',
