@@ -30,23 +30,30 @@ export interface CallObserver {
   callFinished(tool: string, outcome: CallOutcome, seconds: number | undefined, transport: string | undefined): void;
 }
 
-export interface ExecutorOptions {
+/**
+ * How many calls of one tool run and wait. The configuration's `limits` section
+ * (TOOLPORT_MAX_CONCURRENCY and its kin, src/config/sections/limits.ts) passes as it is.
+ */
+export interface CallLimits {
+  /** Most calls of any one tool that run at once (default 16); a tool's own `maxConcurrency` may lower it. */
+  maxConcurrency?: number | undefined;
+  /** Most calls of any one tool that wait for a slot (default 64); past it, calls fail with `QUEUE_FULL`. */
+  queueSize?: number | undefined;
+  /**
+   * Most calls of one caller (`CallOptions.caller`) that run at once, per tool (at most the tool's
+   * limit); default: half of the tool's slots, rounded up, so one caller always leaves room.
+   */
+  maxConcurrencyPerCaller?: number | undefined;
+  /** Most calls of one caller that wait for a slot, per tool (at most `queueSize`); default: a quarter of the queue, rounded up. */
+  queuePerCaller?: number | undefined;
+}
+
+export interface ExecutorOptions extends CallLimits {
   registry: ToolRegistry;
   /** Where the audit lines go; a tool that logs gets a child bound to its request id and tool. */
   logger?: Logger;
   /** Deadline for tools that declare no `timeoutMs` of their own. */
   defaultTimeoutMs?: number;
-  /** Most calls of any one tool that run at once (default 16); a tool's own `maxConcurrency` may lower it. */
-  maxConcurrency?: number;
-  /** Most calls of any one tool that wait for a slot (default 64); past it, calls fail with `QUEUE_FULL`. */
-  queueSize?: number;
-  /**
-   * Most calls of one caller (`CallOptions.caller`) that run at once, per tool (at most the tool's
-   * limit); default: half of the tool's slots, rounded up, so one caller always leaves room.
-   */
-  maxConcurrencyPerCaller?: number;
-  /** Most calls of one caller that wait for a slot, per tool (at most `queueSize`); default: a quarter of the queue, rounded up. */
-  queuePerCaller?: number;
   /** Told about every call, for metrics. */
   observer?: CallObserver;
 }

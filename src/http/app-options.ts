@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
+import type { CallLimits } from '../core/executor.js';
 import { Gateway } from '../core/gateway.js';
 import { Keyring, type KeySpec, type ServerPermissions } from '../core/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -13,7 +14,7 @@ import type { UpstreamStates } from './routes/health.js';
  * one object.
  * @deprecated Open a runtime (`openRuntime`) and call `buildApp(runtime, http)`.
  */
-export interface AppOptions extends AppHttpOptions {
+export interface AppOptions extends AppHttpOptions, CallLimits {
   /** The tools to serve; a source's tools may change later (the lists and the OpenAPI document follow). */
   registry: ToolRegistry;
   /** The upstream MCP servers, for `/readyz` and the metrics. */
@@ -32,14 +33,6 @@ export interface AppOptions extends AppHttpOptions {
   redis?: Redis;
   /** The same tools as `registry` bound to other workspaces, by the `workspace` the keys in `apiKeys` name. */
   toolsets?: ReadonlyMap<string, ToolRegistry>;
-  /** See `ExecutorOptions.maxConcurrency`. */
-  maxConcurrency?: number;
-  /** See `ExecutorOptions.queueSize`. */
-  queueSize?: number;
-  /** See `ExecutorOptions.maxConcurrencyPerCaller`. */
-  maxConcurrencyPerCaller?: number;
-  /** See `ExecutorOptions.queuePerCaller`. */
-  queuePerCaller?: number;
 }
 
 /** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
@@ -57,6 +50,7 @@ export function assertToolsetsBound(keys: readonly KeySpec[], toolsets: Readonly
 export function runtimeFromOptions(options: AppOptions): [AppRuntime, AppHttpOptions] {
   const { registry, upstreams, logger, toolTimeoutMs, apiKeys = [], permissions, oauth, redis, toolsets = new Map<string, ToolRegistry>(), ...rest } = options;
   const { maxConcurrency, queueSize, maxConcurrencyPerCaller, queuePerCaller, ...http } = rest;
+  const limits: CallLimits = { maxConcurrency, queueSize, maxConcurrencyPerCaller, queuePerCaller };
   const metrics = new ServiceMetrics(registry.list().map((t) => t.name));
   if (upstreams !== undefined) metrics.watchUpstreams(upstreams, (tool) => registry.sourceOf(tool));
   const keyring = new Keyring(apiKeys, permissions);
@@ -65,10 +59,7 @@ export function runtimeFromOptions(options: AppOptions): [AppRuntime, AppHttpOpt
     registry,
     logger,
     defaultTimeoutMs: toolTimeoutMs,
-    maxConcurrency,
-    queueSize,
-    maxConcurrencyPerCaller,
-    queuePerCaller,
+    ...limits,
     observer: metrics.observer,
     scopes: keyring.scopes,
     toolsets,

@@ -1,6 +1,7 @@
 import type { UpstreamStates } from './routes/health.js';
 import type { KeySpec } from '../core/keyring.js';
 import type { ResourceServer } from '../auth/open.js';
+import type { HttpSettings, LimitsSettings } from '../config/config.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
 import { mappingScopeNames } from '../auth/mapping.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -59,37 +60,23 @@ export interface AppRuntime {
   readonly redis?: Redis | undefined;
 }
 
-/** How the app answers HTTP: the guards' settings, the body limit, the connections' deadlines. */
-export interface AppHttpOptions {
-  /** Largest request body in bytes (default 1 MiB). */
-  bodyLimit?: number;
-  /** Serve the browsable API documentation at `/docs` (default true). */
-  docs?: boolean;
-  /** With keys configured, leave `/docs` and `/openapi.json` open (default false). */
-  publicDocs?: boolean;
+/** The fields of the configuration's `http` section (and its rate limit) that the app applies, as the section declares them. */
+type HttpSectionFields = Pick<HttpSettings, 'bodyLimit' | 'docs' | 'publicDocs' | 'allowedHosts' | 'allowedOrigins' | 'corsOrigins' | 'trustProxy'> &
+  Pick<LimitsSettings, 'rateLimit'>;
+
+/**
+ * How the app answers HTTP: the configuration's `http` section as it is (a `Config` passes), each
+ * field optional (defaults: a 1 MiB body, `/docs` served, no extra hosts or origins, no CORS, no
+ * proxy believed, no rate limit), and what the process derives from it.
+ */
+export type AppHttpOptions = { readonly [K in keyof HttpSectionFields]?: Readonly<HttpSectionFields[K]> } & {
   /** The server listens on loopback: refuse requests whose Host or Origin is not local (default false). */
   localOnly?: boolean;
-  /** Host names answered to besides local ones; when given, any other Host is a 403 wherever the server listens. */
-  allowedHosts?: readonly string[];
-  /** Web origins allowed besides local ones where Origin is checked: on loopback, and whenever no keys are configured. */
-  allowedOrigins?: readonly string[];
-  /**
-   * Web origins whose pages may call through CORS (exact, never `*`); they pass the Origin check
-   * too. None (the default): no CORS headers at all.
-   */
-  corsOrigins?: readonly string[];
-  /**
-   * Which peers to believe about the client's address (X-Forwarded-For), for rate limits and logs:
-   * true (all), a hop count, or addresses and CIDR ranges of the proxies (default false).
-   */
-  trustProxy?: boolean | number | readonly string[];
   /** Timeouts and the connection cap (default: the DEFAULT_* timeouts of connections.ts, no cap). */
   connections?: Partial<ConnectionLimits>;
-  /** Requests per minute per key or client address; 0 (the default here) switches the limit off. */
-  rateLimit?: number;
   /** When to shed load with 503 OVERLOADED (default: event-loop delay over 1 s, heap near its limit); false: never. */
   pressure?: PressureOptions | false;
-}
+};
 
 /** What the entry point needs to run the app: the gateway, and a bounded graceful shutdown. */
 export interface Toolport {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
-import type { Config } from '../config/config.js';
+import type { Config, LimitsSettings } from '../config/config.js';
+import type { CallLimits } from '../core/executor.js';
 import { Gateway } from '../core/gateway.js';
 import { Keyring, type KeySpec, type ServerPermissions } from '../core/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -115,13 +116,11 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const keyring = new Keyring(keys, permissions);
     const toolsets = callers?.workspaces.toolsets ?? new Map<string, ToolRegistry>();
     const gateway = new Gateway({
+      // The limits section as it is: its admission fields are the executor's `CallLimits`, by the same names.
+      ...limitsOf(config),
       registry,
       logger,
       defaultTimeoutMs: config.toolTimeoutMs,
-      maxConcurrency: config.maxConcurrency,
-      queueSize: config.queueSize,
-      maxConcurrencyPerCaller: config.maxConcurrencyPerCaller,
-      queuePerCaller: config.queuePerCaller,
       observer: metrics?.observer,
       scopes: keyring.scopes,
       toolsets,
@@ -150,6 +149,11 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     await closeAll();
     throw err;
   }
+}
+
+/** The configuration seen as its limits section, typed as the executor's `CallLimits`: no field is copied by hand. */
+function limitsOf(config: LimitsSettings): CallLimits {
+  return config;
 }
 
 async function loadPermissions(config: Config, tools: readonly ToolDef[], namespaces: readonly ToolDef[]): Promise<ServerPermissions> {

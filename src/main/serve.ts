@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig, workspaceWarning, type Config } from '../config/config.js';
 import { defaultMaxConnections, descriptorUsage, type DescriptorUsage } from '../config/descriptors.js';
 import { buildApp } from '../http/app.js';
-import type { ConnectionLimits } from '../http/guards/connections.js';
+import { connectionLimits, type ConnectionLimits } from '../http/guards/connections.js';
 import { keysReloader } from './key-reload.js';
 import { httpRuntime, openRuntime, type Runtime } from './runtime.js';
 import { createLogger } from '../infra/logger.js';
@@ -60,25 +60,9 @@ export async function serve(env: Record<string, string | undefined> = process.en
     keyLabels = opened.keys.map((k) => k.label);
     keyWorkspaces = opened.keys.flatMap((k) => (k.workspace === undefined ? [] : [{ key: k.label, workspace: k.workspace }]));
     descriptors = descriptorUsage();
-    connections = {
-      headersTimeoutMs: config.headersTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs,
-      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
-      idleTimeoutMs: config.idleTimeoutMs,
-      maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors),
-    };
-    app = await buildApp(httpRuntime(opened), {
-      bodyLimit: config.bodyLimit,
-      docs: config.docs,
-      publicDocs: config.publicDocs,
-      localOnly: isLoopback(config.host),
-      allowedHosts: config.allowedHosts,
-      allowedOrigins: config.allowedOrigins,
-      corsOrigins: config.corsOrigins,
-      trustProxy: config.trustProxy,
-      connections,
-      rateLimit: config.rateLimit,
-    });
+    // The http section as it is: the connections' deadlines, the body limit, the guards' hosts and origins.
+    connections = connectionLimits({ ...config, maxConnections: config.maxConnections ?? defaultMaxConnections(descriptors) });
+    app = await buildApp(httpRuntime(opened), { ...config, localOnly: isLoopback(config.host), connections });
     // After the last call: stops the upstreams, closes every workspace and the Redis connection.
     app.addHook('onClose', () => opened.close());
     const reload = keysReloader({

@@ -26,7 +26,7 @@ export interface PressureOptions {
 }
 
 export interface ProtectionOptions {
-  /** Calls per minute per key (or client address without keys); 0 switches the limit off. */
+  /** Requests per minute per key (or client address without keys); 0 switches the limit off (TOOLPORT_RATE_LIMIT). */
   rateLimit: number;
   /**
    * Keep the counts in this Redis, shared by every replica, instead of in the process, in at most one
