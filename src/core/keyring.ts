@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { GenerationCache } from './generation-cache.js';
 import { Permissions, type PermissionRules, type RuleCatalog } from './permissions.js';
 
 /**
@@ -99,11 +100,8 @@ export const KNOWN_TOKENS_MAX = 4096;
  */
 export class Keyring {
   #keys: StoredKey[] = [];
-  // The tokens that matched lately, in two generations: a token is looked up in the recent one,
-  // then in the older one (and moved back into the recent one). When the recent one is full it
-  // becomes the older one, and the tokens not seen since are forgotten. Failures are never kept.
-  #recent = new Map<string, KeyIdentity>();
-  #older = new Map<string, KeyIdentity>();
+  // The tokens that matched lately. Failures are never kept.
+  readonly #known = new GenerationCache<KeyIdentity>(KNOWN_TOKENS_MAX);
   #scopes: readonly ToolScope[] = [];
   readonly #permissions: ServerPermissions | undefined;
 
@@ -141,8 +139,7 @@ export class Keyring {
       return { digest: sha256(k.key), identity };
     });
     this.#scopes = [...scopes.values()];
-    this.#recent = new Map();
-    this.#older = new Map();
+    this.#known.clear();
   }
 
   /** The default rules, then the key's own, compiled; undefined when neither has a rule. */
@@ -180,29 +177,15 @@ export class Keyring {
    * matched nothing is never remembered: sending many cannot grow the memory.
    */
   identify(token: string): KeyIdentity | undefined {
-    const known = this.#recent.get(token) ?? this.#fromOlder(token);
+    const known = this.#known.get(token);
     if (known !== undefined) return known;
     const digest = sha256(token);
     let found: KeyIdentity | undefined;
     for (const k of this.#keys) {
       if (timingSafeEqual(digest, k.digest)) found = k.identity;
     }
-    if (found !== undefined) this.#remember(token, found);
+    if (found !== undefined) this.#known.set(token, found);
     return found;
-  }
-
-  #fromOlder(token: string): KeyIdentity | undefined {
-    const known = this.#older.get(token);
-    if (known !== undefined) this.#remember(token, known);
-    return known;
-  }
-
-  #remember(token: string, identity: KeyIdentity): void {
-    if (this.#recent.size >= KNOWN_TOKENS_MAX / 2) {
-      this.#older = this.#recent;
-      this.#recent = new Map();
-    }
-    this.#recent.set(token, identity);
   }
 }
 
