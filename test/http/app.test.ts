@@ -1,27 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
-import type { ToolDef } from '../../src/core/types.js';
 import { controllableTool, Fails, Garbage, Nested, NoArgs, Throws } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
-
-async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  return buildApp({ registry, ...options });
-}
+import { appWith } from '../support/app.js';
+import { errorBody } from '../../src/core/errors.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    error: details === undefined ? { code, message } : { code, message, details },
-  };
-}
 
 test('POST /tools/:name returns the tool result with isError false', async (t) => {
   const app = await appWith([Echo]);

@@ -8,10 +8,10 @@ import { test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
 import type { ToolDef } from '../../src/core/types.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
+import type { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
+import { appWith } from '../support/app.js';
 
 const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const Picture: ToolDef = {
@@ -31,10 +31,6 @@ const SCOPED_KEY = 'contract-scoped-secret-0123456789';
 const JSON_BODY = { 'content-type': 'application/json' };
 
 type App = Awaited<ReturnType<typeof buildApp>>;
-
-async function appWith(options: Partial<AppOptions> = {}): Promise<App> {
-  return buildApp({ registry: new ToolRegistry().register(Echo).register(Picture), pressure: false, ...options });
-}
 
 interface Operation {
   operationId: string;
@@ -146,7 +142,7 @@ function validRequest(operationId: string): InjectOptions & { url: string } {
 }
 
 test('every status of every operation in the OpenAPI document is produced by a real request, and every answer holds its documented schema', async (t) => {
-  const plain = await appWith();
+  const plain = await appWith([Echo, Picture], { pressure: false });
   t.after(() => plain.close());
   const contract = new Contract((await plain.inject({ url: '/openapi.json' })).json<Document>());
   const operations = Object.values(contract.doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
@@ -202,7 +198,8 @@ test('every status of every operation in the OpenAPI document is produced by a r
   }
 
   // 401 without a key, 403 for a tool outside the key's scope.
-  const keyed = await appWith({
+  const keyed = await appWith([Echo, Picture], {
+    pressure: false,
     apiKeys: [
       { label: 'full', key: KEY },
       { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] },
@@ -219,7 +216,7 @@ test('every status of every operation in the OpenAPI document is produced by a r
   await contract.replay(keyed, { url: '/tools', headers: scoped }, 200);
 
   // 403: a foreign Host on a loopback server, for every operation.
-  const loopback = await appWith({ localOnly: true });
+  const loopback = await appWith([Echo, Picture], { pressure: false, localOnly: true });
   t.after(() => loopback.close());
   for (const op of operations) {
     const request = validRequest(op);
@@ -227,13 +224,13 @@ test('every status of every operation in the OpenAPI document is produced by a r
   }
 
   // 429: over the rate limit (the probes are never limited).
-  const limited = await appWith({ rateLimit: 1 });
+  const limited = await appWith([Echo, Picture], { pressure: false, rateLimit: 1 });
   t.after(() => limited.close());
   await limited.inject({ url: '/tools' });
   for (const op of operations.filter((id) => id !== 'healthz' && id !== 'readyz')) await contract.replay(limited, validRequest(op), 429, 'RATE_LIMITED');
 
   // 500: a failure of the service itself, wherever it happens.
-  const faulty = await appWith();
+  const faulty = await appWith([Echo, Picture], { pressure: false });
   t.after(() => faulty.close());
   faulty.addHook('onRequest', async () => {
     throw new Error('the service broke');
@@ -241,7 +238,7 @@ test('every status of every operation in the OpenAPI document is produced by a r
   for (const op of operations) await contract.replay(faulty, validRequest(op), 500, 'INTERNAL_ERROR');
 
   // 503: shutting down (liveness still answers).
-  const draining = await appWith();
+  const draining = await appWith([Echo, Picture], { pressure: false });
   t.after(() => draining.close());
   draining.toolport.gateway.drain();
   for (const op of operations.filter((id) => id !== 'healthz')) await contract.replay(draining, validRequest(op), 503, 'SHUTTING_DOWN');
@@ -251,7 +248,7 @@ test('every status of every operation in the OpenAPI document is produced by a r
 });
 
 test('the contract check fails an answer the document does not describe', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, Picture], { pressure: false });
   t.after(() => app.close());
   const doc = (await app.inject({ url: '/openapi.json' })).json<Document>();
   // A document that claims GET /tools answers an object, as it once did.

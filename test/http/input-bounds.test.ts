@@ -4,16 +4,13 @@ import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { Nested } from '../fixtures/tools.js';
+import { errorBody } from '../../src/core/errors.js';
 
 // Hostile inputs that fit in the default 1 MiB body and break a tool's schema tens or hundreds of
 // thousands of times: the error body must stay small, whatever the count.
 
 async function app() {
   return buildApp({ registry: new ToolRegistry().register(Nested).register(Echo) });
-}
-
-function errorBody(code: string, message: string, details: unknown) {
-  return { content: [{ type: 'text', text: message }], isError: true, error: { code, message, details } };
 }
 
 const STOPPED = '(The input holds more than 10000 values, so checking stopped at the first violation; fix it and send the input again to see any others.)';

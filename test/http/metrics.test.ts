@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { ServiceMetrics } from '../../src/http/metrics.js';
 import { Echo } from '../../src/tools/echo.js';
-import type { ToolDef } from '../../src/core/types.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
 import { parseMetrics } from '../support/metrics-text.js';
 import { Fails, Throws } from '../fixtures/tools.js';
-
-async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  return buildApp({ registry, ...options });
-}
+import { appWith } from '../support/app.js';
 
 async function scrape(app: FastifyInstance): Promise<Map<string, number>> {
   const res = await app.inject({ url: '/metrics' });

@@ -7,12 +7,12 @@ import { IdentityMapper } from '../../src/auth/identity.js';
 import { Introspector } from '../../src/auth/introspection.js';
 import { JwtVerifier } from '../../src/auth/jwt-verifier.js';
 import { EMPTY_MAPPING } from '../../src/auth/mapping.js';
-import { defaultAudiences, openResourceServer, type ResourceServer } from '../../src/auth/open.js';
+import { defaultAudiences, openResourceServer } from '../../src/auth/open.js';
 import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { NoArgs } from '../fixtures/tools.js';
 import { resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { appWith } from '../support/app.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
@@ -28,12 +28,6 @@ function registry(): ToolRegistry {
   tools.register(Echo);
   tools.register(NoArgs);
   return tools;
-}
-
-async function appWith(t: { after(fn: () => Promise<unknown>): void }, oauth: ResourceServer): Promise<FastifyInstance> {
-  const app = await buildApp({ registry: registry(), oauth });
-  t.after(() => app.close());
-  return app;
 }
 
 const echo = (app: FastifyInstance, token: string) =>
@@ -63,7 +57,7 @@ async function signed(header: Record<string, unknown>, claims: Record<string, un
 
 describe('claims and headers of the wrong type', () => {
   test('a typ header that is a number, an array or an object is a 401, not a 500', async (t) => {
-    const app = await appWith(t, await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)));
+    const app = await appWith(registry(), { oauth: await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)) }, t);
     for (const typ of [1, ['at+jwt'], { at: 'jwt' }, null, true]) {
       await assertInvalidToken(await echo(app, await signed({ typ }, {})), "The token's type (typ) is not a string.");
     }
@@ -77,7 +71,7 @@ describe('claims and headers of the wrong type', () => {
   });
 
   test('a claim of the wrong type is a 401 naming it', async (t) => {
-    const app = await appWith(t, await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)));
+    const app = await appWith(registry(), { oauth: await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)) }, t);
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ exp: String(Math.floor(Date.now() / 1000) + 600) }, "The access token's exp claim is not of the type it must have."],
       [{ iat: 'now' }, "The access token's iat claim is not of the type it must have."],
@@ -109,7 +103,7 @@ async function introspecting(t: { after(fn: () => Promise<unknown>): void }, ans
     introspectionEndpoint: `${issuer}/introspect`,
     grantTypes: [],
   };
-  return appWith(t, { tokens, publicUrl: PUBLIC_URL, issuers: [metadata], mapping: EMPTY_MAPPING, scopes: undefined });
+  return appWith(registry(), { oauth: { tokens, publicUrl: PUBLIC_URL, issuers: [metadata], mapping: EMPTY_MAPPING, scopes: undefined } }, t);
 }
 
 describe('introspection answers', () => {
@@ -150,7 +144,7 @@ describe('introspection answers', () => {
 
 describe('the OpenAPI documents follow the caller scope', () => {
   test('/openapi.json and /docs/json list only the tools a token grants, as /openapi.tools.json does', async (t) => {
-    const app = await appWith(t, await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)));
+    const app = await appWith(registry(), { oauth: await openResourceServer(resourceServerSettings(idp.issuer, PUBLIC_URL)) }, t);
     const paths = async (url: string, token: string) => {
       const response = await app.inject({ url, headers: { authorization: `Bearer ${token}` } });
       assert.equal(response.statusCode, 200, response.body);

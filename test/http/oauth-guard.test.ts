@@ -12,6 +12,7 @@ import { NoArgs } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
 import type { Logger } from 'pino';
 import { HUGE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { errorBody } from '../../src/core/errors.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
@@ -49,10 +50,6 @@ async function toolport(
 
 const echo = (app: FastifyInstance, token: string, url = '/tools/Echo') =>
   app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${token}` }, payload: { text: 'hi' } });
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return { content: [{ type: 'text', text: message }], isError: true, error: details === undefined ? { code, message } : { code, message, details } };
-}
 
 function invalidToken(message: string, metadata = METADATA) {
   return {

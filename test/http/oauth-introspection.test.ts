@@ -12,6 +12,7 @@ import { Echo } from '../../src/tools/echo.js';
 import { NoArgs } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
 import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { errorBody } from '../../src/core/errors.js';
 
 const PUBLIC_URL = 'http://127.0.0.1:3000';
 const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
@@ -54,10 +55,6 @@ const opaque = (scope = 'tools:Echo', resource: string | undefined = PUBLIC_URL,
 
 const echo = (app: FastifyInstance, token: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url: '/tools/Echo', headers: { authorization: `Bearer ${token}`, ...headers }, payload: { text: 'hi' } });
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return { content: [{ type: 'text', text: message }], isError: true, error: details === undefined ? { code, message } : { code, message, details } };
-}
 
 async function assertInvalidToken(response: Awaited<ReturnType<typeof echo>>, message: string): Promise<void> {
   assert.equal(response.statusCode, 401);

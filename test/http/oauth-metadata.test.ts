@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openResourceServer } from '../../src/auth/open.js';
 import type { KeySpec } from '../../src/core/keyring.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
+import { appWith } from '../support/app.js';
 
 const PUBLIC_URL = 'https://tools.example.com';
 const KEY: KeySpec = { label: 'ci', key: 'static-key-0123456789abcdef' };
@@ -16,14 +15,6 @@ const DISCOVERY_PATHS = [
   '/.well-known/openid-configuration',
 ];
 
-async function appWith(t: { after(fn: () => Promise<unknown>): void }, options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  registry.register(Echo);
-  const app = await buildApp({ registry, ...options });
-  t.after(() => app.close());
-  return app;
-}
-
 function notFound(method: string, path: string, instead: string) {
   const message = `Route ${method} ${path} not found: this server is not an OAuth authorization server; ${instead}.`;
   return { content: [{ type: 'text', text: message }], isError: true, error: { code: 'ROUTE_NOT_FOUND', message } };
@@ -31,7 +22,7 @@ function notFound(method: string, path: string, instead: string) {
 
 describe('without OAuth', () => {
   test('with keys, the OAuth discovery paths and /register answer 404 saying a key is needed, not 401', async (t) => {
-    const app = await appWith(t, { apiKeys: [KEY] });
+    const app = await appWith([Echo], { apiKeys: [KEY] }, t);
     const instead = 'it uses no OAuth: send an API key in the header "Authorization: Bearer <key>"';
     for (const path of DISCOVERY_PATHS) {
       const response = await app.inject({ method: 'GET', url: path });
@@ -47,7 +38,7 @@ describe('without OAuth', () => {
   });
 
   test('without keys, they answer 404 too', async (t) => {
-    const app = await appWith(t);
+    const app = await appWith([Echo], {}, t);
     const response = await app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource' });
     assert.equal(response.statusCode, 404);
     assert.deepEqual(response.json(), notFound('GET', '/.well-known/oauth-protected-resource', 'it uses no OAuth and takes requests without credentials'));
@@ -62,19 +53,23 @@ describe('with OAuth', () => {
   after(() => idp.close());
 
   const oauthApp = async (t: { after(fn: () => Promise<unknown>): void }, scopes?: string[]) =>
-    appWith(t, {
-      apiKeys: [KEY],
-      oauth: await openResourceServer({
-        issuers: [idp.issuer],
-        publicUrl: PUBLIC_URL,
-        audiences: undefined,
-        jwksUrl: undefined,
-        scopes,
-        toolsClaim: undefined,
-        mappingFile: undefined,
-        introspectionClient: undefined,
-      }),
-    });
+    appWith(
+      [Echo],
+      {
+        apiKeys: [KEY],
+        oauth: await openResourceServer({
+          issuers: [idp.issuer],
+          publicUrl: PUBLIC_URL,
+          audiences: undefined,
+          jwksUrl: undefined,
+          scopes,
+          toolsClaim: undefined,
+          mappingFile: undefined,
+          introspectionClient: undefined,
+        }),
+      },
+      t,
+    );
 
   test('the protected-resource metadata of the server and of /mcp name the issuer, the scopes and the header method, without credentials', async (t) => {
     const app = await oauthApp(t);

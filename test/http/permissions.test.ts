@@ -11,18 +11,13 @@ import { Workspace } from '../../src/os/fs/workspace.js';
 import { capturedLog } from '../support/log-capture.js';
 import { scrapeMetrics } from '../support/metrics-text.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
+import { errorBody } from '../../src/core/errors.js';
 
 const DOCS_KEY = 'docs-writer-0123456789abcdef';
 const PLAIN_KEY = 'plain-reader-0123456789abcdef';
 const NARROW_KEY = 'narrow-reader-0123456789abcdef';
 const CI_KEY = 'ci-runner-0123456789abcdef';
 const TOOLS = ['Read', 'Edit', 'Write', 'LS', 'Glob', 'Echo', 'Bash'];
-
-const errorBody = (code: string, message: string, details?: unknown) => ({
-  content: [{ type: 'text', text: message }],
-  isError: true,
-  error: details === undefined ? { code, message } : { code, message, details },
-});
 
 describe('permission rules through the HTTP adapters', () => {
   const cleanups = new Cleanups();

@@ -3,20 +3,13 @@ import type { KeySpec } from '../../src/core/keyring.js';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { formatTools } from '../../src/core/formats.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
 import { controllableTool, Nested, NoArgs } from '../fixtures/tools.js';
+import { appWith } from '../support/app.js';
 
 const ADMIN: KeySpec = { label: 'admin', key: 'admin-secret-0123456789abcdef' };
 const BOT: KeySpec = { label: 'ci-bot', key: 'ci-bot-secret-0123456789abcdef', tools: ['Echo', 'NoArgs'] };
 const NEW: KeySpec = { label: 'new', key: 'new-secret-0123456789abcdef', tools: ['Nested'] };
-
-async function appWith(options: Partial<AppOptions> = {}, tools = [Echo, NoArgs, Nested]) {
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  return buildApp({ registry, apiKeys: [ADMIN, BOT], ...options });
-}
 
 const bearer = (key: KeySpec) => ({ authorization: `Bearer ${key.key}` });
 const echo = (key: KeySpec) => ({ method: 'POST' as const, url: '/tools/Echo', headers: bearer(key), payload: { text: 'hi' } });
@@ -27,7 +20,7 @@ const INVALID = {
 };
 
 test('replaceKeys: a key left out gets the 401 of an unknown key from its next request on, though its token was remembered', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   // Twice: the second answer comes from the remembered token.
   assert.equal((await app.inject(echo(BOT))).statusCode, 200);
@@ -43,7 +36,7 @@ test('replaceKeys: a key left out gets the 401 of an unknown key from its next r
 });
 
 test('replaceKeys: a removed key is refused on every one of 200 concurrent requests over kept-alive connections it used before', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/tools/Echo`;
@@ -59,7 +52,7 @@ test('replaceKeys: a removed key is refused on every one of 200 concurrent reque
 });
 
 test('replaceKeys: a key whose tools changed gets its new scope in calls and lists; a new key with a new scope works and lists its tools', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   assert.equal((await app.inject(echo(BOT))).statusCode, 200);
   app.toolport.replaceKeys([ADMIN, { ...BOT, tools: ['NoArgs'] }, NEW]);
@@ -92,7 +85,7 @@ test('replaceKeys: a key whose tools changed gets its new scope in calls and lis
 });
 
 test("replaceKeys makes the new scopes' default list at once; the other formats are made by their first request", async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   const made = t.mock.method(app.toolport.gateway.registry, 'listBytes');
   app.toolport.replaceKeys([ADMIN, NEW]);
@@ -107,7 +100,7 @@ test("replaceKeys makes the new scopes' default list at once; the other formats 
 
 test('replaceKeys: a call that began before its key was removed finishes and answers 200', async (t) => {
   const slow = controllableTool();
-  const app = await appWith({}, [Echo, slow.tool]);
+  const app = await appWith([Echo, slow.tool], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   const inFlight = app.inject({ method: 'POST', url: '/tools/Slow', headers: { authorization: `Bearer ${ADMIN.key}` }, payload: {} });
   await slow.started;
@@ -120,7 +113,7 @@ test('replaceKeys: a call that began before its key was removed finishes and ans
 });
 
 test('replaceKeys: the rate limit counted by label goes on for a key kept; a new key gets a budget of its own', async (t) => {
-  const app = await appWith({ rateLimit: 2 });
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT], rateLimit: 2 });
   t.after(() => app.close());
   assert.equal((await app.inject(echo(BOT))).statusCode, 200);
   assert.equal((await app.inject(echo(BOT))).statusCode, 200);
@@ -134,12 +127,12 @@ test('replaceKeys: the rate limit counted by label goes on for a key kept; a new
 });
 
 test('replaceKeys refuses, changing nothing: on an app without keys, with no keys, with a workspace that has no tools bound', async (t) => {
-  const open = await appWith({ apiKeys: [] });
+  const open = await appWith([Echo, NoArgs, Nested], { apiKeys: [] });
   t.after(() => open.close());
   assert.throws(() => open.toolport.replaceKeys([ADMIN]), { message: 'The server was started without API keys: a reload cannot switch authentication on.' });
   assert.equal((await open.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'hi' } })).statusCode, 200);
 
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: [ADMIN, BOT] });
   t.after(() => app.close());
   assert.throws(() => app.toolport.replaceKeys([]), { message: 'A reload must leave at least one API key.' });
   assert.throws(() => app.toolport.replaceKeys([{ ...NEW, workspace: '/srv/nowhere' }]), {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { ToolRegistry } from '../../src/core/registry.js';
 import { buildApp } from '../../src/http/app.js';
@@ -10,6 +10,7 @@ import { createLsTool } from '../../src/tools/ls.js';
 import { Workspace } from '../../src/os/fs/workspace.js';
 import { BadFiles, Files } from '../fixtures/plugins/structured-tools.js';
 import { temporaryDirectory } from '../support/workspace.js';
+import { appWith } from '../support/app.js';
 
 const FILES_JSON = '{"files":["a.ts","b.ts"],"count":2}';
 const structuredContent = { files: ['a.ts', 'b.ts'], count: 2 };
@@ -23,21 +24,15 @@ const BAD_FILES_ERROR = {
   isError: true,
 };
 
-async function appWith(t: TestContext) {
-  const app = await buildApp({ registry: new ToolRegistry().register(Echo).register(Files).register(BadFiles) });
-  t.after(() => app.close());
-  return app;
-}
-
 test("POST /tools/<name> answers the tool's structuredContent in the ToolResult, beside its own content", async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   const res = await app.inject({ method: 'POST', url: '/tools/Files', payload: { names: ['a.ts', 'b.ts'] } });
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json(), { content: [], isError: false, structuredContent });
 });
 
 test('POST /tools/<name> of a tool that breaks its output schema is a 200 error result naming the paths; a failure needs no structuredContent', async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   const res = await app.inject({ method: 'POST', url: '/tools/BadFiles', payload: {} });
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json(), BAD_FILES_ERROR);
@@ -47,7 +42,7 @@ test('POST /tools/<name> of a tool that breaks its output schema is a 200 error 
 });
 
 test('?format= answers structured content as JSON text for Anthropic and OpenAI, and as structuredContent for MCP', async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   const call = (query: string) => app.inject({ method: 'POST', url: `/tools/Files?${query}`, payload: { names: ['a.ts', 'b.ts'] } }).then((r) => r.json());
   assert.deepEqual(await call('format=anthropic&id=toolu_1'), {
     type: 'tool_result',
@@ -61,7 +56,7 @@ test('?format= answers structured content as JSON text for Anthropic and OpenAI,
 });
 
 test('POST /calls answers structured content as JSON text in the next turn', async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   const res = await app.inject({
     method: 'POST',
     url: '/calls',
@@ -75,7 +70,7 @@ test('POST /calls answers structured content as JSON text in the next turn', asy
 });
 
 test('GET /tools?format=mcp and GET /tools/<name>?format=mcp publish the output schema; the other formats leave it out', async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   const list = (await app.inject({ url: '/tools?format=mcp' })).json<{ tools: Array<{ name: string; outputSchema?: unknown }> }>();
   assert.deepEqual(
     list.tools.map((tool) => [tool.name, tool.outputSchema]),
@@ -90,7 +85,7 @@ test('GET /tools?format=mcp and GET /tools/<name>?format=mcp publish the output 
 });
 
 test('the OpenAPI documents give a tool with an output schema its own ToolResult, whose structuredContent is that schema', async (t) => {
-  const app = await appWith(t);
+  const app = await appWith([Echo, Files, BadFiles], {}, t);
   for (const url of ['/openapi.json', '/openapi.tools.json']) {
     const doc = (await app.inject({ url })).json<{
       paths: Record<string, { post: { responses: Record<string, { content: { 'application/json': { schema: { anyOf?: unknown[]; $ref?: string } } } }> } }>;

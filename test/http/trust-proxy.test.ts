@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
+import type { AppOptions } from '../../src/http/app.js';
 import { Echo } from '../../src/tools/echo.js';
+import { appWith } from '../support/app.js';
+import { capturedLog } from '../support/log-capture.js';
 
 const PROXY = '10.0.0.2';
 const RATE_LIMITED = {
@@ -18,18 +17,11 @@ const RATE_LIMITED = {
   },
 };
 
-async function appWith(t: TestContext, options: Partial<AppOptions>) {
+/** An app that lets a client address make one request a minute, under a fake clock, with its log lines. */
+async function limitedApp(t: TestContext, options: Partial<AppOptions>) {
   t.mock.timers.enable({ apis: ['Date'], now: 0 });
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const app = await buildApp({ registry: new ToolRegistry().register(Echo), rateLimit: 1, logger: pino({ level: 'info' }, stream), ...options });
-  t.after(() => app.close());
-  return { app, lines };
+  const { lines, logger } = capturedLog();
+  return { app: await appWith([Echo], { rateLimit: 1, logger, ...options }, t), lines };
 }
 
 /** A call that reached the server from `peer`, carrying X-Forwarded-For `forwardedFor`. */
@@ -49,7 +41,7 @@ for (const [name, trustProxy] of [
   ["the proxy's CIDR range", ['10.0.0.0/8']],
 ] as const) {
   test(`trustProxy (${name}): the rate limit counts each client behind the proxy on its own, and the audit line names the client`, async (t) => {
-    const { app, lines } = await appWith(t, { trustProxy });
+    const { app, lines } = await limitedApp(t, { trustProxy });
     assert.equal((await call(app, PROXY, '203.0.113.5')).statusCode, 200);
     assert.equal((await call(app, PROXY, '203.0.113.6')).statusCode, 200, 'another client has its own budget');
     const limited = await call(app, PROXY, '203.0.113.5');
@@ -60,7 +52,7 @@ for (const [name, trustProxy] of [
 }
 
 test('without trustProxy, X-Forwarded-For is ignored: every client behind the proxy shares its budget', async (t) => {
-  const { app, lines } = await appWith(t, {});
+  const { app, lines } = await limitedApp(t, {});
   assert.equal((await call(app, PROXY, '203.0.113.5')).statusCode, 200);
   const limited = await call(app, PROXY, '203.0.113.6');
   assert.equal(limited.statusCode, 429);
@@ -69,7 +61,7 @@ test('without trustProxy, X-Forwarded-For is ignored: every client behind the pr
 });
 
 test('trustProxy with addresses believes only those peers: a client that sends X-Forwarded-For itself cannot change its address', async (t) => {
-  const { app, lines } = await appWith(t, { trustProxy: [PROXY] });
+  const { app, lines } = await limitedApp(t, { trustProxy: [PROXY] });
   assert.equal((await call(app, '198.51.100.7', '203.0.113.5')).statusCode, 200);
   const limited = await call(app, '198.51.100.7', '203.0.113.99');
   assert.equal(limited.statusCode, 429);

@@ -4,10 +4,12 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { formatTools } from '../../../src/core/formats.js';
 import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
+import { buildApp } from '../../../src/http/app.js';
 import { createLogger } from '../../../src/infra/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
+import { appWith } from '../../support/app.js';
+import { errorBody } from '../../../src/core/errors.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const OTHER_KEY = 'second-full-secret-0123456789';
@@ -19,21 +21,7 @@ const KEYS: KeySpec[] = [
 ];
 const TOOLS = [Echo, NoArgs, Nested];
 
-async function appWith(options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  for (const tool of TOOLS) registry.register(tool);
-  return buildApp({ registry, apiKeys: KEYS, ...options });
-}
-
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    error: details === undefined ? { code, message } : { code, message, details },
-  };
-}
 
 const MISSING = errorBody('UNAUTHORIZED', 'Authentication required: send an API key in the header "Authorization: Bearer <key>".');
 const MALFORMED = errorBody('UNAUTHORIZED', 'The Authorization header must have the form "Bearer <key>".');
@@ -46,7 +34,7 @@ function forbidden(tool: string) {
 }
 
 test('with keys configured, a call without an Authorization header is a 401 with a Bearer challenge', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/Echo', payload: { text: 'hi' } });
   assert.equal(res.statusCode, 401);
@@ -56,7 +44,7 @@ test('with keys configured, a call without an Authorization header is a 401 with
 });
 
 test('a malformed Authorization header or another scheme is a 401 with a Bearer challenge', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   for (const authorization of ['Basic dXNlcjpwYXNz', `Token ${FULL_KEY}`, 'Bearer', 'Bearer ', `Bearer ${FULL_KEY} extra`, FULL_KEY]) {
     const res = await app.inject({ url: '/tools', headers: { authorization } });
@@ -67,7 +55,7 @@ test('a malformed Authorization header or another scheme is a 401 with a Bearer 
 });
 
 test('a key that is not configured is a 401 with error="invalid_token" that says nothing about the real keys', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   for (const key of ['wrong-secret-0123456789', FULL_KEY.slice(0, -1), `${FULL_KEY}x`, FULL_KEY.toUpperCase(), 'x']) {
     const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: bearer(key), payload: { text: 'hi' } });
@@ -78,7 +66,7 @@ test('a key that is not configured is a 401 with error="invalid_token" that says
 });
 
 test('a configured key is let through, with the scheme in any case', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   for (const authorization of [`Bearer ${FULL_KEY}`, `bearer ${OTHER_KEY}`, `BEARER  ${FULL_KEY}`]) {
     const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: { authorization }, payload: { text: 'hi' } });
@@ -89,7 +77,7 @@ test('a configured key is let through, with the scheme in any case', async (t) =
 });
 
 test('a TOOLPORT_API_KEYS key may call and list every served tool', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const call = await app.inject({ method: 'POST', url: '/tools/Nested', headers: bearer(FULL_KEY), payload: { name: 'n', count: 1, options: { tags: [] } } });
   assert.equal(call.statusCode, 200);
@@ -106,7 +94,7 @@ test('a TOOLPORT_API_KEYS key may call and list every served tool', async (t) =>
 });
 
 test('a scoped key may call the tools in its scope', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: bearer(SCOPED_KEY), payload: { text: 'in scope' } });
   assert.equal(res.statusCode, 200);
@@ -116,7 +104,7 @@ test('a scoped key may call the tools in its scope', async (t) => {
 });
 
 test('a scoped key calling a tool outside its scope is a 403 naming the tool, the key and what it may use', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/Nested', headers: bearer(SCOPED_KEY), payload: { name: 'n', count: 1, options: { tags: [] } } });
   assert.equal(res.statusCode, 403);
@@ -125,7 +113,7 @@ test('a scoped key calling a tool outside its scope is a 403 naming the tool, th
 });
 
 test('a scoped key gets the same 403 for a tool that does not exist, so it cannot probe beyond its scope', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const exists = await app.inject({ method: 'POST', url: '/tools/Nested', headers: bearer(SCOPED_KEY) });
   // A name of the same length, so that even Content-Length cannot tell them apart.
@@ -138,7 +126,7 @@ test('a scoped key gets the same 403 for a tool that does not exist, so it canno
 });
 
 test('a call outside the scope is refused before its body is read', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const badJson = await app.inject({
     method: 'POST',
@@ -153,7 +141,7 @@ test('a call outside the scope is refused before its body is read', async (t) =>
 });
 
 test('GET /tools with a scoped key lists only its tools, in registration order, in every format', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const inScope = [Echo, NoArgs];
   for (const format of ['anthropic', 'openai', 'mcp'] as const) {
@@ -167,7 +155,7 @@ test('GET /tools with a scoped key lists only its tools, in registration order, 
 });
 
 test('GET /tools/:name with a scoped key answers for its tools and is a 403 for any other name', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const own = await app.inject({ url: '/tools/Echo?format=openai', headers: bearer(SCOPED_KEY) });
   assert.equal(own.statusCode, 200);
@@ -199,7 +187,7 @@ test('keys with the same tools share their precomputed lists, and different scop
 });
 
 test('health endpoints stay open with keys configured', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   for (const [url, status] of [
     ['/healthz', 'ok'],
@@ -214,7 +202,7 @@ test('health endpoints stay open with keys configured', async (t) => {
 });
 
 test('/docs and /openapi.json need a key unless publicDocs', async (t) => {
-  const closed = await appWith();
+  const closed = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => closed.close());
   for (const url of ['/openapi.json', '/docs', '/docs/', '/docs/json', '/docs/static/index.html']) {
     const res = await closed.inject({ url });
@@ -226,7 +214,7 @@ test('/docs and /openapi.json need a key unless publicDocs', async (t) => {
   assert.equal(withKey.statusCode, 200);
   assert.equal(withKey.json().openapi, '3.1.0');
 
-  const open = await appWith({ publicDocs: true });
+  const open = await appWith(TOOLS, { apiKeys: KEYS, publicDocs: true });
   t.after(() => open.close());
   assert.equal((await open.inject({ url: '/openapi.json' })).statusCode, 200);
   assert.equal((await open.inject({ url: '/docs/json' })).statusCode, 200);
@@ -238,7 +226,7 @@ test('/docs and /openapi.json need a key unless publicDocs', async (t) => {
 });
 
 test('an unknown route needs a key too, so an anonymous caller cannot map the API', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   const anonymous = await app.inject({ url: '/admin' });
   assert.equal(anonymous.statusCode, 401);
@@ -249,7 +237,7 @@ test('an unknown route needs a key too, so an anonymous caller cannot map the AP
 });
 
 test('without keys nothing asks for authentication', async (t) => {
-  const app = await appWith({ apiKeys: [] });
+  const app = await appWith(TOOLS, { apiKeys: [] });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/Nested', payload: { name: 'n', count: 1, options: { tags: [] } } });
   assert.equal(res.statusCode, 200);
@@ -258,7 +246,7 @@ test('without keys nothing asks for authentication', async (t) => {
 });
 
 test('request.apiKey names the key by label and scope, never by its secret', async (t) => {
-  const app = await appWith();
+  const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
   app.get('/whoami', async (request) => ({ apiKey: request.apiKey, label: request.apiKey?.label, tools: request.apiKey?.tools && [...request.apiKey.tools] }));
   const scoped = await app.inject({ url: '/whoami', headers: bearer(SCOPED_KEY) });
@@ -276,7 +264,7 @@ test('no log line holds a key, and the Authorization header is redacted when a r
       done();
     },
   });
-  const app = await appWith({ logger: createLogger('trace', { destination, pretty: false }) });
+  const app = await appWith(TOOLS, { apiKeys: KEYS, logger: createLogger('trace', { destination, pretty: false }) });
   t.after(() => app.close());
   app.get('/log-headers', async (request) => {
     request.log.info({ headers: request.headers }, 'headers');

@@ -1,22 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
+import { appWith } from '../../support/app.js';
+import { errorBody } from '../../../src/core/errors.js';
 
 const WEBUI = 'https://webui.example.com';
 const ELSEWHERE = 'https://elsewhere.example';
 const KEY = 'cors-test-secret-0123456789';
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID';
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, WWW-Authenticate';
-
-async function appWith(options: Partial<AppOptions> = {}) {
-  return buildApp({ registry: new ToolRegistry().register(Echo), pressure: false, ...options });
-}
-
-function errorBody(code: string, message: string) {
-  return { content: [{ type: 'text', text: message }], isError: true, error: { code, message } };
-}
 
 const preflight = (origin: string, url = '/tools/Echo', headers = 'authorization, content-type') => ({
   method: 'OPTIONS' as const,
@@ -39,7 +31,7 @@ const refusedOnLoopback = (origin: string) =>
 
 test('a browser preflight from a listed origin is answered 204 with the allowed methods and headers, before the Origin check and without a key', async (t) => {
   for (const options of [{ localOnly: true }, { apiKeys: [{ label: 'k', key: KEY }] }]) {
-    const app = await appWith({ corsOrigins: [WEBUI], ...options });
+    const app = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], ...options });
     t.after(() => app.close());
     const res = await app.inject(preflight(WEBUI));
     assert.equal(res.statusCode, 204);
@@ -60,7 +52,7 @@ test('a browser preflight from a listed origin is answered 204 with the allowed 
 });
 
 test('a browser preflight from an origin not listed gets no CORS headers: the Origin check refuses it on loopback, authentication with keys', async (t) => {
-  const loopback = await appWith({ corsOrigins: [WEBUI], localOnly: true });
+  const loopback = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], localOnly: true });
   t.after(() => loopback.close());
   const refused = await loopback.inject(preflight(ELSEWHERE));
   assert.equal(refused.statusCode, 403);
@@ -68,7 +60,7 @@ test('a browser preflight from an origin not listed gets no CORS headers: the Or
   assert.equal(refused.headers['access-control-allow-origin'], undefined);
   assert.equal(refused.headers['access-control-allow-methods'], undefined);
 
-  const keyed = await appWith({ corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }] });
+  const keyed = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }] });
   t.after(() => keyed.close());
   const unauthenticated = await keyed.inject(preflight(ELSEWHERE));
   assert.equal(unauthenticated.statusCode, 401);
@@ -77,7 +69,7 @@ test('a browser preflight from an origin not listed gets no CORS headers: the Or
 });
 
 test('a cross-origin POST from a listed origin runs the tool on a loopback server, and the page may read the answer', async (t) => {
-  const app = await appWith({ corsOrigins: [WEBUI], localOnly: true });
+  const app = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], localOnly: true });
   t.after(() => app.close());
   const res = await app.inject(call(WEBUI));
   assert.equal(res.statusCode, 200);
@@ -88,7 +80,7 @@ test('a cross-origin POST from a listed origin runs the tool on a loopback serve
 });
 
 test('a cross-origin POST from an origin not listed is refused by the Origin check with 403, and carries no CORS headers', async (t) => {
-  const app = await appWith({ corsOrigins: [WEBUI], localOnly: true });
+  const app = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], localOnly: true });
   t.after(() => app.close());
   const res = await app.inject(call(ELSEWHERE));
   assert.equal(res.statusCode, 403);
@@ -97,7 +89,7 @@ test('a cross-origin POST from an origin not listed is refused by the Origin che
 });
 
 test('with keys, a listed page reads its refusals too (401 without a key, 429 over the limit), and its calls run with a key', async (t) => {
-  const app = await appWith({ corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }], rateLimit: 1 });
+  const app = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }], rateLimit: 1 });
   t.after(() => app.close());
   const anonymous = await app.inject(call(WEBUI));
   assert.equal(anonymous.statusCode, 401);
@@ -118,7 +110,7 @@ test('with keys, a listed page reads its refusals too (401 without a key, 429 ov
 });
 
 test('with keys on a non-loopback server, a POST from an origin not listed runs with its key but gets no CORS headers, so the browser keeps the answer from the page', async (t) => {
-  const app = await appWith({ corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }] });
+  const app = await appWith([Echo], { pressure: false, corsOrigins: [WEBUI], apiKeys: [{ label: 'k', key: KEY }] });
   t.after(() => app.close());
   const res = await app.inject(call(ELSEWHERE, { authorization: `Bearer ${KEY}` }));
   assert.equal(res.statusCode, 200);
@@ -127,7 +119,7 @@ test('with keys on a non-loopback server, a POST from an origin not listed runs 
 });
 
 test('without TOOLPORT_CORS_ORIGINS there is no CORS: an OPTIONS request is an unknown route, and an allowed origin gets no CORS headers', async (t) => {
-  const app = await appWith({ allowedOrigins: [WEBUI] });
+  const app = await appWith([Echo], { pressure: false, allowedOrigins: [WEBUI] });
   t.after(() => app.close());
   const options = await app.inject(preflight(WEBUI));
   assert.equal(options.statusCode, 404);

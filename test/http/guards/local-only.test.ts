@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
 import { connect, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { isLocalHostHeader, isLocalOrigin } from '../../../src/http/guards/local-only.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { NoArgs } from '../../fixtures/tools.js';
-
-async function appWith(options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry().register(Echo).register(NoArgs);
-  return buildApp({ registry, localOnly: true, ...options });
-}
+import { appWith } from '../../support/app.js';
 
 function forbidden(message: string) {
   return { content: [{ type: 'text', text: message }], isError: true, error: { code: 'FORBIDDEN', message } };
@@ -69,7 +63,7 @@ test('isLocalOrigin takes http(s) origins on localhost, 127.x.x.x and [::1]; nul
 });
 
 test('on loopback, a request whose Host is not local is a 403 (DNS rebinding protection)', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { host: 'evil.example:3000' } });
   assert.equal(res.statusCode, 403);
@@ -81,7 +75,7 @@ test('on loopback, a request whose Host is not local is a 403 (DNS rebinding pro
 });
 
 test('on loopback, a request without a Host header is a 403', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   // Only a real socket can leave Host out: HTTP/1.0 allows it, and inject always adds one.
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -96,7 +90,7 @@ test('on loopback, a request without a Host header is a 403', async (t) => {
 });
 
 test('on loopback, a request from a foreign web origin is a 403, even a bodiless POST', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { origin: 'https://evil.example' } });
   assert.equal(res.statusCode, 403);
@@ -104,7 +98,7 @@ test('on loopback, a request from a foreign web origin is a 403, even a bodiless
 });
 
 test('on loopback, Origin: null (sandboxed frames, file pages) is a 403', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers: { origin: 'null' }, payload: { text: 'x' } });
   assert.equal(res.statusCode, 403);
@@ -112,7 +106,7 @@ test('on loopback, Origin: null (sandboxed frames, file pages) is a 403', async 
 });
 
 test('on loopback, local Host and Origin headers, or no Origin at all, are let through', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   for (const headers of [{}, { host: '127.0.0.1:3000' }, { host: '[::1]:3000', origin: 'http://localhost:5173' }, { origin: 'http://127.0.0.1:3000' }]) {
     const res = await app.inject({ method: 'POST', url: '/tools/Echo', headers, payload: { text: 'ok' } });
@@ -125,7 +119,7 @@ test('on loopback, local Host and Origin headers, or no Origin at all, are let t
 });
 
 test('on loopback, a cross-site form body is refused twice over: foreign Origin 403, and 415 for its type', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { localOnly: true });
   t.after(() => app.close());
   const fromPage = await app.inject({
     method: 'POST',
@@ -140,7 +134,7 @@ test('on loopback, a cross-site form body is refused twice over: foreign Origin 
 });
 
 test('the loopback guard runs before authentication', async (t) => {
-  const app = await appWith({ apiKeys: [{ label: 'key-1', key: 'a-secret-0123456789abcdef' }] });
+  const app = await appWith([Echo, NoArgs], { localOnly: true, apiKeys: [{ label: 'key-1', key: 'a-secret-0123456789abcdef' }] });
   t.after(() => app.close());
   const res = await app.inject({ url: '/tools', headers: { host: 'evil.example' } });
   assert.equal(res.statusCode, 403);
@@ -180,7 +174,7 @@ async function withoutHost(app: Awaited<ReturnType<typeof appWith>>): Promise<{ 
 }
 
 test('without keys on a non-loopback address, a request from a foreign web origin is a 403, a bodiless POST and Origin: null included', async (t) => {
-  const app = await appWith({ localOnly: false });
+  const app = await appWith([Echo, NoArgs], { localOnly: false });
   t.after(() => app.close());
   for (const origin of ['http://rebind.example:3000', 'https://evil.example', 'null']) {
     const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { host: 'rebind.example:3000', origin } });
@@ -190,7 +184,7 @@ test('without keys on a non-loopback address, a request from a foreign web origi
 });
 
 test('without keys on a non-loopback address and no allowed hosts, any Host is answered, and local origins or none pass', async (t) => {
-  const app = await appWith({ localOnly: false });
+  const app = await appWith([Echo, NoArgs], { localOnly: false });
   t.after(() => app.close());
   for (const headers of [{ host: 'toolport.internal:3000' }, { host: '10.0.0.5:3000', origin: 'http://localhost:5173' }, { origin: 'http://127.0.0.1:8080' }]) {
     const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers });
@@ -200,7 +194,7 @@ test('without keys on a non-loopback address and no allowed hosts, any Host is a
 });
 
 test('with keys on a non-loopback address, Origin is not checked: a page cannot know a key', async (t) => {
-  const app = await appWith({ localOnly: false, apiKeys: [KEY] });
+  const app = await appWith([Echo, NoArgs], { localOnly: false, apiKeys: [KEY] });
   t.after(() => app.close());
   for (const headers of [{ host: 'evil.example' }, { origin: 'https://evil.example' }, { origin: 'null' }]) {
     const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { ...headers, ...withKey } });
@@ -210,7 +204,7 @@ test('with keys on a non-loopback address, Origin is not checked: a page cannot 
 
 test('allowedOrigins: a listed origin may call, on loopback and without keys elsewhere; any other is a 403 that names the setting', async (t) => {
   for (const localOnly of [true, false]) {
-    const app = await appWith({ localOnly, allowedOrigins: ['https://app.example.com'] });
+    const app = await appWith([Echo, NoArgs], { localOnly, allowedOrigins: ['https://app.example.com'] });
     t.after(() => app.close());
     const allowed = await app.inject({ method: 'POST', url: '/tools/Echo', headers: { origin: 'https://app.example.com' }, payload: { text: 'ok' } });
     assert.equal(allowed.statusCode, 200, `localOnly ${localOnly}`);
@@ -229,7 +223,7 @@ test('allowedOrigins: a listed origin may call, on loopback and without keys els
 });
 
 test('allowedHosts on a non-loopback address: listed names (any case, any port) and local names are answered; any other Host is a 403', async (t) => {
-  const app = await appWith({ localOnly: false, allowedHosts: ['toolport.example.com', '10.0.0.5', '[fd00::5]'] });
+  const app = await appWith([Echo, NoArgs], { localOnly: false, allowedHosts: ['toolport.example.com', '10.0.0.5', '[fd00::5]'] });
   t.after(() => app.close());
   for (const host of ['toolport.example.com', 'TOOLPORT.example.com:8443', '10.0.0.5:3000', '[fd00::5]:3000', 'localhost:3000', '127.0.0.1']) {
     const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { host } });
@@ -245,7 +239,7 @@ test('allowedHosts on a non-loopback address: listed names (any case, any port) 
 });
 
 test('allowedHosts on a non-loopback address: a request without a Host header is a 403', async (t) => {
-  const app = await appWith({ localOnly: false, allowedHosts: ['toolport.example.com'] });
+  const app = await appWith([Echo, NoArgs], { localOnly: false, allowedHosts: ['toolport.example.com'] });
   t.after(() => app.close());
   const { head, body } = await withoutHost(app);
   assert.match(head, /^HTTP\/1\.[01] 403 /);
@@ -253,7 +247,7 @@ test('allowedHosts on a non-loopback address: a request without a Host header is
 });
 
 test('allowedHosts on loopback: a reverse proxy forwarding a public name is answered, other names are still a 403', async (t) => {
-  const app = await appWith({ allowedHosts: ['toolport.example.com'] });
+  const app = await appWith([Echo, NoArgs], { localOnly: true, allowedHosts: ['toolport.example.com'] });
   t.after(() => app.close());
   const proxied = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { host: 'toolport.example.com' } });
   assert.equal(proxied.statusCode, 200);
@@ -263,7 +257,7 @@ test('allowedHosts on loopback: a reverse proxy forwarding a public name is answ
 });
 
 test('allowedHosts applies with keys too, before the key is looked at', async (t) => {
-  const app = await appWith({ localOnly: false, apiKeys: [KEY], allowedHosts: ['toolport.example.com'] });
+  const app = await appWith([Echo, NoArgs], { localOnly: false, apiKeys: [KEY], allowedHosts: ['toolport.example.com'] });
   t.after(() => app.close());
   const res = await app.inject({ method: 'POST', url: '/tools/NoArgs', headers: { host: 'rebind.example', ...withKey } });
   assert.equal(res.statusCode, 403);
@@ -272,7 +266,7 @@ test('allowedHosts applies with keys too, before the key is looked at', async (t
 });
 
 test('the Host check reads the Host header, never X-Forwarded-Host, even behind a trusted proxy', async (t) => {
-  const app = await appWith({ localOnly: false, allowedHosts: ['toolport.example.com'], trustProxy: true });
+  const app = await appWith([Echo, NoArgs], { localOnly: false, allowedHosts: ['toolport.example.com'], trustProxy: true });
   t.after(() => app.close());
   const forged = await app.inject({ method: 'GET', url: '/tools', headers: { host: 'rebind.example', 'x-forwarded-host': 'toolport.example.com' } });
   assert.equal(forged.statusCode, 403);

@@ -2,26 +2,11 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
-import type { ToolDef } from '../../../src/core/types.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { until } from '../../support/wait.js';
-
-async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  return buildApp({ registry, ...options });
-}
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    error: details === undefined ? { code, message } : { code, message, details },
-  };
-}
+import { appWith } from '../../support/app.js';
+import { errorBody } from '../../../src/core/errors.js';
 
 /**
  * Stands in for the authentication hook: an app-level onRequest hook that sets `request.apiKey`

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import type { KeySpec } from '../../../src/core/keyring.js';
 import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
+import { appWith } from '../../support/app.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
@@ -13,11 +12,6 @@ const KEYS: KeySpec[] = [
   { label: 'key-1', key: FULL_KEY },
   { label: 'ci-bot', key: SCOPED_KEY, tools: ['NoArgs', 'Echo'] },
 ];
-
-async function appWith(options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry().register(Echo).register(NoArgs).register(Nested);
-  return buildApp({ registry, ...options });
-}
 
 interface Doc {
   info: { title: string; description: string };
@@ -30,7 +24,7 @@ interface Doc {
 const operationIds = (doc: Doc): string[] => Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
 
 test('GET /openapi.tools.json holds only the tool operations, each answering a plain ToolResult without query parameters', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested]);
   t.after(() => app.close());
   const res = await app.inject({ url: '/openapi.tools.json' });
   assert.equal(res.statusCode, 200);
@@ -71,14 +65,14 @@ test('GET /openapi.tools.json holds only the tool operations, each answering a p
 });
 
 test('the full document keeps the service routes the tools-only one leaves out', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs, Nested]);
   t.after(() => app.close());
   const full = (await app.inject({ url: '/openapi.json' })).json<Doc>();
   assert.deepEqual(operationIds(full).sort(), ['Echo', 'Nested', 'NoArgs', 'callTools', 'getTool', 'healthz', 'listTools', 'readyz']);
 });
 
 test('with keys, GET /openapi.tools.json lists the tools the caller\'s key may use, and needs a key', async (t) => {
-  const app = await appWith({ apiKeys: KEYS });
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: KEYS });
   t.after(() => app.close());
   const scoped = await app.inject({ url: '/openapi.tools.json', headers: { authorization: `Bearer ${SCOPED_KEY}` } });
   assert.equal(scoped.statusCode, 200);
@@ -96,7 +90,7 @@ test('with keys, GET /openapi.tools.json lists the tools the caller\'s key may u
 });
 
 test('with keys and publicDocs, GET /openapi.tools.json is open and lists every tool', async (t) => {
-  const app = await appWith({ apiKeys: KEYS, publicDocs: true });
+  const app = await appWith([Echo, NoArgs, Nested], { apiKeys: KEYS, publicDocs: true });
   t.after(() => app.close());
   const res = await app.inject({ url: '/openapi.tools.json' });
   assert.equal(res.statusCode, 200);

@@ -2,29 +2,19 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../../src/core/registry.js';
 import type { ToolDef } from '../../../src/core/types.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
 import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/providers/turn-runner.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { capturedLog } from '../../support/log-capture.js';
 import { allItems, postForEvents } from '../../support/sse-client.js';
 import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
-
-async function appWith(tools: ToolDef[], options: Partial<AppOptions> = {}) {
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  return buildApp({ registry, ...options });
-}
+import { appWith } from '../../support/app.js';
+import { errorBody } from '../../../src/core/errors.js';
 
 type App = Awaited<ReturnType<typeof appWith>>;
 
 function post(app: App, payload: unknown, query = '', headers: Record<string, string> = {}) {
   return app.inject({ method: 'POST', url: `/calls${query}`, payload: JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
-}
-
-function errorBody(code: string, message: string, details?: unknown) {
-  return { content: [{ type: 'text', text: message }], isError: true, error: details === undefined ? { code, message } : { code, message, details } };
 }
 
 const toolUse = (id: string, name: string, input: unknown) => ({ type: 'tool_use', id, name, input });

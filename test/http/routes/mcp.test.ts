@@ -5,15 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../../src/core/registry.js';
 import { textResult } from '../../../src/core/result.js';
 import type { ToolDef } from '../../../src/core/types.js';
-import { buildApp, type AppOptions } from '../../../src/http/app.js';
+import type { AppOptions } from '../../../src/http/app.js';
 import { createLogger } from '../../../src/infra/logger.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { scrapeMetrics } from '../../support/metrics-text.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { controllableTool, NoArgs } from '../../fixtures/tools.js';
+import { appWith } from '../../support/app.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const SCOPED_KEY = 'ci-bot-secret-0123456789abcdef';
@@ -35,7 +35,8 @@ const Steps: ToolDef = {
   },
 };
 
-async function appWith(tools: ToolDef[] = [Echo, NoArgs, Steps], options: Partial<AppOptions> = {}) {
+/** An app over these tools whose log lines (written as the server writes them, secrets hidden) land in `lines`. */
+async function loggedApp(tools: ToolDef[] = [Echo, NoArgs, Steps], options: Partial<AppOptions> = {}) {
   const lines: Record<string, unknown>[] = [];
   const destination = new Writable({
     write(chunk, _enc, done) {
@@ -43,10 +44,7 @@ async function appWith(tools: ToolDef[] = [Echo, NoArgs, Steps], options: Partia
       done();
     },
   });
-  const registry = new ToolRegistry();
-  for (const tool of tools) registry.register(tool);
-  const app = await buildApp({ registry, logger: createLogger('info', { destination, pretty: false }), ...options });
-  return { app, lines };
+  return { app: await appWith(tools, { logger: createLogger('info', { destination, pretty: false }), ...options }), lines };
 }
 
 function rpc(method: string, params?: Record<string, unknown>, id: number | string = 1) {
@@ -57,7 +55,7 @@ const post = (app: FastifyInstance, payload: unknown, headers: Record<string, st
   app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', ...LEGACY, ...headers }, payload: JSON.stringify(payload) });
 
 test("POST /mcp answers initialize and tools/list as JSON, with the tools' annotations and titles", async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const init = await post(app, rpc('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } }), {});
   assert.equal(init.statusCode, 200);
@@ -75,7 +73,7 @@ test("POST /mcp answers initialize and tools/list as JSON, with the tools' annot
 });
 
 test('POST /mcp tools/call runs the tool through the gateway, with an audit line and a metric labelled mcp', async (t) => {
-  const { app, lines } = await appWith();
+  const { app, lines } = await loggedApp();
   t.after(() => app.close());
   const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }), { 'x-request-id': 'mcp-1' });
   assert.equal(res.statusCode, 200);
@@ -90,7 +88,7 @@ test('POST /mcp tools/call runs the tool through the gateway, with an audit line
 });
 
 test('a notification is answered 202 with no body', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const res = await post(app, { jsonrpc: '2.0', method: 'notifications/initialized' });
   assert.equal(res.statusCode, 202);
@@ -98,7 +96,7 @@ test('a notification is answered 202 with no body', async (t) => {
 });
 
 test('GET and DELETE /mcp answer 405 with Allow: POST (no stream to open, no session to end)', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   for (const method of ['GET', 'DELETE'] as const) {
     const res = await app.inject({ method, url: '/mcp' });
@@ -109,7 +107,7 @@ test('GET and DELETE /mcp answer 405 with Allow: POST (no stream to open, no ses
 });
 
 test('a stateless-revision request whose headers disagree with the body is a 400 HeaderMismatch', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
   const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: meta }), {
@@ -130,14 +128,14 @@ test('a stateless-revision request whose headers disagree with the body is a 400
 });
 
 test('/mcp is not in the OpenAPI document', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const doc = (await app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
   assert.equal(Object.hasOwn(doc.paths, '/mcp'), false);
 });
 
 test('with keys, POST /mcp without a key is a 401 with WWW-Authenticate before any MCP processing, audited and counted as mcp', async (t) => {
-  const { app, lines } = await appWith(undefined, { apiKeys: KEYS });
+  const { app, lines } = await loggedApp(undefined, { apiKeys: KEYS });
   t.after(() => app.close());
   const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'hi' } }));
   assert.equal(res.statusCode, 401);
@@ -157,7 +155,7 @@ test('with keys, POST /mcp without a key is a 401 with WWW-Authenticate before a
 });
 
 test('a scoped key lists only its tools over MCP, and a call outside its scope is refused with FORBIDDEN', async (t) => {
-  const { app, lines } = await appWith(undefined, { apiKeys: KEYS });
+  const { app, lines } = await loggedApp(undefined, { apiKeys: KEYS });
   t.after(() => app.close());
   const list = await post(app, rpc('tools/list'), bearer(SCOPED_KEY));
   assert.deepEqual(
@@ -176,7 +174,7 @@ test('a scoped key lists only its tools over MCP, and a call outside its scope i
 });
 
 test('refusals before the dispatcher (403 Origin, 413, 415, 429, 503) answer as JSON-RPC errors and are counted as mcp', async (t) => {
-  const { app } = await appWith(undefined, { localOnly: true, rateLimit: 4, bodyLimit: 256 });
+  const { app } = await loggedApp(undefined, { localOnly: true, rateLimit: 4, bodyLimit: 256 });
   t.after(() => app.close());
   const origin = await post(app, rpc('tools/list'), { host: 'localhost', origin: 'http://evil.example' });
   assert.equal(origin.statusCode, 403);
@@ -203,7 +201,7 @@ test('refusals before the dispatcher (403 Origin, 413, 415, 429, 503) answer as 
 });
 
 test('while shutting down, POST /mcp is a 503 SHUTTING_DOWN, audited as mcp', async (t) => {
-  const { app, lines } = await appWith();
+  const { app, lines } = await loggedApp();
   t.after(() => app.close());
   app.toolport.gateway.drain();
   const res = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' } }));
@@ -214,7 +212,7 @@ test('while shutting down, POST /mcp is a 503 SHUTTING_DOWN, audited as mcp', as
 });
 
 test('a tools/call with a progress token from a client that takes SSE is answered as an event stream: progress, then the response', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: 'p1' } }), {
     accept: 'application/json, text/event-stream',
@@ -237,7 +235,7 @@ test('a tools/call with a progress token from a client that takes SSE is answere
 });
 
 test('without text/event-stream in Accept, a call with a progress token is answered as plain JSON', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: 'p1' } }), { accept: 'application/json' });
   assert.match(String(res.headers['content-type']), /^application\/json/);
@@ -246,7 +244,7 @@ test('without text/event-stream in Accept, a call with a progress token is answe
 
 test("a client that closes its connection aborts the call's signal", async (t) => {
   const slow = controllableTool('Slow');
-  const { app, lines } = await appWith([slow.tool]);
+  const { app, lines } = await loggedApp([slow.tool]);
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -267,7 +265,7 @@ test("a client that closes its connection aborts the call's signal", async (t) =
 
 test('a client that closes its connection aborts the tool calls of a batch too (2025-03-26)', { timeout: 20_000 }, async (t) => {
   const slow = controllableTool('Slow');
-  const { app } = await appWith([slow.tool]);
+  const { app } = await loggedApp([slow.tool]);
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -282,7 +280,7 @@ test('a client that closes its connection aborts the tool calls of a batch too (
 });
 
 test('a tools/call refused for its headers or its malformed params gets the audit line and metric of any refused call', async (t) => {
-  const { app, lines } = await appWith();
+  const { app, lines } = await loggedApp();
   t.after(() => app.close());
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
   const mismatch = await post(app, rpc('tools/call', { name: 'Echo', arguments: { text: 'x' }, _meta: meta }), {
@@ -309,7 +307,7 @@ test('a tools/call refused for its headers or its malformed params gets the audi
 });
 
 test('a refusal before the dispatcher carries "id": null for revisions before 2025-11-25, and no id from 2025-11-25 on', async (t) => {
-  const { app } = await appWith(undefined, { apiKeys: KEYS });
+  const { app } = await loggedApp(undefined, { apiKeys: KEYS });
   t.after(() => app.close());
   for (const [version, withId] of [
     ['2025-03-26', true],
@@ -334,7 +332,7 @@ test('a refusal before the dispatcher carries "id": null for revisions before 20
 });
 
 test('each tools/call of a 2025-03-26 batch counts against the rate limit; those past it are refused alone', async (t) => {
-  const { app } = await appWith(undefined, { rateLimit: 3 });
+  const { app } = await loggedApp(undefined, { rateLimit: 3 });
   t.after(() => app.close());
   const batch = [1, 2, 3, 4].map((i) => rpc('tools/call', { name: 'Echo', arguments: { text: String(i) } }, i));
   const res = await post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
@@ -351,7 +349,7 @@ test('each tools/call of a 2025-03-26 batch counts against the rate limit; those
 });
 
 test('a tools/call refused by the MCP layer itself (bad envelope, unsupported revision, params not an object, a batch refused whole) is audited too', async (t) => {
-  const { app, lines } = await appWith();
+  const { app, lines } = await loggedApp();
   t.after(() => app.close());
   const call = (id: number) => rpc('tools/call', { name: 'Echo', arguments: { text: 'x' } }, id);
   await post(app, { ...call(1), jsonrpc: '1.0' }, { 'x-request-id': 'envelope' });
@@ -375,7 +373,7 @@ test(
   async (t) => {
     const gated = gatedTool('Gated');
     // The tool itself would take 32 at once (16 of one caller): the cap of 8 is the batch's own.
-    const { app } = await appWith([gated.tool], { maxConcurrency: 32, queueSize: 128 });
+    const { app } = await loggedApp([gated.tool], { maxConcurrency: 32, queueSize: 128 });
     t.after(() => app.close());
     const batch = Array.from({ length: 64 }, (_, n) => rpc('tools/call', { name: 'Gated', arguments: { id: `c${n}` } }, n));
     const answer = post(app, batch, { 'mcp-protocol-version': '2025-03-26' });
@@ -410,7 +408,7 @@ for (const [what, token, message] of [
   ['a number with a fraction', 0.5, 'Invalid params: _meta.progressToken must be a string of at most 256 bytes or an integer from -(2^53 - 1) to 2^53 - 1'],
 ] as const) {
   test(`POST /mcp refuses a progress token that is ${what}: 200, -32602, no stream, the tool never runs, audited`, async (t) => {
-    const { app, lines } = await appWith();
+    const { app, lines } = await loggedApp();
     t.after(() => app.close());
     const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }, 5), {
       accept: 'application/json, text/event-stream',
@@ -426,7 +424,7 @@ for (const [what, token, message] of [
 }
 
 test('POST /mcp takes a progress token of 256 bytes and an integer token, and names them in the stream', async (t) => {
-  const { app } = await appWith();
+  const { app } = await loggedApp();
   t.after(() => app.close());
   for (const token of ['é'.repeat(128), 2 ** 53 - 1]) {
     const res = await post(app, rpc('tools/call', { name: 'Steps', arguments: {}, _meta: { progressToken: token } }), {
@@ -442,7 +440,7 @@ const cancelled = (requestId: unknown, reason = 'stop') => ({ jsonrpc: '2.0', me
 
 test("notifications/cancelled in a POST of its own cancels the caller's call with that id, which gets no response", async (t) => {
   const gated = gatedTool('Gated');
-  const { app, lines } = await appWith([gated.tool], { apiKeys: KEYS });
+  const { app, lines } = await loggedApp([gated.tool], { apiKeys: KEYS });
   t.after(() => app.close());
   const call = post(app, rpc('tools/call', { name: 'Gated', arguments: { id: 'mine' } }, 7), bearer(FULL_KEY));
   const [run] = await gated.started(1);
@@ -459,7 +457,7 @@ test("notifications/cancelled in a POST of its own cancels the caller's call wit
 test("another key's cancellations, hundreds at once naming every id, cancel none of a caller's calls", async (t) => {
   const gated = gatedTool('Gated');
   const other = { label: 'other', key: 'other-secret-0123456789abcdef' };
-  const { app } = await appWith([gated.tool], { apiKeys: [...KEYS, other], maxConcurrency: 32, maxConcurrencyPerCaller: 32 });
+  const { app } = await loggedApp([gated.tool], { apiKeys: [...KEYS, other], maxConcurrency: 32, maxConcurrencyPerCaller: 32 });
   t.after(() => app.close());
   const answers = Array.from({ length: 20 }, (_, id) => post(app, rpc('tools/call', { name: 'Gated', arguments: { id: `c${id}` } }, id), bearer(FULL_KEY)));
   const runs = await gated.started(20);
@@ -484,7 +482,7 @@ test("another key's cancellations, hundreds at once naming every id, cancel none
 
 test('without keys, a cancellation from another client address cancels nothing; from the same address it cancels', async (t) => {
   const gated = gatedTool('Gated');
-  const { app } = await appWith([gated.tool]);
+  const { app } = await loggedApp([gated.tool]);
   t.after(() => app.close());
   const from = (remoteAddress: string, payload: unknown) =>
     app.inject({ method: 'POST', url: '/mcp', remoteAddress, headers: { 'content-type': 'application/json', ...LEGACY }, payload: JSON.stringify(payload) });
@@ -499,7 +497,7 @@ test('without keys, a cancellation from another client address cancels nothing; 
 
 test('a cancellation that names two calls of its caller cancels neither and says so at debug; once one answered, it cancels the other', async (t) => {
   const gated = gatedTool('Gated');
-  const { app, lines } = await appWith([gated.tool], { apiKeys: KEYS });
+  const { app, lines } = await loggedApp([gated.tool], { apiKeys: KEYS });
   app.log.level = 'debug';
   t.after(() => app.close());
   // Two clients of one key, each with its own request id 5.

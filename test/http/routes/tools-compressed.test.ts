@@ -2,15 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp } from '../../../src/http/app.js';
 import { Echo } from '../../../src/tools/echo.js';
 import { generatedTool } from '../../fixtures/generated-tools.js';
+import { appWith } from '../../support/app.js';
 
 /** An app whose list is long enough to be worth compressing (about 11 KB). */
-async function appWith(registry = new ToolRegistry().register(Echo)) {
+async function longListApp() {
+  const registry = new ToolRegistry().register(Echo);
   for (let i = 0; i < 10; i++) registry.register(generatedTool(i));
-  const app = await buildApp({ registry, docs: false, pressure: false });
-  return { app, registry };
+  return { app: await appWith(registry, { docs: false, pressure: false }), registry };
 }
 
 /** The headers of an answer, without the ones every answer carries. */
@@ -25,7 +25,7 @@ for (const [coding, suffix, accept] of [
   ['gzip', 'gz', 'gzip, br;q=0'],
 ] as const) {
   test(`GET /tools to a client that accepts ${accept}: the list in ${coding}, with an ETag of its own, and 304 on it`, async (t) => {
-    const { app } = await appWith();
+    const { app } = await longListApp();
     t.after(() => app.close());
     const plain = await app.inject({ url: '/tools' });
     const tag = String(plain.headers.etag);
@@ -60,7 +60,7 @@ for (const [coding, suffix, accept] of [
 }
 
 test('GET /tools compresses every format and strict variant, each with its own tags', async (t) => {
-  const { app } = await appWith();
+  const { app } = await longListApp();
   t.after(() => app.close());
   const tags = new Set<string>();
   for (const query of ['', '?format=openai', '?format=openai&strict=true', '?format=openai-responses', '?format=openai-responses&strict=true', '?format=mcp']) {
@@ -74,7 +74,7 @@ test('GET /tools compresses every format and strict variant, each with its own t
 });
 
 test('GET /tools: a change of the tools gives new compressed bodies and tags', async (t) => {
-  const { app, registry } = await appWith();
+  const { app, registry } = await longListApp();
   t.after(() => app.close());
   const before = await app.inject({ url: '/tools', headers: { 'accept-encoding': 'br' } });
   registry.replaceSource('more', [generatedTool(99)]);
@@ -87,8 +87,7 @@ test('GET /tools: a change of the tools gives new compressed bodies and tags', a
 });
 
 test('GET /tools sends a list under 1 KB as it is, whatever the client accepts, still saying Vary', async (t) => {
-  const app = await buildApp({ registry: new ToolRegistry().register(Echo), docs: false, pressure: false });
-  t.after(() => app.close());
+  const app = await appWith([Echo], { docs: false, pressure: false }, t);
   const res = await app.inject({ url: '/tools', headers: { 'accept-encoding': 'br, gzip' } });
   assert.equal(res.statusCode, 200);
   assert.equal(res.headers['content-encoding'], undefined);

@@ -11,13 +11,10 @@ import { Echo } from '../../../src/tools/echo.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { allItems, postForEvents, readStream, type StreamItem } from '../../support/sse-client.js';
 import { NoArgs } from '../../fixtures/tools.js';
+import { appWith } from '../../support/app.js';
 
 const FULL_KEY = 'tools-route-full-secret-0123456789';
 const SCOPED_KEY = 'tools-route-scoped-secret-0123456789';
-
-async function appWith(options: Partial<AppOptions> = {}) {
-  return buildApp({ registry: new ToolRegistry().register(Echo).register(NoArgs), docs: false, pressure: false, ...options });
-}
 
 /** The headers of an answer, without the ones every answer carries (date, connection). */
 function headersOf(res: { headers: Record<string, unknown> }): Record<string, unknown> {
@@ -25,7 +22,7 @@ function headersOf(res: { headers: Record<string, unknown> }): Record<string, un
 }
 
 test('GET /tools answers the list as bytes with a strong ETag and Cache-Control: no-cache, the same tag every time', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { docs: false, pressure: false });
   t.after(() => app.close());
   const first = await app.inject({ url: '/tools', headers: { 'x-request-id': 'list-1' } });
   assert.equal(first.statusCode, 200);
@@ -51,7 +48,7 @@ test('GET /tools answers the list as bytes with a strong ETag and Cache-Control:
 });
 
 test('GET /tools with If-None-Match naming its ETag is a 304 with no body; another tag gets the list', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { docs: false, pressure: false });
   t.after(() => app.close());
   const etag = (await app.inject({ url: '/tools' })).headers.etag as string;
   for (const given of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
@@ -68,7 +65,9 @@ test('GET /tools with If-None-Match naming its ETag is a 304 with no body; anoth
 });
 
 test('GET /tools gives each scope its own list and ETag; a key is checked before a 304', async (t) => {
-  const app = await appWith({
+  const app = await appWith([Echo, NoArgs], {
+    docs: false,
+    pressure: false,
     apiKeys: [
       { label: 'full', key: FULL_KEY },
       { label: 'echo-only', key: SCOPED_KEY, tools: ['Echo'] },
@@ -265,7 +264,7 @@ test('a client that goes away from an event stream aborts its call', async (t) =
 });
 
 test('the OpenAPI document describes the event stream of POST /tools/<name> and POST /calls beside their JSON answers', async (t) => {
-  const app = await appWith();
+  const app = await appWith([Echo, NoArgs], { docs: false, pressure: false });
   t.after(() => app.close());
   const doc = (await app.inject({ url: '/openapi.json' })).json() as {
     paths: Record<string, { post: { responses: Record<string, { content: Record<string, { schema: { type?: string; description?: string } }> }> } }>;
