@@ -78,11 +78,11 @@ export const SLOW_TESTS = [
   'test/upstreams/confinement.test.ts',
   'test/upstreams/everything.test.ts',
   'test/upstreams/http/client.test.ts',
-  'test/upstreams/http/upstream.test.ts',
+  'test/upstreams/http/streamable-http.test.ts',
   'test/upstreams/lifecycle.test.ts',
   'test/upstreams/lock/lock.test.ts',
   'test/upstreams/secrets.test.ts',
-  'test/upstreams/serve.test.ts',
+  'test/upstreams/served.test.ts',
   'test/upstreams/source.test.ts',
 ];
 

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
-import { redactor } from '../../src/upstreams/redact.js';
-import { MAX_UNSENT_BYTES, StdioProcessTransport } from '../../src/upstreams/stdio/transport.js';
-import { capturedLog } from '../support/log-capture.js';
-import { isAlive, processesWith, trackedMarker, waitFor } from '../support/processes.js';
-import { until } from '../support/wait.js';
-import type { Cleanup } from '../support/workspace.js';
+import { redactor } from '../../../src/upstreams/redact.js';
+import { MAX_UNSENT_BYTES, StdioProcessTransport } from '../../../src/upstreams/stdio/transport.js';
+import { capturedLog } from '../../support/log-capture.js';
+import { isAlive, processesWith, trackedMarker, waitFor } from '../../support/processes.js';
+import { until } from '../../support/wait.js';
+import type { Cleanup } from '../../support/workspace.js';
 
-const HOSTILE = path.resolve(import.meta.dirname, '../fixtures/upstreams/hostile-server.mjs');
+const HOSTILE = path.resolve(import.meta.dirname, '../../fixtures/upstreams/hostile-server.mjs');
 const INITIALIZED: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
 /** A started transport for `command args`, closed when the test ends; `closed` counts its onclose calls, `messages` what it read. */
