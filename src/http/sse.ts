@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { AbortSource } from '../core/call-abort.js';
 import type { Progress } from '../core/types.js';
 import { BoundedOutput } from '../mcp/bounded-output.js';
-import type { JsonRpcNotification, JsonRpcResponse } from '../mcp/jsonrpc.js';
+import type { JsonRpcNotification, JsonRpcResponse } from '../core/json-rpc.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, ProgressReporter } from '../mcp/progress.js';
 
 /** The media type of an event stream, as a request's Accept names it and a response's Content-Type says it. */

@@ -5,24 +5,6 @@
  */
 import type { JsonRpcNotification, JsonRpcResponse } from '../core/json-rpc.js';
 
-// What this module held before the core's JSON-RPC module, for the importers not yet moved to it.
-export {
-  classify,
-  errorResponse,
-  parseIncoming as parseMessage,
-  resultResponse,
-  RpcCodes,
-  type Incoming,
-  type JsonRpcError,
-  type JsonRpcErrorResponse,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type JsonRpcResponse,
-  type JsonRpcResultResponse,
-  type RequestId,
-} from '../core/json-rpc.js';
-export { isRecord as isPlainObject } from '../core/json.js';
-
 const encodedResults = new WeakMap<object, string>();
 
 /**

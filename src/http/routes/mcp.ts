@@ -6,7 +6,9 @@ import { McpDispatcher } from '../../mcp/dispatcher.js';
 import { gatewayBackend } from '../../mcp/gateway-backend.js';
 import { checkStandardHeaders, checkStreamRequest } from '../../mcp/http-headers.js';
 import { InFlightCalls } from '../../mcp/cancellable.js';
-import { encode, errorResponse, isPlainObject, RpcCodes, type JsonRpcErrorResponse, type JsonRpcResponse } from '../../mcp/jsonrpc.js';
+import { errorResponse, RpcCodes, type JsonRpcErrorResponse, type JsonRpcResponse } from '../../core/json-rpc.js';
+import { isRecord } from '../../core/json.js';
+import { encode } from '../../mcp/jsonrpc.js';
 import { LIST_CHANGED, SubscriptionHub, type SubscriptionLimits, type SubscriptionOpener, type ToolsChange } from '../../mcp/subscriptions.js';
 import { openCancellationChannel, type CancellationChannel } from '../../infra/redis.js';
 import { VERSION } from '../../infra/version.js';
@@ -116,7 +118,7 @@ export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis,
       if (mismatch) {
         // A call refused for its headers is a refused call like any other: audited and counted.
         if (carriesToolsCall(message)) {
-          const name = isPlainObject(message) && isPlainObject(message['params']) ? message['params']['name'] : undefined;
+          const name = isRecord(message) && isRecord(message['params']) ? message['params']['name'] : undefined;
           gateway.refused(
             { caller: new RequestCaller(request), tool: typeof name === 'string' ? name : undefined, requestId: request.id, transport: MCP_TRANSPORT },
             new ToolportError('BAD_REQUEST', mismatch.error.message),
@@ -232,27 +234,27 @@ function send(reply: FastifyReply, status: number, message: JsonRpcResponse | Js
 
 /** A `subscriptions/listen` request (alone: the stateless revision has no batches): it is answered with a stream. */
 function isListen(message: unknown): boolean {
-  return isPlainObject(message) && message['method'] === 'subscriptions/listen' && (typeof message['id'] === 'string' || typeof message['id'] === 'number');
+  return isRecord(message) && message['method'] === 'subscriptions/listen' && (typeof message['id'] === 'string' || typeof message['id'] === 'number');
 }
 
 /** A tools/call, alone or in a batch (2025-03-26): its calls must end when the client goes away. */
 function carriesToolsCall(message: unknown): boolean {
-  const isCall = (m: unknown): boolean => isPlainObject(m) && m['method'] === 'tools/call';
+  const isCall = (m: unknown): boolean => isRecord(m) && m['method'] === 'tools/call';
   return isCall(message) || (Array.isArray(message) && message.some(isCall));
 }
 
 /** A notifications/cancelled, alone or in a batch: it needs the caller's calls in flight. */
 function carriesCancellation(message: unknown): boolean {
-  const isCancel = (m: unknown): boolean => isPlainObject(m) && m['method'] === 'notifications/cancelled';
+  const isCancel = (m: unknown): boolean => isRecord(m) && m['method'] === 'notifications/cancelled';
   return isCancel(message) || (Array.isArray(message) && message.some(isCancel));
 }
 
 /** A progress token, and a client that takes SSE: the spec lets the server answer either way. */
 function wantsProgressStream(message: unknown, accept: string | undefined): boolean {
-  if (!acceptsEventStream(accept) || !isPlainObject(message)) return false;
+  if (!acceptsEventStream(accept) || !isRecord(message)) return false;
   const params = message['params'];
-  const meta = isPlainObject(params) ? params['_meta'] : undefined;
-  return isPlainObject(meta) && meta['progressToken'] !== undefined;
+  const meta = isRecord(params) ? params['_meta'] : undefined;
+  return isRecord(meta) && meta['progressToken'] !== undefined;
 }
 
 function headerOf(value: string | string[] | undefined): string | undefined {
