@@ -3,8 +3,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { CONFIG_VARIABLES, loadConfig } from '../src/config/config.js';
-import { ERROR_CODES } from '../src/core/errors.js';
+import { CONFIG_VARIABLES, loadConfig } from '#src/config/config.js';
+import { ERROR_CODES } from '#src/core/errors.js';
 import { configTable, DOCS_COMMAND, driftedPages, errorTable, pages, renderPage, ROOT } from '../scripts/generate-docs.js';
 
 /** The GitHub anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */

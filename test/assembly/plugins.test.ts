@@ -3,9 +3,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ToolExecutor } from '../../src/core/executor.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { PluginLoadError, loadPlugins } from '../../src/assembly/plugins.js';
+import { ToolExecutor } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { PluginLoadError, loadPlugins } from '#src/assembly/plugins.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AccessTokens } from '../../src/auth/access-tokens.js';
-import { IdentityMapper } from '../../src/auth/identity.js';
-import { Introspector } from '../../src/auth/introspection.js';
+import { AccessTokens } from '#src/auth/access-tokens.js';
+import { IdentityMapper } from '#src/auth/identity.js';
+import { Introspector } from '#src/auth/introspection.js';
 import {
   INTROSPECTION_QUEUE_PER_ADDRESS,
   INTROSPECTIONS_PER_ADDRESS_PER_MINUTE,
   MAX_INTROSPECTIONS,
   MAX_INTROSPECTIONS_PER_ADDRESS,
-} from '../../src/auth/introspection-admission.js';
-import { JwtVerifier } from '../../src/auth/jwt-verifier.js';
-import { ToolportError } from '../../src/core/errors.js';
+} from '#src/auth/introspection-admission.js';
+import { JwtVerifier } from '#src/auth/jwt-verifier.js';
+import { ToolportError } from '#src/core/errors.js';
 
 /** Access tokens whose introspection endpoint answers only when told to: every question stays open. */
 function heldIntrospection(now: () => number = Date.now) {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IdentityMapper, isTokenIdentity } from '../../src/auth/identity.js';
-import { parseMapping } from '../../src/auth/mapping.js';
-import { TokenRefusal } from '../../src/auth/token-refusal.js';
-import { ruleCatalog } from '../../src/permissions/catalog.js';
-import { defineTool } from '../../src/core/define-tool.js';
+import { IdentityMapper, isTokenIdentity } from '#src/auth/identity.js';
+import { parseMapping } from '#src/auth/mapping.js';
+import { TokenRefusal } from '#src/auth/token-refusal.js';
+import { ruleCatalog } from '#src/permissions/catalog.js';
+import { defineTool } from '#src/core/define-tool.js';
 import { Type } from 'typebox';
 
 const TOOLS = [

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { exportJWK, generateKeyPair } from 'jose';
-import { JWKS_MAX_AGE_MS, MAX_JWKS_BYTES, remoteKeySet } from '../../src/auth/key-set.js';
+import { JWKS_MAX_AGE_MS, MAX_JWKS_BYTES, remoteKeySet } from '#src/auth/key-set.js';
 
 async function signingKey(kid: string) {
   const { publicKey } = await generateKeyPair('ES256');

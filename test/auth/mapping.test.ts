@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { checkMappingIssuers, parseMapping, readMapping } from '../../src/auth/mapping.js';
-import { OAuthSetupError } from '../../src/auth/token-refusal.js';
+import { checkMappingIssuers, parseMapping, readMapping } from '#src/auth/mapping.js';
+import { OAuthSetupError } from '#src/auth/token-refusal.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const ISS = 'https://idp.example.com';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { ConfigError, loadConfig } from '#src/config/config.js';
 
 const CWD = '/srv/toolport';
 const BASE = { TOOLPORT_OAUTH_ISSUER: 'https://idp.example.com/realms/main', TOOLPORT_PUBLIC_URL: 'https://tools.example.com/' };

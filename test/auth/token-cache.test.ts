@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TokenCache } from '../../src/auth/token-cache.js';
+import { TokenCache } from '#src/auth/token-cache.js';
 
 test('a token is answered until its own expiry, then forgotten', () => {
   const cache = new TokenCache<string>();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseMapping } from '../../src/auth/mapping.js';
-import { tokenCallersAsKeys, withWorkspaces } from '../../src/auth/workspaces.js';
+import { parseMapping } from '#src/auth/mapping.js';
+import { tokenCallersAsKeys, withWorkspaces } from '#src/auth/workspaces.js';
 
 const ISS = 'https://idp.example.com';
 const OTHER = 'https://partner.example.org';

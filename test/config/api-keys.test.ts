@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ApiKeysError, loadApiKeys } from '../../src/config/api-keys.js';
+import { ApiKeysError, loadApiKeys } from '#src/config/api-keys.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const KEYS = path.resolve(import.meta.dirname, '../fixtures/keys');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig, workspaceWarning, type Config } from '../../src/config/config.js';
+import { ConfigError, loadConfig, workspaceWarning, type Config } from '#src/config/config.js';
 
 const CWD = '/srv/toolport';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultMaxConnections, DescriptorLimitError, descriptorUsage, parseDescriptorLimit } from '../../src/config/descriptors.js';
+import { defaultMaxConnections, DescriptorLimitError, descriptorUsage, parseDescriptorLimit } from '#src/config/descriptors.js';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max cpu time              unlimited            unlimited            seconds

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertSafeExposure, UnsafeExposureError } from '../../src/config/exposure.js';
-import { isLoopback } from '../../src/infra/net.js';
-import { createToolset } from '../../src/assembly/toolset.js';
-import type { ToolDef } from '../../src/core/types.js';
+import { assertSafeExposure, UnsafeExposureError } from '#src/config/exposure.js';
+import { isLoopback } from '#src/infra/net.js';
+import { createToolset } from '#src/assembly/toolset.js';
+import type { ToolDef } from '#src/core/types.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const KEY = [{ label: 'key-1', key: 'a-secret-0123456789abcdef' }];

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { CONFIG_VARIABLES, SECTIONS } from '../../src/config/config.js';
-import { sectionVariables } from '../../src/config/variables.js';
+import { CONFIG_VARIABLES, SECTIONS } from '#src/config/config.js';
+import { sectionVariables } from '#src/config/variables.js';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CallAbort } from '../../src/core/call-abort.js';
+import { CallAbort } from '#src/core/call-abort.js';
 
 test('a CallAbort makes no AbortSignal until asked, and one asked for late is aborted already', () => {
   const abort = new CallAbort();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ERROR_CODES, ErrorCatalog, ErrorCodes, JSON_RPC, jsonRpcCodeOf, jsonRpcError, ToolportError } from '../../src/core/errors.js';
+import { ERROR_CODES, ErrorCatalog, ErrorCodes, JSON_RPC, jsonRpcCodeOf, jsonRpcError, ToolportError } from '#src/core/errors.js';
 
 test('every code has an HTTP status and a JSON-RPC code; ErrorCodes is the status alone', () => {
   for (const code of ERROR_CODES) {

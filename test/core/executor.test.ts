@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, mock, test } from 'node:test';
 import { pino } from 'pino';
-import { ToolportError } from '../../src/core/errors.js';
-import { DEFAULT_TOOL_TIMEOUT_MS, STOPPING_GRACE_MS, ToolExecutor, type CallObserver } from '../../src/core/executor.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { textResult } from '../../src/core/result.js';
-import type { ObjectSchema, ToolContext, ToolDef } from '../../src/core/types.js';
+import { ToolportError } from '#src/core/errors.js';
+import { DEFAULT_TOOL_TIMEOUT_MS, STOPPING_GRACE_MS, ToolExecutor, type CallObserver } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import type { ObjectSchema, ToolContext, ToolDef } from '#src/core/types.js';
 import { gatedTool, type GatedRun } from '../fixtures/gated-tool.js';
 
 /** A plain tool with a permissive schema unless one is given. */

@@ -1,16 +1,16 @@
 // A compile-time test: `tsc -p tsconfig.json` (part of `npm test`) checks that what toolport
 // publishes and returns can be handed to the official SDKs without a cast. The runtime tests
 // below check that the same values hold the shapes the SDK types describe.
-import { toAnthropicToolResult } from '../../src/providers/results.js';
+import { toAnthropicToolResult } from '#src/providers/results.js';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Tool, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatCompletionFunctionTool, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { Type } from 'typebox';
-import { defineTool } from '../../src/core/define-tool.js';
-import { ToolExecutor } from '../../src/core/executor.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolResult } from '../../src/core/types.js';
+import { defineTool } from '#src/core/define-tool.js';
+import { ToolExecutor } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ToolResult } from '#src/core/types.js';
 
 const Pixel = defineTool({
   name: 'Pixel',

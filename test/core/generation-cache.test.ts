@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GenerationCache } from '../../src/core/generation-cache.js';
+import { GenerationCache } from '#src/core/generation-cache.js';
 
 test('a million distinct keys leave at most max entries, and the last ones are all there', () => {
   const cache = new GenerationCache<number>(1000);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { JSON_RPC as CATALOG_JSON_RPC } from '../../src/core/errors.js';
-import { classify, errorResponse, isJsonRpcMessage, JSON_RPC, parseIncoming, RpcCodes } from '../../src/core/json-rpc.js';
+import { JSON_RPC as CATALOG_JSON_RPC } from '#src/core/errors.js';
+import { classify, errorResponse, isJsonRpcMessage, JSON_RPC, parseIncoming, RpcCodes } from '#src/core/json-rpc.js';
 
 test('one table holds every code: JSON-RPC 2.0 own codes, and those MCP reserves', () => {
   assert.equal(CATALOG_JSON_RPC, JSON_RPC);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ToolportError } from '../../src/core/errors.js';
-import { ConcurrencyLimiter, type LimiterOptions } from '../../src/core/limiter.js';
+import { ToolportError } from '#src/core/errors.js';
+import { ConcurrencyLimiter, type LimiterOptions } from '#src/core/limiter.js';
 
 function limiter(options: Partial<LimiterOptions> = {}): ConcurrencyLimiter {
   return new ConcurrencyLimiter({ tool: 'Bash', limit: 2, queueSize: 2, ...options });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PermissionDenied, PermissionRuleError, Permissions, type PermissionRules, type RuleCatalog } from '../../src/core/permissions.js';
+import { PermissionDenied, PermissionRuleError, Permissions, type PermissionRules, type RuleCatalog } from '#src/core/permissions.js';
 
 const SERVED = ['Read', 'Edit', 'Write', 'Grep', 'Glob', 'LS', 'Bash', 'Echo'];
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { Ajv } from 'ajv';
-import { ToolRegistrationError } from '../../src/core/errors.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { textResult } from '../../src/core/result.js';
-import type { ObjectSchema, ToolDef } from '../../src/core/types.js';
+import { ToolRegistrationError } from '#src/core/errors.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import type { ObjectSchema, ToolDef } from '#src/core/types.js';
 
 /** Counts Ajv compilations while the test runs. */
 function countCompiles(t: TestContext): { count: number } {

@@ -3,10 +3,10 @@ import { after, describe, test, type TestContext } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Ajv } from 'ajv';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { textResult } from '../../src/core/result.js';
-import { SchemaCompiler } from '../../src/core/schema-compiler/compiler.js';
-import type { ObjectSchema, ToolDef } from '../../src/core/types.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import { SchemaCompiler } from '#src/core/schema-compiler/compiler.js';
+import type { ObjectSchema, ToolDef } from '#src/core/types.js';
 
 // What a source (an upstream MCP server) lists is not the operator's code: how its schemas
 // compile, how long the compiled schemas are held, and what an $id may collide with.

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type } from 'typebox';
-import { defineTool } from '../../src/core/define-tool.js';
-import { ToolRegistrationError } from '../../src/core/errors.js';
-import { ToolExecutor } from '../../src/core/executor.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { textResult } from '../../src/core/result.js';
-import type { ObjectSchema, ToolDef } from '../../src/core/types.js';
+import { defineTool } from '#src/core/define-tool.js';
+import { ToolRegistrationError } from '#src/core/errors.js';
+import { ToolExecutor } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import type { ObjectSchema, ToolDef } from '#src/core/types.js';
 
 const NAME_RULE = 'the name must match ^[a-zA-Z0-9_-]{1,64}$';
 const ROOT_RULE = 'the input schema\'s root must be { "type": "object" }';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { errorResult, normaliseResult, readableContent, resultSize, structuredText, textResult } from '../../src/core/result.js';
-import type { ToolResult } from '../../src/core/types.js';
+import { errorResult, normaliseResult, readableContent, resultSize, structuredText, textResult } from '#src/core/result.js';
+import type { ToolResult } from '#src/core/types.js';
 
 describe('textResult and errorResult', () => {
   test('textResult holds one text block and isError false by default', () => {

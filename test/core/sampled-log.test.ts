@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SampledLog } from '../../src/core/sampled-log.js';
+import { SampledLog } from '#src/core/sampled-log.js';
 
 function recorder() {
   const lines: Array<{ level: 'info' | 'warn'; fields: Record<string, unknown>; msg: string }> = [];

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ToolExecutor } from '../../src/core/executor.js';
-import { strictProblem, strictSchema } from '../../src/core/formats.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import type { ObjectSchema } from '../../src/core/types.js';
-import { buildApp } from '../../src/http/app.js';
-import { builtinTools } from '../../src/tools/index.js';
+import { ToolExecutor } from '#src/core/executor.js';
+import { strictProblem, strictSchema } from '#src/core/formats.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ObjectSchema } from '#src/core/types.js';
+import { buildApp } from '#src/http/app.js';
+import { builtinTools } from '#src/tools/index.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 // OpenAI's documented rules for `strict: true` (Structured Outputs, "Supported schemas"): the

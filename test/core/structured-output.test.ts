@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type } from 'typebox';
-import { defineTool } from '../../src/core/define-tool.js';
-import { ToolRegistrationError } from '../../src/core/errors.js';
-import { ToolExecutor, type CallObserver, type CallOutcome } from '../../src/core/executor.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { errorResult, textResult } from '../../src/core/result.js';
-import type { ObjectSchema, ToolDef, ToolResult } from '../../src/core/types.js';
-import { MAX_VALUES_FULLY_CHECKED } from '../../src/core/validator.js';
-import type { ErrorResult, TypedToolResult } from '../../src/index.js';
+import { defineTool } from '#src/core/define-tool.js';
+import { ToolRegistrationError } from '#src/core/errors.js';
+import { ToolExecutor, type CallObserver, type CallOutcome } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { errorResult, textResult } from '#src/core/result.js';
+import type { ObjectSchema, ToolDef, ToolResult } from '#src/core/types.js';
+import { MAX_VALUES_FULLY_CHECKED } from '#src/core/validator.js';
+import type { ErrorResult, TypedToolResult } from '#src/index.js';
 
 const FILES_SCHEMA: ObjectSchema = {
   type: 'object',
@@ -258,7 +258,7 @@ describe('defineTool with an output schema', () => {
 });
 
 test('the package exports what a plug-in or an adapter of its own needs for structured output', async () => {
-  const api = await import('../../src/index.js');
+  const api = await import('#src/index.js');
   assert.deepEqual(api.readableContent({ content: [], structuredContent: { a: 1 } }), [{ type: 'text', text: '{"a":1}' }]);
   assert.deepEqual(api.ToolResultSchema.properties.structuredContent, api.StructuredContentSchema);
   const typed: TypedToolResult<{ a: number }> = { content: [], structuredContent: { a: 1 } };

@@ -13,8 +13,8 @@ import {
   usePrecompiledValidators,
   violationLines,
   type InputViolation,
-} from '../../src/core/validator.js';
-import type { ObjectSchema } from '../../src/core/types.js';
+} from '#src/core/validator.js';
+import type { ObjectSchema } from '#src/core/types.js';
 
 /** Validates `input` against `schema` and returns the described violations ([] when valid). */
 function violations(schema: ObjectSchema, input: unknown): InputViolation[] {

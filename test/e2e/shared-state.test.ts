@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
+import { sandboxUnavailableReason } from '#src/os/sandbox/bubblewrap.js';
 import { freePort } from '../support/ports.js';
 import { REDIS_MISSING, startRedis } from '../support/redis-server.js';
 import { kill, startServer } from '../support/server-process.js';

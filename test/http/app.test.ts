@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Echo } from '../../src/tools/echo.js';
+import { Echo } from '#src/tools/echo.js';
 import { controllableTool, Fails, Garbage, Nested, NoArgs, Throws } from '../fixtures/tools.js';
 import { capturedLog } from '../support/log-capture.js';
 import { appWith } from '../support/app.js';
-import { errorBody } from '../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 

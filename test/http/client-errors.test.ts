@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 
 /** Sends raw bytes and resolves with everything the server wrote back before closing. */
 async function rawExchange(bytes: string): Promise<string> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import type { FastifyRequest } from 'fastify';
-import { whenClientGoes } from '../../src/http/client-gone.js';
+import { whenClientGoes } from '#src/http/client-gone.js';
 
 /** A request on `socket`, as far as whenClientGoes looks. */
 const on = (socket: EventEmitter & { destroyed?: boolean }): FastifyRequest => ({ raw: { socket } }) as unknown as FastifyRequest;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { chooseCoding, codedEntityTag, compressedBody } from '../../src/http/compressed-lists.js';
-import { entityTag } from '../../src/http/entity-tag.js';
+import { chooseCoding, codedEntityTag, compressedBody } from '#src/http/compressed-lists.js';
+import { entityTag } from '#src/http/entity-tag.js';
 
 describe('chooseCoding', () => {
   const cases: Array<[string | undefined, string]> = [

@@ -8,9 +8,9 @@ import { test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { ToolDef } from '../../src/core/types.js';
-import type { buildApp } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import type { ToolDef } from '#src/core/types.js';
+import type { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 import { appWith } from '../support/app.js';
 
 const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';

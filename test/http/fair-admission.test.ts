@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp, type AppOptions } from '../../src/http/app.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp, type AppOptions } from '#src/http/app.js';
 import { gatedTool, type GatedRun } from '../fixtures/gated-tool.js';
 import { until } from '../support/wait.js';
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 import { Nested } from '../fixtures/tools.js';
-import { errorBody } from '../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 // Hostile inputs that fit in the default 1 MiB body and break a tool's schema tens or hundreds of
 // thousands of times: the error body must stay small, whatever the count.

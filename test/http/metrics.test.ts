@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ServiceMetrics } from '../../src/http/metrics.js';
-import { Echo } from '../../src/tools/echo.js';
+import { ServiceMetrics } from '#src/http/metrics.js';
+import { Echo } from '#src/tools/echo.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
 import { parseMetrics } from '../support/metrics-text.js';
 import { Fails, Throws } from '../fixtures/tools.js';

@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
-import { openResourceServer } from '../../src/auth/open.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import { openResourceServer } from '#src/auth/open.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 import { capturedLog } from '../support/log-capture.js';
 import { INTROSPECTION_CLIENT, OPAQUE_CLIENT, resourceServerSettings, startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '../../src/core/keyring.js';
+import type { KeySpec } from '#src/core/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { createLogger } from '../../src/infra/logger.js';
-import { Echo } from '../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { createLogger } from '#src/infra/logger.js';
+import { Echo } from '#src/tools/echo.js';
 import { scrapeMetrics } from '../support/metrics-text.js';
 import { controllableTool, Throws } from '../fixtures/tools.js';
 

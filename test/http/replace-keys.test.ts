@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '../../src/core/keyring.js';
+import type { KeySpec } from '#src/core/keyring.js';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { formatTools } from '../../src/core/formats.js';
-import { Echo } from '../../src/tools/echo.js';
+import { formatTools } from '#src/core/formats.js';
+import { Echo } from '#src/tools/echo.js';
 import { controllableTool, Nested, NoArgs } from '../fixtures/tools.js';
 import { appWith } from '../support/app.js';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
 import { capturedLog } from '../support/log-capture.js';
-import { Echo } from '../../src/tools/echo.js';
+import { Echo } from '#src/tools/echo.js';
 
 test('request.log makes no child logger for a request that logs nothing, and binds the request id for one that does', async (t) => {
   const { lines, logger } = capturedLog();

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 import { controllableTool } from '../fixtures/tools.js';
 
 async function listening(tools: ReturnType<typeof controllableTool>['tool'][]) {

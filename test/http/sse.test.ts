@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import type { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyReply } from 'fastify';
-import { CallAbort } from '../../src/core/call-abort.js';
-import { EventStream, keepAliveInterval } from '../../src/http/sse.js';
+import { CallAbort } from '#src/core/call-abort.js';
+import { EventStream, keepAliveInterval } from '#src/http/sse.js';
 import { readStream, type StreamItem } from '../support/sse-client.js';
 
 /** A reply that keeps what it is sent: the stream's body, which the test reads (or does not). */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import type { AppOptions } from '../../src/http/app.js';
-import { Echo } from '../../src/tools/echo.js';
+import type { AppOptions } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 import { appWith } from '../support/app.js';
 import { capturedLog } from '../support/log-capture.js';
 

@@ -4,7 +4,7 @@ import { openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Writable } from 'node:stream';
-import { createLogger, logDestination, redactSecrets } from '../../src/infra/logger.js';
+import { createLogger, logDestination, redactSecrets } from '#src/infra/logger.js';
 import { until } from '../support/wait.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

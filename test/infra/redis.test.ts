@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { connectRedis, openCancellationChannel, RedisUnavailableError } from '../../src/infra/redis.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { connectRedis, openCancellationChannel, RedisUnavailableError } from '#src/infra/redis.js';
 import { gatedTool } from '../fixtures/gated-tool.js';
 import { capturedLog } from '../support/log-capture.js';
 import { freePort } from '../support/ports.js';

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '../../src/core/keyring.js';
+import type { KeySpec } from '#src/core/keyring.js';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
-import { loadApiKeys } from '../../src/config/api-keys.js';
-import { buildApp } from '../../src/http/app.js';
-import { keysReloader } from '../../src/main/key-reload.js';
-import { tokenCallersAsKeys } from '../../src/auth/workspaces.js';
-import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
-import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { loadApiKeys } from '#src/config/api-keys.js';
+import { buildApp } from '#src/http/app.js';
+import { keysReloader } from '#src/main/key-reload.js';
+import { tokenCallersAsKeys } from '#src/auth/workspaces.js';
+import { openKeyWorkspaces } from '#src/assembly/key-workspaces.js';
+import { Workspace } from '#src/os/fs/workspace.js';
+import { createToolset, type ToolsetConfig } from '#src/assembly/toolset.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 // Tools that read no other workspace, so keys in two workspaces need no Bash sandbox here.

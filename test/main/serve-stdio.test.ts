@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { test } from 'node:test';
-import { serveMcpStdio } from '../../src/main/serve-stdio.js';
+import { serveMcpStdio } from '#src/main/serve-stdio.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const FLOOD_PLUGIN = path.resolve(import.meta.dirname, '../fixtures/progress-plugin.ts');

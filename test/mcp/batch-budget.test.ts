@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { McpDispatcher, type DispatchContext } from '../../src/mcp/dispatcher.js';
-import { MAX_TURN_ANSWER_BYTES } from '../../src/providers/turn-runner.js';
+import { McpDispatcher, type DispatchContext } from '#src/mcp/dispatcher.js';
+import { MAX_TURN_ANSWER_BYTES } from '#src/providers/turn-runner.js';
 import { ANYONE, fakeBackend, type FakeCaller } from './fake-backend.js';
 
 const LEGACY = '2025-03-26';

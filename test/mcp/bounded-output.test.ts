@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { BoundedOutput } from '../../src/mcp/bounded-output.js';
-import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
+import { BoundedOutput } from '#src/mcp/bounded-output.js';
+import type { JsonRpcNotification } from '#src/core/json-rpc.js';
 
 const HIGH_WATER_MARK = 256;
 const line = (text: string): string => `${text}\n`;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '../../src/mcp/dispatcher.js';
-import { InFlightCalls } from '../../src/mcp/cancellable.js';
-import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
-import { encode } from '../../src/mcp/jsonrpc.js';
+import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '#src/mcp/dispatcher.js';
+import { InFlightCalls } from '#src/mcp/cancellable.js';
+import type { JsonRpcNotification } from '#src/core/json-rpc.js';
+import { encode } from '#src/mcp/jsonrpc.js';
 import { ANYONE, ECHO_ONLY, errorBody, fakeBackend, PNG, type FakeCaller } from './fake-backend.js';
 
 const MODERN = '2026-07-28';

@@ -1,7 +1,7 @@
 // A stand-in for the gateway: a few tools, a scope per caller, and refusals shaped like the
 // gateway's error bodies, so the MCP layer is tested without the core.
-import type { ToolResult } from '../../src/core/types.js';
-import type { McpBackend, McpCallOptions, McpErrorBody, McpToolSource } from '../../src/mcp/backend.js';
+import type { ToolResult } from '#src/core/types.js';
+import type { McpBackend, McpCallOptions, McpErrorBody, McpToolSource } from '#src/mcp/backend.js';
 
 export interface FakeCaller {
   label: string;

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ANYONE, Gateway } from '../../src/core/gateway.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { textResult } from '../../src/core/result.js';
-import type { ToolDef } from '../../src/core/types.js';
-import { McpDispatcher } from '../../src/mcp/dispatcher.js';
-import { gatewayBackend } from '../../src/mcp/gateway-backend.js';
-import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
+import { ANYONE, Gateway } from '#src/core/gateway.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import type { ToolDef } from '#src/core/types.js';
+import { McpDispatcher } from '#src/mcp/dispatcher.js';
+import { gatewayBackend } from '#src/mcp/gateway-backend.js';
+import type { JsonRpcNotification } from '#src/core/json-rpc.js';
 
 const Backwards: ToolDef = {
   name: 'Backwards',

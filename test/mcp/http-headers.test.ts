@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkStandardHeaders, decodeHeaderValue } from '../../src/mcp/http-headers.js';
+import { checkStandardHeaders, decodeHeaderValue } from '#src/mcp/http-headers.js';
 
 const MODERN = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it, type TestContext } from 'node:test';
-import { CallAbort } from '../../src/core/call-abort.js';
-import { BoundedOutput } from '../../src/mcp/bounded-output.js';
-import { InFlightCalls } from '../../src/mcp/cancellable.js';
-import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '../../src/mcp/dispatcher.js';
-import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
-import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, SubscriptionHub } from '../../src/mcp/subscriptions.js';
+import { CallAbort } from '#src/core/call-abort.js';
+import { BoundedOutput } from '#src/mcp/bounded-output.js';
+import { InFlightCalls } from '#src/mcp/cancellable.js';
+import { McpDispatcher, type DispatchContext, type DispatchOutcome } from '#src/mcp/dispatcher.js';
+import type { JsonRpcNotification } from '#src/core/json-rpc.js';
+import { coalesced, DEFAULT_LIST_CHANGED_INTERVAL_MS, SubscriptionHub } from '#src/mcp/subscriptions.js';
 import { until } from '../support/wait.js';
 import { ANYONE, fakeBackend, type FakeCaller } from './fake-backend.js';
 

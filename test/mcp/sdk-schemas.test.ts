@@ -14,8 +14,8 @@ import {
   ProgressNotificationSchema,
 } from '@modelcontextprotocol/core';
 import { CallToolResultSchema as V1CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { McpDispatcher } from '../../src/mcp/dispatcher.js';
-import type { JsonRpcNotification } from '../../src/core/json-rpc.js';
+import { McpDispatcher } from '#src/mcp/dispatcher.js';
+import type { JsonRpcNotification } from '#src/core/json-rpc.js';
 import { ANYONE, fakeBackend, PNG } from './fake-backend.js';
 
 const MODERN = '2026-07-28';

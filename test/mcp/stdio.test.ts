@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { test } from 'node:test';
-import type { McpBackend } from '../../src/mcp/backend.js';
-import { McpDispatcher } from '../../src/mcp/dispatcher.js';
-import { serveStdio, type StdioOptions } from '../../src/mcp/stdio.js';
+import type { McpBackend } from '#src/mcp/backend.js';
+import { McpDispatcher } from '#src/mcp/dispatcher.js';
+import { serveStdio, type StdioOptions } from '#src/mcp/stdio.js';
 import { ANYONE, fakeBackend, type FakeCaller } from './fake-backend.js';
 
 interface Line {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CallToolResultSchema } from '@modelcontextprotocol/core';
 import { CallToolResultSchema as V1CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolResult } from '../../src/core/types.js';
-import { McpDispatcher } from '../../src/mcp/dispatcher.js';
+import type { ToolResult } from '#src/core/types.js';
+import { McpDispatcher } from '#src/mcp/dispatcher.js';
 import { ANYONE, fakeBackend, PNG } from './fake-backend.js';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it, after } from 'node:test';
-import { loadApiKeys, ApiKeysError } from '../../src/config/api-keys.js';
-import { loadDefaultPermissions, PermissionsFileError } from '../../src/permissions/load.js';
-import { ruleCatalog } from '../../src/permissions/catalog.js';
-import { defineTool } from '../../src/core/define-tool.js';
+import { loadApiKeys, ApiKeysError } from '#src/config/api-keys.js';
+import { loadDefaultPermissions, PermissionsFileError } from '#src/permissions/load.js';
+import { ruleCatalog } from '#src/permissions/catalog.js';
+import { defineTool } from '#src/core/define-tool.js';
 import { Type } from 'typebox';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 

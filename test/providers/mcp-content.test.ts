@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { normaliseResult } from '../../src/core/result.js';
-import type { ToolResult } from '../../src/core/types.js';
-import { fromMCPCallResult } from '../../src/providers/mcp-content.js';
-import { toMCPCallToolResult } from '../../src/providers/results.js';
+import { normaliseResult } from '#src/core/result.js';
+import type { ToolResult } from '#src/core/types.js';
+import { fromMCPCallResult } from '#src/providers/mcp-content.js';
+import { toMCPCallToolResult } from '#src/providers/results.js';
 import { PIXEL } from '../fixtures/tools.js';
 
 const text = (t: string) => ({ type: 'text' as const, text: t });

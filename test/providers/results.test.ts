@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolResult } from '../../src/core/types.js';
-import { buildApp } from '../../src/http/app.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ToolResult } from '#src/core/types.js';
+import { buildApp } from '#src/http/app.js';
 import {
   toAnthropicToolResult,
   toAnthropicToolResultMessage,
   toMCPCallToolResult,
   toOpenAIFunctionCallOutput,
   toOpenAIToolMessages,
-} from '../../src/providers/results.js';
-import { Echo } from '../../src/tools/echo.js';
+} from '#src/providers/results.js';
+import { Echo } from '#src/tools/echo.js';
 import { PIXEL } from '../fixtures/tools.js';
 
 const text = (t: string) => ({ type: 'text' as const, text: t });

@@ -10,9 +10,9 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import type { FunctionTool, ResponseInputItem } from 'openai/resources/responses/responses';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolResult } from '../../src/core/types.js';
-import { buildApp } from '../../src/http/app.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ToolResult } from '#src/core/types.js';
+import { buildApp } from '#src/http/app.js';
 import {
   toAnthropicToolResult,
   toAnthropicToolResultMessage,
@@ -20,8 +20,8 @@ import {
   toOpenAIFunctionCallOutputs,
   toOpenAIToolMessages,
   type OpenAIToolMessage,
-} from '../../src/providers/results.js';
-import { Echo } from '../../src/tools/echo.js';
+} from '#src/providers/results.js';
+import { Echo } from '#src/tools/echo.js';
 import { Picture, PIXEL } from '../fixtures/tools.js';
 
 const result: ToolResult = Picture.execute({}, undefined as never) as ToolResult;

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/http/app.js';
-import { runtimeFromOptions, type AppOptions } from '../../src/http/app-options.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import type { ToolDef } from '../../src/core/types.js';
+import { buildApp } from '#src/http/app.js';
+import { runtimeFromOptions, type AppOptions } from '#src/http/app-options.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ToolDef } from '#src/core/types.js';
 
 /** A registry of these tools, in this order. */
 export function registryOf(tools: readonly ToolDef[]): ToolRegistry {

@@ -8,10 +8,10 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Permissions, type PermissionRules } from '../../src/core/permissions.js';
-import { checkBashRules } from '../../src/permissions/bash/permission.js';
-import { allowMatches, denyMatches } from '../../src/permissions/bash/match.js';
-import { parseCommandPattern } from '../../src/permissions/bash/pattern.js';
+import { Permissions, type PermissionRules } from '#src/core/permissions.js';
+import { checkBashRules } from '#src/permissions/bash/permission.js';
+import { allowMatches, denyMatches } from '#src/permissions/bash/match.js';
+import { parseCommandPattern } from '#src/permissions/bash/pattern.js';
 
 const FORBIDDEN = ['id', 'rm', 'touch', 'uname', 'date', 'whoami', 'sort', 'tr', 'printenv'];
 const EDIT_DENIED = ['Edit(.env)', 'Edit(secret/**)'];

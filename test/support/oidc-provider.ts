@@ -1,4 +1,4 @@
-import type { OAuthSettings } from '../../src/auth/open.js';
+import type { OAuthSettings } from '#src/auth/open.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

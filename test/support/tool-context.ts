@@ -1,6 +1,6 @@
 import { pino } from 'pino';
-import { Permissions, type PermissionRules, type RuleCatalog } from '../../src/core/permissions.js';
-import type { ToolContext } from '../../src/core/types.js';
+import { Permissions, type PermissionRules, type RuleCatalog } from '#src/core/permissions.js';
+import type { ToolContext } from '#src/core/types.js';
 
 /** What a tool context may carry besides its signal and request id. */
 export interface ToolContextOptions {

@@ -1,4 +1,4 @@
-import { ToolRegistry } from '../../src/core/registry.js';
+import { ToolRegistry } from '#src/core/registry.js';
 
 /** A registry that counts the listeners on it: one is there while a client's stream or subscription is open. */
 export class WatchedRegistry extends ToolRegistry {

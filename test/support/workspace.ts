@@ -1,7 +1,7 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Workspace } from '../../src/os/fs/workspace.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 
 /** A test, or anything that runs cleanups when it ends (`{ after }` from node:test for a whole file). */
 export type Cleanup = { after(fn: () => Promise<void> | void): void };

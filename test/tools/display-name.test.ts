@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { displayName } from '../../src/tools/display-name.js';
+import { displayName } from '#src/tools/display-name.js';
 
 test('displayName leaves ordinary names as they are, non-ASCII letters and emoji included', () => {
   for (const name of ['a.ts', 'src/app.ts', 'with space.txt', 'naïve/日本語.md', 'emoji-😀.png', 'quote"inside', '-dash', 'a:1:b']) {

@@ -7,12 +7,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import type { ToolDef, ToolResult } from '../../src/core/types.js';
-import { createEditTool } from '../../src/tools/edit.js';
-import { createReadTool } from '../../src/tools/read.js';
-import { contentVersion } from '../../src/os/fs/regular-file.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
-import { createWriteTool } from '../../src/tools/write.js';
+import type { ToolDef, ToolResult } from '#src/core/types.js';
+import { createEditTool } from '#src/tools/edit.js';
+import { createReadTool } from '#src/tools/read.js';
+import { contentVersion } from '#src/os/fs/regular-file.js';
+import { Workspace } from '#src/os/fs/workspace.js';
+import { createWriteTool } from '#src/tools/write.js';
 import { toolContext } from '../support/tool-context.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

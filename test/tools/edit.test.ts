@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, readdir, readFile, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolDef, ToolResult } from '../../src/core/types.js';
-import { createEditTool } from '../../src/tools/edit.js';
-import { contentVersion } from '../../src/os/fs/regular-file.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
+import { compileInputSchema } from '#src/core/validator.js';
+import type { ToolDef, ToolResult } from '#src/core/types.js';
+import { createEditTool } from '#src/tools/edit.js';
+import { contentVersion } from '#src/os/fs/regular-file.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

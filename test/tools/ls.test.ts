@@ -3,11 +3,11 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { compileInputSchema, compileOutputSchema } from '../../src/core/validator.js';
-import type { ObjectSchema, ToolDef, ToolResult } from '../../src/core/types.js';
-import { PATTERN_LIMITS } from '../../src/tools/glob/limits.js';
-import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '../../src/tools/ls.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
+import { compileInputSchema, compileOutputSchema } from '#src/core/validator.js';
+import type { ObjectSchema, ToolDef, ToolResult } from '#src/core/types.js';
+import { PATTERN_LIMITS } from '#src/tools/glob/limits.js';
+import { createLsTool, LsOutputSchema, MAX_RESOLVED_LINKS, type LsOutput } from '#src/tools/ls.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

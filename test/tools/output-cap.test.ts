@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { capText, MAX_OUTPUT_CHARS, OutputCapture } from '../../src/tools/output-cap.js';
+import { capText, MAX_OUTPUT_CHARS, OutputCapture } from '#src/tools/output-cap.js';
 
 const BROKEN = /\uFFFD|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

@@ -4,10 +4,10 @@ import { link, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
-import type { ToolDef, ToolResult } from '../../src/core/types.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
-import { MAX_MEASURED_DEPTH, workspaceUsage } from '../../src/os/fs/workspace-usage.js';
-import { builtinTools } from '../../src/tools/index.js';
+import type { ToolDef, ToolResult } from '#src/core/types.js';
+import { Workspace } from '#src/os/fs/workspace.js';
+import { MAX_MEASURED_DEPTH, workspaceUsage } from '#src/os/fs/workspace-usage.js';
+import { builtinTools } from '#src/tools/index.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 // The workspace quota against what an attacker writes to get round it without Bash: new names

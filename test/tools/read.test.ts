@@ -3,11 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { compileInputSchema } from '../../src/core/validator.js';
-import type { ToolDef, ToolResult } from '../../src/core/types.js';
-import { createReadTool } from '../../src/tools/read.js';
-import { contentVersion } from '../../src/os/fs/regular-file.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
+import { compileInputSchema } from '#src/core/validator.js';
+import type { ToolDef, ToolResult } from '#src/core/types.js';
+import { createReadTool } from '#src/tools/read.js';
+import { contentVersion } from '#src/os/fs/regular-file.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { toolContext } from '../support/tool-context.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

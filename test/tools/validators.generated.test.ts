@@ -4,10 +4,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import { precompiledValidatorsSource } from '../../scripts/precompiled-validators.js';
-import { PRECOMPILED_VALIDATORS } from '../../src/tools/validators.generated.js';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { createAjv } from '../../src/core/validator.js';
-import { builtinTools } from '../../src/tools/index.js';
+import { PRECOMPILED_VALIDATORS } from '#src/tools/validators.generated.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { createAjv } from '#src/core/validator.js';
+import { builtinTools } from '#src/tools/index.js';
 import { withTemporaryDirectory } from '../support/workspace.js';
 
 const COMMITTED = path.resolve(import.meta.dirname, '../../src/tools/validators.generated.ts');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ProtocolError } from '@modelcontextprotocol/client';
-import { AnswerLedger } from '../../src/upstreams/answer-ledger.js';
+import { AnswerLedger } from '#src/upstreams/answer-ledger.js';
 
 const MiB = 1024 * 1024;
 const request = (id: number | string, method: string, params?: Record<string, unknown>) => ({

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ByteBudget } from '../../src/upstreams/byte-budget.js';
+import { ByteBudget } from '#src/upstreams/byte-budget.js';
 
 describe('ByteBudget', () => {
   it('lets readers hold bytes up to the limit; past it a reader waits until others free enough', async () => {

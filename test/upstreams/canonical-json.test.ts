@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { canonicalJson, digestOf, nestedDeeperThan, withSortedKeys } from '../../src/upstreams/canonical-json.js';
+import { canonicalJson, digestOf, nestedDeeperThan, withSortedKeys } from '#src/upstreams/canonical-json.js';
 
 /** The same JSON value with every object's keys in reverse order. */
 function reversed(value: unknown): unknown {

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { loadUpstreams, parseUpstreams, secretValues, UpstreamConfigError, type UpstreamSpec } from '../../src/upstreams/config.js';
+import { loadUpstreams, parseUpstreams, secretValues, UpstreamConfigError, type UpstreamSpec } from '#src/upstreams/config.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
 const TOKEN = 'ghp_secret_token_0123456789';

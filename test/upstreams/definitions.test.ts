@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { canonicalJson, digestOf } from '../../src/upstreams/canonical-json.js';
-import { checkDefinitions, DEFINITION_LIMITS, printable, type DefinitionRefusal } from '../../src/upstreams/definitions.js';
+import { canonicalJson, digestOf } from '#src/upstreams/canonical-json.js';
+import { checkDefinitions, DEFINITION_LIMITS, printable, type DefinitionRefusal } from '#src/upstreams/definitions.js';
 
 const GH = { name: 'github', prefix: 'gh', separator: '__', tools: undefined };
 const OBJECT = { type: 'object', properties: { q: { type: 'string' } } };

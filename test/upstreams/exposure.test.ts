@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertSafeExposure } from '../../src/config/exposure.js';
-import { textResult } from '../../src/core/result.js';
-import type { ToolDef } from '../../src/core/types.js';
-import { parseUpstreams } from '../../src/upstreams/config.js';
-import { upstreamExposure } from '../../src/upstreams/exposure.js';
+import { assertSafeExposure } from '#src/config/exposure.js';
+import { textResult } from '#src/core/result.js';
+import type { ToolDef } from '#src/core/types.js';
+import { parseUpstreams } from '#src/upstreams/config.js';
+import { upstreamExposure } from '#src/upstreams/exposure.js';
 
 const Reader: ToolDef = {
   name: 'Reader',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NotJsonRpcError, parseMessage } from '../../src/upstreams/json-rpc.js';
+import { NotJsonRpcError, parseMessage } from '#src/upstreams/json-rpc.js';
 
 describe('parseMessage', () => {
   it('takes the four kinds of JSON-RPC message MCP sends', () => {

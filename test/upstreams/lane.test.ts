@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ListingLane } from '../../src/upstreams/lane.js';
+import { ListingLane } from '#src/upstreams/lane.js';
 
 /** A lane whose applications the test ends one by one (`finish`), recording what it applied and what failed. */
 function lane(fail?: string) {

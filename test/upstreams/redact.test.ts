@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { copyStructuredContent } from '../../src/core/result.js';
-import type { ContentBlock, ToolResult } from '../../src/core/types.js';
-import { NO_SECRETS, redactor, redactProgress, redactResult } from '../../src/upstreams/redact.js';
+import { copyStructuredContent } from '#src/core/result.js';
+import type { ContentBlock, ToolResult } from '#src/core/types.js';
+import { NO_SECRETS, redactor, redactProgress, redactResult } from '#src/upstreams/redact.js';
 
 const TOKEN = 'tok-0123456789abcdef';
 const redact = redactor([TOKEN]);

@@ -3,11 +3,11 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { ToolRegistry } from '../../src/core/registry.js';
-import { buildApp } from '../../src/http/app.js';
-import { parseUpstreams } from '../../src/upstreams/config.js';
-import { openUpstreams } from '../../src/upstreams/open.js';
-import type { UpstreamSource } from '../../src/upstreams/source.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { parseUpstreams } from '#src/upstreams/config.js';
+import { openUpstreams } from '#src/upstreams/open.js';
+import type { UpstreamSource } from '#src/upstreams/source.js';
 import { capturedLog } from '../support/log-capture.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 

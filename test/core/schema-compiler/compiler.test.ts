@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { textResult } from '../../../src/core/result.js';
-import { SchemaCompiler } from '../../../src/core/schema-compiler/compiler.js';
-import type { ObjectSchema, ToolDef } from '../../../src/core/types.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import { SchemaCompiler } from '#src/core/schema-compiler/compiler.js';
+import type { ObjectSchema, ToolDef } from '#src/core/types.js';
 
 // How a source's listings take their turns in the schema compiler's thread, and what the event loop
 // pays meanwhile. What the compiled validators do is parity.test.ts's.

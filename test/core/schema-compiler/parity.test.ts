@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { textResult } from '../../../src/core/result.js';
-import { SchemaCompiler } from '../../../src/core/schema-compiler/compiler.js';
-import { MAX_VALUES_FULLY_CHECKED } from '../../../src/core/validator.js';
-import type { ObjectSchema, ToolDef } from '../../../src/core/types.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { textResult } from '#src/core/result.js';
+import { SchemaCompiler } from '#src/core/schema-compiler/compiler.js';
+import { MAX_VALUES_FULLY_CHECKED } from '#src/core/validator.js';
+import type { ObjectSchema, ToolDef } from '#src/core/types.js';
 
 // replaceSourceAsync (schemas compiled in a worker thread, loaded as standalone code) against
 // replaceSource (compiled on the event loop), on the same listings: the same tools in the same

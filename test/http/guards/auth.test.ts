@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '../../../src/core/keyring.js';
+import type { KeySpec } from '#src/core/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { formatTools } from '../../../src/core/formats.js';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp } from '../../../src/http/app.js';
-import { createLogger } from '../../../src/infra/logger.js';
-import { Echo } from '../../../src/tools/echo.js';
+import { formatTools } from '#src/core/formats.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { createLogger } from '#src/infra/logger.js';
+import { Echo } from '#src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
 import { appWith } from '../../support/app.js';
-import { errorBody } from '../../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 const FULL_KEY = 'full-access-secret-0123456789';
 const OTHER_KEY = 'second-full-secret-0123456789';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Echo } from '../../../src/tools/echo.js';
+import { Echo } from '#src/tools/echo.js';
 import { appWith } from '../../support/app.js';
-import { errorBody } from '../../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 const WEBUI = 'https://webui.example.com';
 const ELSEWHERE = 'https://elsewhere.example';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LoadMonitor, type LoadThresholds } from '../../../src/http/guards/load-monitor.js';
+import { LoadMonitor, type LoadThresholds } from '#src/http/guards/load-monitor.js';
 import { capturedLog } from '../../support/log-capture.js';
 import { until } from '../../support/wait.js';
 

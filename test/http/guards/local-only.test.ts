@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { isLocalHostHeader, isLocalOrigin } from '../../../src/http/guards/local-only.js';
-import { Echo } from '../../../src/tools/echo.js';
+import { isLocalHostHeader, isLocalOrigin } from '#src/http/guards/local-only.js';
+import { Echo } from '#src/tools/echo.js';
 import { NoArgs } from '../../fixtures/tools.js';
 import { appWith } from '../../support/app.js';
 

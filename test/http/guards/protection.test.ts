@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { Echo } from '../../../src/tools/echo.js';
+import { Echo } from '#src/tools/echo.js';
 import { gatedTool } from '../../fixtures/gated-tool.js';
 import { until } from '../../support/wait.js';
 import { appWith } from '../../support/app.js';
-import { errorBody } from '../../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 /**
  * Stands in for the authentication hook: an app-level onRequest hook that sets `request.apiKey`

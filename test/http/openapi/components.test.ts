@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Type } from 'typebox';
-import { namedSchemas } from '../../../src/http/openapi/components.js';
+import { namedSchemas } from '#src/http/openapi/components.js';
 
 const Text = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { $id: 'Text' });
 const Image = Type.Object({ type: Type.Literal('image'), data: Type.String() }, { $id: 'Image' });

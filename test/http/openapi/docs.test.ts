@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp } from '../../../src/http/app.js';
-import { Echo } from '../../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { Echo } from '#src/tools/echo.js';
 
 async function app(t: { after(fn: () => Promise<unknown>): void }) {
   const built = await buildApp({ registry: new ToolRegistry().register(Echo) });

@@ -7,11 +7,11 @@ import { promisify } from 'node:util';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { buildApp } from '../../../src/http/app.js';
-import { toolsDocument, type OpenAPIDocument } from '../../../src/http/openapi/tools-document.js';
-import { createToolset } from '../../../src/assembly/toolset.js';
-import { Echo } from '../../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { buildApp } from '#src/http/app.js';
+import { toolsDocument, type OpenAPIDocument } from '#src/http/openapi/tools-document.js';
+import { createToolset } from '#src/assembly/toolset.js';
+import { Echo } from '#src/tools/echo.js';
 import { Files } from '../../fixtures/plugins/structured-tools.js';
 import { withTemporaryDirectory } from '../../support/workspace.js';
 

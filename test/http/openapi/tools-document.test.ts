@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '../../../src/core/keyring.js';
+import type { KeySpec } from '#src/core/keyring.js';
 import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { Echo } from '../../../src/tools/echo.js';
+import { Echo } from '#src/tools/echo.js';
 import { Nested, NoArgs } from '../../fixtures/tools.js';
 import { appWith } from '../../support/app.js';
 

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import type { ToolDef } from '../../../src/core/types.js';
-import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '../../../src/providers/turn-runner.js';
-import { Echo } from '../../../src/tools/echo.js';
+import type { ToolDef } from '#src/core/types.js';
+import { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY } from '#src/providers/turn-runner.js';
+import { Echo } from '#src/tools/echo.js';
 import { capturedLog } from '../../support/log-capture.js';
 import { allItems, postForEvents } from '../../support/sse-client.js';
 import { controllableTool, Nested, Picture, PIXEL, Throws } from '../../fixtures/tools.js';
 import { appWith } from '../../support/app.js';
-import { errorBody } from '../../../src/core/errors.js';
+import { errorBody } from '#src/core/errors.js';
 
 type App = Awaited<ReturnType<typeof appWith>>;
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import { Echo } from '../../../src/tools/echo.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import { Echo } from '#src/tools/echo.js';
 import { generatedTool } from '../../fixtures/generated-tools.js';
 import { appWith } from '../../support/app.js';
 

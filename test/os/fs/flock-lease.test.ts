@@ -4,10 +4,10 @@ import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import type { ToolDef } from '../../../src/core/types.js';
-import { Workspace } from '../../../src/os/fs/workspace.js';
-import { createEditTool } from '../../../src/tools/edit.js';
-import { createWriteTool } from '../../../src/tools/write.js';
+import type { ToolDef } from '#src/core/types.js';
+import { Workspace } from '#src/os/fs/workspace.js';
+import { createEditTool } from '#src/tools/edit.js';
+import { createWriteTool } from '#src/tools/write.js';
 import { toolContext } from '../../support/tool-context.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

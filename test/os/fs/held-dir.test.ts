@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdir, open, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { CHECKPOINT_LEVELS, HeldTree, listHeld, MAX_HELD_DIRECTORIES } from '../../../src/os/fs/held-dir.js';
+import { CHECKPOINT_LEVELS, HeldTree, listHeld, MAX_HELD_DIRECTORIES } from '#src/os/fs/held-dir.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 const base = await temporaryDirectory({ after }, 'toolport-held-dir-');

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { walkHeld } from '../../../src/os/fs/walk.js';
-import type { Workspace } from '../../../src/os/fs/workspace.js';
+import { walkHeld } from '#src/os/fs/walk.js';
+import type { Workspace } from '#src/os/fs/workspace.js';
 import { temporaryWorkspace } from '../../support/workspace.js';
 
 // The descriptors open on the test workspaces only: the process (the loader, the test runner) opens and closes others of its own at any time.

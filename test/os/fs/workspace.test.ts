@@ -3,10 +3,10 @@ import { lstat, mkdir, realpath, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { ToolResult } from '../../../src/core/types.js';
-import { createReadTool } from '../../../src/tools/read.js';
-import { Workspace, WorkspaceError } from '../../../src/os/fs/workspace.js';
-import { createWriteTool } from '../../../src/tools/write.js';
+import type { ToolResult } from '#src/core/types.js';
+import { createReadTool } from '#src/tools/read.js';
+import { Workspace, WorkspaceError } from '#src/os/fs/workspace.js';
+import { createWriteTool } from '#src/tools/write.js';
 import { toolContext } from '../../support/tool-context.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { commandEnv, processGroupRunning, runProcess, type RunOptions } from '../../../src/os/proc/process.js';
+import { commandEnv, processGroupRunning, runProcess, type RunOptions } from '#src/os/proc/process.js';
 import { processesWith, trackedMarker, waitFor } from '../../support/processes.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { confineFields, FS, FS_ALL, FS_FILE, FS_READ_EXEC, grantExcept, NET_TCP, SCOPE_ALL } from '../../../src/os/sandbox/landlock.js';
+import { confineFields, FS, FS_ALL, FS_FILE, FS_READ_EXEC, grantExcept, NET_TCP, SCOPE_ALL } from '#src/os/sandbox/landlock.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 test('grantExcept grants a root that holds no hidden path with one rule', async (t) => {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { PrivateDirectories } from '../../../src/os/sandbox/private-dirs.js';
+import { PrivateDirectories } from '#src/os/sandbox/private-dirs.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 test('each call gets a directory of its own, mode 0700, removed with what it left, even a directory without its write bit', async (t) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { seccompFilter, seccompSupported } from '../../../src/os/sandbox/seccomp.js';
+import { seccompFilter, seccompSupported } from '#src/os/sandbox/seccomp.js';
 
 /** The filter's instructions: [code, jt, jf, k]. */
 function instructions(filter: Buffer): Array<[number, number, number, number]> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SparePool, type Spare } from '../../../src/os/sandbox/spare-pool.js';
+import { SparePool, type Spare } from '#src/os/sandbox/spare-pool.js';
 
 /** A spare the test starts and ends by hand: `finish` resolves its start, `end` ends it as if it died. */
 class FakeSpare implements Spare {

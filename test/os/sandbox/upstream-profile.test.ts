@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { FS_ALL, FS_FILE, FS_READ_EXEC, NET_TCP } from '../../../src/os/sandbox/landlock.js';
-import { UpstreamProfile } from '../../../src/os/sandbox/upstream-profile.js';
+import { FS_ALL, FS_FILE, FS_READ_EXEC, NET_TCP } from '#src/os/sandbox/landlock.js';
+import { UpstreamProfile } from '#src/os/sandbox/upstream-profile.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 /** The `path ACCESS PATH` fields as [path, access], and the ruleset's line. */

@@ -3,11 +3,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { createToolset } from '../../../src/assembly/toolset.js';
-import { serverPermissions } from '../../../src/permissions/catalog.js';
-import type { KeySpec } from '../../../src/core/keyring.js';
-import { buildApp } from '../../../src/http/app.js';
-import { Workspace } from '../../../src/os/fs/workspace.js';
+import { createToolset } from '#src/assembly/toolset.js';
+import { serverPermissions } from '#src/permissions/catalog.js';
+import type { KeySpec } from '#src/core/keyring.js';
+import { buildApp } from '#src/http/app.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { capturedLog } from '../../support/log-capture.js';
 import { Cleanups, temporaryDirectory } from '../../support/workspace.js';
 

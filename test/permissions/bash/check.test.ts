@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkCommandLine, MAX_COMMANDS, MAX_LINE_BYTES, MAX_NESTING, parseCommandPattern } from '../../../src/permissions/bash/check.js';
+import { checkCommandLine, MAX_COMMANDS, MAX_LINE_BYTES, MAX_NESTING, parseCommandPattern } from '#src/permissions/bash/check.js';
 
 const RULES = {
   allow: ['npm run test:*', 'git status', 'git diff:*', 'echo:*', 'ls:*', 'cat:*', 'grep:*', 'cd:*', 'true'].map(parseCommandPattern),

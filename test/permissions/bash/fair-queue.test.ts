@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkCommandLine, MAX_LINE_BYTES, parseCommandPattern } from '../../../src/permissions/bash/check.js';
-import { FairQueue } from '../../../src/permissions/bash/fair-queue.js';
+import { checkCommandLine, MAX_LINE_BYTES, parseCommandPattern } from '#src/permissions/bash/check.js';
+import { FairQueue } from '#src/permissions/bash/fair-queue.js';
 
 const RULES = { allow: ['git status:*', 'echo:*'].map(parseCommandPattern), deny: [parseCommandPattern('rm:*')] };
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Permissions, type PermissionRules } from '../../../src/core/permissions.js';
-import { checkBashRules } from '../../../src/permissions/bash/permission.js';
-import { parseCommandPattern } from '../../../src/permissions/bash/pattern.js';
+import { Permissions, type PermissionRules } from '#src/core/permissions.js';
+import { checkBashRules } from '#src/permissions/bash/permission.js';
+import { parseCommandPattern } from '#src/permissions/bash/pattern.js';
 
 const catalog = {
   knows: () => true,

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { PermissionDenied } from '../../../src/core/permissions.js';
-import { checkLinkCount, checkPathRules } from '../../../src/tools/files/rules.js';
+import { PermissionDenied } from '#src/core/permissions.js';
+import { checkLinkCount, checkPathRules } from '#src/tools/files/rules.js';
 import { rules } from '../../support/tool-context.js';
-import type { Location } from '../../../src/os/fs/workspace.js';
+import type { Location } from '#src/os/fs/workspace.js';
 import { temporaryWorkspace } from '../../support/workspace.js';
 
 const ws = await temporaryWorkspace({ after });

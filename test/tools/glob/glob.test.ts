@@ -3,11 +3,11 @@ import { readdirSync } from 'node:fs';
 import { mkdir, open, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { compileInputSchema } from '../../../src/core/validator.js';
-import type { ToolDef, ToolResult } from '../../../src/core/types.js';
-import { createGlobTool, type SearchWork } from '../../../src/tools/glob/glob.js';
-import { PATTERN_LIMITS } from '../../../src/tools/glob/limits.js';
-import { Workspace } from '../../../src/os/fs/workspace.js';
+import { compileInputSchema } from '#src/core/validator.js';
+import type { ToolDef, ToolResult } from '#src/core/types.js';
+import { createGlobTool, type SearchWork } from '#src/tools/glob/glob.js';
+import { PATTERN_LIMITS } from '#src/tools/glob/limits.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { toolContext } from '../../support/tool-context.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -4,12 +4,12 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, after, test } from 'node:test';
 import { pino } from 'pino';
-import { ToolExecutor } from '../../../src/core/executor.js';
-import { ToolRegistry } from '../../../src/core/registry.js';
-import type { ToolDef } from '../../../src/core/types.js';
-import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '../../../src/tools/grep/grep.js';
-import { rgRunner, type GrepConfinement } from '../../../src/os/sandbox/rg-confined.js';
-import { Workspace } from '../../../src/os/fs/workspace.js';
+import { ToolExecutor } from '#src/core/executor.js';
+import { ToolRegistry } from '#src/core/registry.js';
+import type { ToolDef } from '#src/core/types.js';
+import { createGrepTool, DEFAULT_HEAD_LIMIT, MAX_HEAD_LIMIT } from '#src/tools/grep/grep.js';
+import { rgRunner, type GrepConfinement } from '#src/os/sandbox/rg-confined.js';
+import { Workspace } from '#src/os/fs/workspace.js';
 import { requireOrSkip } from '../../support/require.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RgRecords, type RgRecordsOptions } from '../../../src/tools/grep/records.js';
+import { RgRecords, type RgRecordsOptions } from '#src/tools/grep/records.js';
 
 /** The lines RgRecords makes of `output`, fed in pieces of `size` bytes. */
 function read(output: Buffer, options: Partial<RgRecordsOptions>, size = output.length): string[] {

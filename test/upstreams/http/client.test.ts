@@ -3,9 +3,9 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import { describe, it } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { Agent } from 'undici';
-import { StreamableHttpTransport, type StreamableHttpOptions } from '../../../src/upstreams/http/client.js';
-import { UpstreamContentError, UpstreamHttpError, UpstreamStreamEndedError } from '../../../src/upstreams/http/errors.js';
-import { describeHttpFailure, isConnectionFailure } from '../../../src/upstreams/http/transport.js';
+import { StreamableHttpTransport, type StreamableHttpOptions } from '#src/upstreams/http/client.js';
+import { UpstreamContentError, UpstreamHttpError, UpstreamStreamEndedError } from '#src/upstreams/http/errors.js';
+import { describeHttpFailure, isConnectionFailure } from '#src/upstreams/http/transport.js';
 import { freePort } from '../../support/ports.js';
 import { until } from '../../support/wait.js';
 import type { Cleanup } from '../../support/workspace.js';

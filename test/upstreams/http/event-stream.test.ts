@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventStreamParser, type ServerSentEvent } from '../../../src/upstreams/http/event-stream.js';
-import { MessageTooLargeError } from '../../../src/upstreams/stdio/line-splitter.js';
+import { EventStreamParser, type ServerSentEvent } from '#src/upstreams/http/event-stream.js';
+import { MessageTooLargeError } from '#src/upstreams/stdio/line-splitter.js';
 
 /** The events `text` holds, fed in chunks of `size` bytes. */
 function parse(text: string | Buffer, size = Infinity, maxBytes = 1024): { events: ServerSentEvent[]; parser: EventStreamParser } {

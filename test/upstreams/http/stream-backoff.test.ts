@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RECONNECT_TIMING, StreamBackoff } from '../../../src/upstreams/http/stream-backoff.js';
+import { RECONNECT_TIMING, StreamBackoff } from '#src/upstreams/http/stream-backoff.js';
 
 describe('StreamBackoff', () => {
   it('waits at least 0.5 s whatever retry asks, doubling for each stream in a row that ends within 30 s, up to a minute, and gives up after 9', () => {

@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { digestOf } from '../../../src/upstreams/canonical-json.js';
-import { checkDefinitions, type UpstreamToolDefinition } from '../../../src/upstreams/definitions.js';
-import { admitted, diffLock, formatLock, lockOf, LockFileError, parseLock, readLock, writeLock, type LockFile } from '../../../src/upstreams/lock/lock.js';
+import { digestOf } from '#src/upstreams/canonical-json.js';
+import { checkDefinitions, type UpstreamToolDefinition } from '#src/upstreams/definitions.js';
+import { admitted, diffLock, formatLock, lockOf, LockFileError, parseLock, readLock, writeLock, type LockFile } from '#src/upstreams/lock/lock.js';
 import { temporaryDirectory } from '../../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');

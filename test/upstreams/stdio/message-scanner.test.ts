@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { MessageScanner } from '../../../src/upstreams/stdio/message-scanner.js';
+import { MessageScanner } from '#src/upstreams/stdio/message-scanner.js';
 
 /** What the scanner learns of `text` fed in pieces cut at `cuts` (byte offsets). */
 function scan(text: string | Buffer, cuts: number[] = []): { kind: string | undefined; id: unknown; settled: boolean; notObject: boolean } {

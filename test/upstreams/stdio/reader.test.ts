@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
-import { AnswerLedger } from '../../../src/upstreams/answer-ledger.js';
-import { StdioMessageReader } from '../../../src/upstreams/stdio/reader.js';
+import { AnswerLedger } from '#src/upstreams/answer-ledger.js';
+import { StdioMessageReader } from '#src/upstreams/stdio/reader.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { openResourceServer } from '../../src/auth/open.js';
-import type { KeySpec } from '../../src/core/keyring.js';
-import { Echo } from '../../src/tools/echo.js';
-import { startTestIssuer, type TestIssuer } from '../support/oidc-provider.js';
-import { appWith } from '../support/app.js';
+import { openResourceServer } from '#src/auth/open.js';
+import type { KeySpec } from '#src/core/keyring.js';
+import { Echo } from '#src/tools/echo.js';
+import { startTestIssuer, type TestIssuer } from '../../support/oidc-provider.js';
+import { appWith } from '../../support/app.js';
 
 const PUBLIC_URL = 'https://tools.example.com';
 const KEY: KeySpec = { label: 'ci', key: 'static-key-0123456789abcdef' };

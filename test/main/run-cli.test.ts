@@ -4,9 +4,9 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../../src/config/config.js';
-import { Echo } from '../../src/tools/index.js';
-import { createToolset } from '../../src/assembly/toolset.js';
+import { loadConfig } from '#src/config/config.js';
+import { Echo } from '#src/tools/index.js';
+import { createToolset } from '#src/assembly/toolset.js';
 import { kill, startServer } from '../support/server-process.js';
 import { temporaryDirectory } from '../support/workspace.js';
 

@@ -3,12 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, after, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { loadApiKeys } from '../../src/config/api-keys.js';
-import { buildApp } from '../../src/http/app.js';
-import { openKeyWorkspaces } from '../../src/assembly/key-workspaces.js';
-import { sandboxUnavailableReason } from '../../src/os/sandbox/bubblewrap.js';
-import { Workspace } from '../../src/os/fs/workspace.js';
-import { createToolset, type ToolsetConfig } from '../../src/assembly/toolset.js';
+import { loadApiKeys } from '#src/config/api-keys.js';
+import { buildApp } from '#src/http/app.js';
+import { openKeyWorkspaces } from '#src/assembly/key-workspaces.js';
+import { sandboxUnavailableReason } from '#src/os/sandbox/bubblewrap.js';
+import { Workspace } from '#src/os/fs/workspace.js';
+import { createToolset, type ToolsetConfig } from '#src/assembly/toolset.js';
 import { requireOrSkip } from '../support/require.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
