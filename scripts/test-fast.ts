@@ -15,7 +15,7 @@ const LEFT_OUT_FOLDERS = ['test/e2e/', 'test/deploy/'];
 export const SLOW_TESTS = [
   'test/assembly/key-workspaces.test.ts',
   'test/core/executor.test.ts',
-  'test/core/keyring.test.ts',
+  'test/auth/keyring.test.ts',
   'test/core/registry-sources.test.ts',
   'test/core/registry.test.ts',
   'test/core/schema-compiler/compiler.test.ts',

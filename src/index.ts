@@ -30,7 +30,8 @@ export {
   type GatewayObserver,
   type GatewayOptions,
 } from './core/gateway.js';
-export { Keyring, type KeyIdentity, type KeySpec, type ToolScope } from './core/keyring.js';
+export { Keyring, type KeyIdentity, type KeySpec } from './auth/keyring.js';
+export type { Principal, ToolScope } from './core/principal.js';
 export {
   ToolportError,
   ToolRegistrationError,

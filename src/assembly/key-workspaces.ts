@@ -1,5 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
-import { toolScope, type KeySpec } from '../core/keyring.js';
+import { type KeySpec } from '../auth/keyring.js';
+import { toolScope } from '../core/principal.js';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ApiKeysError } from '../config/api-keys.js';

@@ -1,4 +1,4 @@
-import type { IdentityMapper, TokenIdentity } from './identity.js';
+import type { IdentityMapper, TokenPrincipal } from './identity.js';
 import type { Introspector } from './introspection.js';
 import { IntrospectionAdmission } from './introspection-admission.js';
 import { CLOCK_SKEW_SECONDS, looksLikeJwt, MAX_TOKEN_BYTES, type JwtVerifier } from './jwt-verifier.js';
@@ -27,9 +27,9 @@ export class AccessTokens {
   readonly #mapper: IdentityMapper;
   readonly #introspector: Introspector | undefined;
   readonly #now: () => number;
-  readonly #known = new TokenCache<TokenIdentity>();
+  readonly #known = new TokenCache<TokenPrincipal>();
   readonly #refused = new TokenCache<TokenRefusal>();
-  readonly #pending = new Map<string, Promise<TokenIdentity>>();
+  readonly #pending = new Map<string, Promise<TokenPrincipal>>();
   readonly #admission: IntrospectionAdmission;
 
   constructor(options: AccessTokensOptions) {
@@ -41,7 +41,7 @@ export class AccessTokens {
   }
 
   /** The caller of a token verified before and not expired since; undefined otherwise. */
-  cached(token: string): TokenIdentity | undefined {
+  cached(token: string): TokenPrincipal | undefined {
     return this.#known.get(token, this.#now());
   }
 
@@ -52,7 +52,7 @@ export class AccessTokens {
    * (see `IntrospectionAdmission`). Undefined for a token this does not handle (not a JWT, and no
    * introspection): the adapter's keys are all that is left.
    */
-  verify(token: string, from?: string): Promise<TokenIdentity> | undefined {
+  verify(token: string, from?: string): Promise<TokenPrincipal> | undefined {
     const jwt = looksLikeJwt(token);
     if (!jwt && this.#introspector === undefined) return undefined;
     // Bounded as a JWT is, before anything is asked: the issuer is not sent whatever a client sends.
@@ -67,7 +67,7 @@ export class AccessTokens {
     return verified;
   }
 
-  async #verifyJwt(token: string): Promise<TokenIdentity> {
+  async #verifyJwt(token: string): Promise<TokenPrincipal> {
     const { claims, expiresAt } = await this.#verifier.verify(token);
     const identity = this.#mapper.identify(claims, expiresAt);
     // As long as verification would accept it again: a cached answer and a new one never differ.
@@ -75,7 +75,7 @@ export class AccessTokens {
     return identity;
   }
 
-  async #introspect(token: string): Promise<TokenIdentity> {
+  async #introspect(token: string): Promise<TokenPrincipal> {
     try {
       const { claims, expiresAt, reuseUntil } = await this.#introspector!.introspect(token);
       const identity = this.#mapper.identify(claims, expiresAt);

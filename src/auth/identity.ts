@@ -1,4 +1,4 @@
-import { toolScope, type KeyIdentity, type ServerPermissions, type ToolScope } from '../core/keyring.js';
+import { toolScope, type Principal, type ServerPermissions, type ToolScope } from '../core/principal.js';
 import { PermissionRuleError, Permissions, type PermissionRules } from '../core/permissions.js';
 import { checkMappingIssuers, EMPTY_MAPPING, mappingRules, mappingSections, type GrantRule, type MappingSection, type OAuthMapping } from './mapping.js';
 import { TokenRefusal } from './token-refusal.js';
@@ -6,8 +6,8 @@ import { TokenRefusal } from './token-refusal.js';
 /** The scope prefix that names tools: `tools:*` (every tool), `tools:Read`, `tools:github__*`. */
 export const TOOL_SCOPE_PREFIX = 'tools:';
 
-/** A caller known by an access token: a `KeyIdentity` (what audit lines, rate limits and scopes use) and where it came from. */
-export interface TokenIdentity extends KeyIdentity {
+/** A caller known by an access token: a `Principal` (what audit lines, rate limits and scopes use) and where it came from. */
+export interface TokenPrincipal extends Principal {
   /** `sub`, or the client's id for a token without one. */
   readonly subject: string;
   /** `client_id` or `azp`: the application the token was issued to. */
@@ -17,8 +17,11 @@ export interface TokenIdentity extends KeyIdentity {
   readonly expiresAt: number;
 }
 
-/** Whether a caller's identity came from an access token rather than a key. */
-export function isTokenIdentity(identity: KeyIdentity | undefined): identity is TokenIdentity {
+/** @deprecated The name of `TokenPrincipal` before every caller was a `Principal`. */
+export type TokenIdentity = TokenPrincipal;
+
+/** Whether a caller came from an access token rather than a key. */
+export function isTokenPrincipal(identity: Principal | undefined): identity is TokenPrincipal {
   return identity !== undefined && 'subject' in identity;
 }
 
@@ -111,7 +114,7 @@ export class IdentityMapper {
   }
 
   /** The caller a token's claims name; `TokenRefusal` for a token that names no subject, or a claim of the wrong type. */
-  identify(claims: Claims, expiresAt: number): TokenIdentity {
+  identify(claims: Claims, expiresAt: number): TokenPrincipal {
     const issuer = typedClaim(claims, 'iss') ?? '';
     const client = typedClaim(claims, 'client_id') ?? typedClaim(claims, 'azp');
     const subject = typedClaim(claims, 'sub') ?? client;

@@ -1,4 +1,4 @@
-import type { ServerPermissions } from '../core/keyring.js';
+import type { ServerPermissions } from '../core/principal.js';
 import { IdentityMapper } from './identity.js';
 import { Introspector } from './introspection.js';
 import { discoverIssuer, type IssuerMetadata } from './issuer-metadata.js';

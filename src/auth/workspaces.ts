@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { KeySpec } from '../core/keyring.js';
+import type { KeySpec } from './keyring.js';
 import { mappingRules, mapRules, type OAuthMapping } from './mapping.js';
 
 const LABEL = 'oauth ';

@@ -1,4 +1,5 @@
-import { isToolPattern, scopeEntryMatches, type KeySpec, type ServerPermissions } from '../core/keyring.js';
+import { type KeySpec } from '../auth/keyring.js';
+import { type ServerPermissions, isToolPattern, scopeEntryMatches } from '../core/principal.js';
 import { PermissionRuleError, Permissions } from '../core/permissions.js';
 import { PermissionRulesSchema } from '../permissions/load.js';
 import { readFile } from 'node:fs/promises';

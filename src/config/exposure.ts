@@ -1,5 +1,5 @@
 import { isLoopback } from '../infra/net.js';
-import type { KeySpec } from '../core/keyring.js';
+import type { KeySpec } from '../auth/keyring.js';
 import type { Config } from './config.js';
 import type { ToolDef } from '../core/types.js';
 

@@ -4,7 +4,7 @@ import { errorBody, ToolportError, type ErrorBody, type ErrorCode } from './erro
 import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executor.js';
 import { type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
-import { toolScope, type ServerPermissions, type ToolScope } from './keyring.js';
+import { type ServerPermissions, type ToolScope, toolScope } from '../core/principal.js';
 import { PermissionDenied, Permissions } from './permissions.js';
 import { SampledLog } from './sampled-log.js';
 import type { ToolRegistry } from './registry.js';

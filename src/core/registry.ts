@@ -1,7 +1,7 @@
 import { ToolRegistrationError } from './errors.js';
 import { isRecord } from './json.js';
 import { formatTools, type APIFormat, type APIShapes, type ListOptions } from './formats.js';
-import type { ToolScope } from './keyring.js';
+import type { ToolScope } from '../core/principal.js';
 import type { Permissions } from './permissions.js';
 import { sharedSchemaCompiler, type ListingOutcome, type SchemaCompiler } from './schema-compiler/compiler.js';
 import { outputRootRule, planListing, validatorsOf, type Slot } from './schema-compiler/listing.js';

@@ -1,5 +1,5 @@
 import type { UpstreamStates } from './routes/health.js';
-import type { KeySpec } from '../core/keyring.js';
+import type { KeySpec } from '../auth/keyring.js';
 import type { ResourceServer } from '../auth/open.js';
 import type { HttpSettings, LimitsSettings } from '../config/config.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
@@ -11,7 +11,7 @@ import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { Gateway } from '../core/gateway.js';
 import { shuttingDown } from '../core/in-flight.js';
-import type { Keyring } from '../core/keyring.js';
+import type { Keyring } from '../auth/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
 import { DEFAULT_BODY_LIMIT } from './defaults.js';
 import { installAccessControl } from './guards/auth.js';

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { ToolportError } from '../core/errors.js';
 import type { Caller } from '../core/gateway.js';
-import type { ToolScope } from '../core/keyring.js';
+import type { ToolScope } from '../core/principal.js';
 import type { Permissions } from '../core/permissions.js';
-import { isTokenIdentity } from '../auth/identity.js';
+import { isTokenPrincipal } from '../auth/identity.js';
 import { countAnotherCall } from './guards/protection.js';
 
 /**
@@ -20,28 +20,28 @@ export class RequestCaller implements Caller {
   }
 
   get label(): string | undefined {
-    return this.#request.apiKey?.label;
+    return this.#request.principal?.label;
   }
 
   get scope(): ToolScope | undefined {
-    return this.#request.apiKey?.tools;
+    return this.#request.principal?.tools;
   }
 
   get workspace(): string | undefined {
-    return this.#request.apiKey?.workspace;
+    return this.#request.principal?.workspace;
   }
 
   get credential(): 'key' | 'token' {
-    return isTokenIdentity(this.#request.apiKey) ? 'token' : 'key';
+    return isTokenPrincipal(this.#request.principal) ? 'token' : 'key';
   }
 
   get client(): string | undefined {
-    const identity = this.#request.apiKey;
-    return isTokenIdentity(identity) ? identity.client : undefined;
+    const identity = this.#request.principal;
+    return isTokenPrincipal(identity) ? identity.client : undefined;
   }
 
   get permissions(): Permissions | undefined {
-    return this.#request.apiKey?.permissions;
+    return this.#request.principal?.permissions;
   }
 
   get ip(): string {

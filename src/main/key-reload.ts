@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { KeySpec, ServerPermissions } from '../core/keyring.js';
+import type { KeySpec } from '../auth/keyring.js';
+import type { ServerPermissions } from '../core/principal.js';
 import { loadApiKeys } from '../config/api-keys.js';
 import type { Config } from '../config/config.js';
 import type { KeyWorkspaces } from '../assembly/key-workspaces.js';

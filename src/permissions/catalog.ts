@@ -1,4 +1,4 @@
-import type { ServerPermissions } from '../core/keyring.js';
+import type { ServerPermissions } from '../core/principal.js';
 import type { ToolDef } from '../core/types.js';
 import { loadDefaultPermissions } from './load.js';
 import type { RuleCatalog } from '../core/permissions.js';

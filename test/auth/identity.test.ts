@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IdentityMapper, isTokenIdentity } from '#src/auth/identity.js';
+import { IdentityMapper, isTokenPrincipal } from '#src/auth/identity.js';
 import { parseMapping } from '#src/auth/mapping.js';
 import { TokenRefusal } from '#src/auth/token-refusal.js';
 import { ruleCatalog } from '#src/permissions/catalog.js';
@@ -28,7 +28,7 @@ describe('IdentityMapper', () => {
     assert.deepEqual(tools(identity), ['Read', 'github__*']);
     assert.equal(identity.tools?.has('github__search'), true);
     assert.equal(identity.tools?.has('Write'), false);
-    assert.ok(isTokenIdentity(identity));
+    assert.ok(isTokenPrincipal(identity));
   });
 
   test('tools:* grants every tool', () => {

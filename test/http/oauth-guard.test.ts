@@ -4,7 +4,7 @@ import { createPrivateKey, sign as cryptoSign, type JsonWebKey } from 'node:cryp
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, SignJWT } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import { openResourceServer, type OAuthSettings } from '#src/auth/open.js';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { ToolRegistry } from '#src/core/registry.js';
 import { buildApp } from '#src/http/app.js';
 import { Echo } from '#src/tools/echo.js';

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { REFUSAL_CACHE_MS } from '#src/auth/access-tokens.js';
 import { INTROSPECTION_CACHE_MS } from '#src/auth/introspection.js';
 import { openResourceServer } from '#src/auth/open.js';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { ToolRegistry } from '#src/core/registry.js';
 import { buildApp } from '#src/http/app.js';
 import { Echo } from '#src/tools/echo.js';

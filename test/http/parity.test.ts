@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';

@@ -3,7 +3,7 @@ import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it, before, after } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { buildApp } from '#src/http/app.js';
 import { createToolset } from '#src/assembly/toolset.js';
 import { serverPermissions } from '#src/permissions/catalog.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';

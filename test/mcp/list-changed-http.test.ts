@@ -227,9 +227,9 @@ describe('the bounds on subscriptions over HTTP', () => {
   async function bounded(): Promise<{ url: string; app: FastifyInstance }> {
     const registry = new ToolRegistry().register(Echo);
     const app = Fastify();
-    app.decorateRequest('apiKey', undefined);
+    app.decorateRequest('principal', undefined);
     app.addHook('onRequest', (request, _reply, done) => {
-      request.apiKey = { label: String(request.headers['x-caller']) } as typeof request.apiKey;
+      request.principal = { label: String(request.headers['x-caller']) } as typeof request.principal;
       done();
     });
     const gateway = new Gateway({ registry, logger: pino({ level: 'silent' }) });

@@ -1,21 +1,24 @@
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { ToolportError } from '../../core/errors.js';
-import type { KeyIdentity, Keyring, ToolScope } from '../../core/keyring.js';
+import type { Keyring } from '../../auth/keyring.js';
+import type { Principal, ToolScope } from '../../core/principal.js';
 import type { AccessTokens } from '../../auth/access-tokens.js';
-import { isTokenIdentity } from '../../auth/identity.js';
+import { isTokenPrincipal } from '../../auth/identity.js';
 import { TokenRefusal } from '../../auth/token-refusal.js';
 import { hostAndOriginGuard } from './local-only.js';
 import { TOOLS_DOCUMENT_URL } from '../openapi/tools-document.js';
 
-export type { ToolScope } from '../../core/keyring.js';
+export type { ToolScope } from '../../core/principal.js';
 
-/** The key (or access token) a request authenticated with: its label and scope, never the secret, so it is safe to log. */
-export type AuthenticatedKey = KeyIdentity;
+/** @deprecated The name of `Principal` on a request before OAuth callers shared it. */
+export type AuthenticatedKey = Principal;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The key or access token's caller the request authenticated with; undefined when no authentication is configured or the route is open. */
-    apiKey?: AuthenticatedKey;
+    /** Who the request authenticated as (a key's or an access token's caller); undefined when no authentication is configured or the route is open. */
+    principal?: Principal;
+    /** @deprecated `principal`, by the name it had when only keys were callers (read-only). */
+    readonly apiKey?: Principal;
   }
   interface FastifyInstance {
     /** Every distinct scope among the keys in use, so per-scope answers can be made once (at start-up, and after a reload). */
@@ -87,7 +90,12 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
   const { keyring, publicDocs, oauth } = options;
   // A getter: a reload of the keys (`Keyring.replace`) changes the scopes.
   app.decorate('toolScopes', { getter: () => keyring.scopes });
-  app.decorateRequest('apiKey', undefined);
+  app.decorateRequest('principal', undefined);
+  app.decorateRequest('apiKey', {
+    getter(this: FastifyRequest) {
+      return this.principal;
+    },
+  });
 
   const guard = hostAndOriginGuard({
     loopback: options.localOnly,
@@ -110,7 +118,7 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     if (token === undefined) return refuse(request, challenges.malformed(route), done);
     const known = tokens?.cached(token) ?? (keyring.size > 0 ? keyring.identify(token) : undefined);
     if (known !== undefined) {
-      request.apiKey = known;
+      request.principal = known;
       return done(oauth === undefined ? undefined : toolRefusal(request, known, oauth));
     }
     if (tokens === undefined) return refuse(request, challenges.notValid(route), done);
@@ -122,7 +130,7 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
       if (verifying === undefined) return done(challenges.notValid(route));
       verifying.then(
         (identity) => {
-          request.apiKey = identity;
+          request.principal = identity;
           done(toolRefusal(request, identity, oauth!));
         },
         (err: unknown) => done(err instanceof TokenRefusal ? challenges.refused(route, err) : (err as Error)),
@@ -133,9 +141,9 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
   // (a route-level hook, so no other route pays for it).
   if (oauth !== undefined) {
     const checkMcpTool = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
-      if (!isTokenIdentity(request.apiKey)) return done();
+      if (!isTokenPrincipal(request.principal)) return done();
       const tool = mcpToolCalled(request.body);
-      done(tool === undefined ? undefined : insufficientScope(request.apiKey, tool, oauth.mcpMetadataUrl));
+      done(tool === undefined ? undefined : insufficientScope(request.principal, tool, oauth.mcpMetadataUrl));
     };
     app.addHook('onRoute', (route) => {
       if (route.url !== '/mcp' || route.method !== 'POST') return;
@@ -213,13 +221,13 @@ function invalidToken(message: string, metadataUrl: string): UnauthorizedError {
 }
 
 /** For a token's caller, the 403 for a tool the route calls that its token does not grant; undefined otherwise (a key's scope is the gateway's to check). */
-function toolRefusal(request: FastifyRequest, identity: KeyIdentity, oauth: TokenGuardOptions): UnauthorizedError | undefined {
-  if (!isTokenIdentity(identity) || identity.tools === undefined) return undefined;
+function toolRefusal(request: FastifyRequest, identity: Principal, oauth: TokenGuardOptions): UnauthorizedError | undefined {
+  if (!isTokenPrincipal(identity) || identity.tools === undefined) return undefined;
   const tool = request.routeOptions.url === '/tools/:name' ? (request.params as { name?: string }).name : undefined;
   return tool === undefined ? undefined : insufficientScope(identity, tool, request.routeOptions.url === '/mcp' ? oauth.mcpMetadataUrl : oauth.metadataUrl);
 }
 
-function insufficientScope(identity: KeyIdentity, tool: string, metadataUrl: string): UnauthorizedError | undefined {
+function insufficientScope(identity: Principal, tool: string, metadataUrl: string): UnauthorizedError | undefined {
   if (identity.tools === undefined || identity.tools.has(tool)) return undefined;
   const scope = `tools:${tool}`;
   const message = `The access token does not grant the tool ${JSON.stringify(tool)}: it needs the scope "${scope}" (or "tools:*").`;

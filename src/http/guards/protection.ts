@@ -53,7 +53,7 @@ const UNSHED_ROUTES = new Set(['/healthz', '/metrics']);
 /**
  * Rate limits per key and load shedding, both answering in the error-body shape. Call it after
  * the authentication hook is installed and before any route is registered: the rate limit runs as
- * a route-level `onRequest` hook, which Fastify runs after every app-level one, so `request.apiKey`
+ * a route-level `onRequest` hook, which Fastify runs after every app-level one, so `request.principal`
  * is known when the key is chosen and a refused request's body is never read.
  *
  * The limit is a fixed window per key (`key:<label>`, or `ip:<address>` for requests without
@@ -75,7 +75,7 @@ async function installRateLimit(app: FastifyInstance, max: number, { redis, onSt
   app.addHook('onClose', async () => store.close?.());
   // Every request counts (tool calls, lists, docs), by key, or by address for requests without one.
   const count = (request: FastifyRequest, reply: FastifyReply | undefined, done: (refusal: ToolportError | undefined) => void): void => {
-    store.incr(request.apiKey ? `key:${request.apiKey.label}` : `ip:${request.ip}`, (err, counted) => {
+    store.incr(request.principal ? `key:${request.principal.label}` : `ip:${request.ip}`, (err, counted) => {
       // The stores never fail (Redis falls back to this process); a count that did is not held against the caller.
       if (err !== null || counted === undefined) return done(undefined);
       const over = counted.current > max;
@@ -110,7 +110,7 @@ export async function countAnotherCall(request: FastifyRequest): Promise<Toolpor
 
 function rateLimited(request: FastifyRequest, max: number, ttlMs: number): ToolportError {
   const retryAfter = Math.ceil(ttlMs / 1000);
-  const who = request.apiKey ? `key "${request.apiKey.label}"` : 'this client address';
+  const who = request.principal ? `key "${request.principal.label}"` : 'this client address';
   return new ToolportError(
     'RATE_LIMITED',
     `Rate limit exceeded: ${who} may make ${max} ${max === 1 ? 'request' : 'requests'} per minute; retry in ${retryAfter} s.`,

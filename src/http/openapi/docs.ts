@@ -23,7 +23,7 @@ export function docsRoutes(app: FastifyInstance, current: () => OpenAPIDocument,
       served(request, reply);
       return reply;
     }
-    if (file === '/docs/yaml' && request.apiKey?.tools !== undefined) {
+    if (file === '/docs/yaml' && request.principal?.tools !== undefined) {
       reply.callNotFound();
       return reply;
     }

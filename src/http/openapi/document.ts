@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
-import type { ToolScope } from '../../core/keyring.js';
+import type { ToolScope } from '../../core/principal.js';
 import { VERSION } from '../../infra/version.js';
 import { namedSchemas } from './components.js';
 import { docsRoutes } from './docs.js';
@@ -101,7 +101,7 @@ export async function registerOpenAPI(
   const bytes = (document: unknown): Buffer => Buffer.from(JSON.stringify(document));
   const served = (request: FastifyRequest, reply: FastifyReply): void => {
     const document = fresh();
-    const scope = request.apiKey?.tools;
+    const scope = request.principal?.tools;
     let body: Buffer | undefined;
     if (scope === undefined) body = full ??= bytes(document);
     else if ((body = scopedFull.get(scope)) === undefined) scopedFull.set(scope, (body = bytes(scopedDocument(document, scope))));
@@ -111,7 +111,7 @@ export async function registerOpenAPI(
   if (options.docs) docsRoutes(app, current, served);
   app.get(TOOLS_DOCUMENT_URL, { schema: { hide: true } }, (request, reply) => {
     const document = fresh();
-    const scope = request.apiKey?.tools;
+    const scope = request.principal?.tools;
     let body: Buffer | undefined;
     if (scope === undefined) body = unscoped ??= bytes(toolsDocument(document));
     else if ((body = scoped.get(scope)) === undefined) scoped.set(scope, (body = bytes(toolsDocument(document, scope))));

@@ -1,4 +1,4 @@
-import type { ToolScope } from '../../core/keyring.js';
+import type { ToolScope } from '../../core/principal.js';
 
 /** The parts of an OpenAPI 3.1 document the tools-only view reads and writes. */
 export interface OpenAPIDocument {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { formatTools } from '#src/core/formats.js';
@@ -245,14 +245,20 @@ test('without keys nothing asks for authentication', async (t) => {
   assert.deepEqual((await app.inject({ url: '/tools' })).json(), formatTools(TOOLS, 'anthropic'));
 });
 
-test('request.apiKey names the key by label and scope, never by its secret', async (t) => {
+test('request.principal names the key by label and scope, never by its secret', async (t) => {
   const app = await appWith(TOOLS, { apiKeys: KEYS });
   t.after(() => app.close());
-  app.get('/whoami', async (request) => ({ apiKey: request.apiKey, label: request.apiKey?.label, tools: request.apiKey?.tools && [...request.apiKey.tools] }));
+  app.get('/whoami', async (request) => ({
+    principal: request.principal,
+    label: request.principal?.label,
+    tools: request.principal?.tools && [...request.principal.tools],
+    // The name it had before OAuth callers shared it, kept for plug-ins and embedders that read it.
+    aliased: request.apiKey === request.principal,
+  }));
   const scoped = await app.inject({ url: '/whoami', headers: bearer(SCOPED_KEY) });
-  assert.deepEqual(scoped.json(), { apiKey: { label: 'ci-bot', tools: {} }, label: 'ci-bot', tools: ['NoArgs', 'Echo'] });
+  assert.deepEqual(scoped.json(), { principal: { label: 'ci-bot', tools: {} }, label: 'ci-bot', tools: ['NoArgs', 'Echo'], aliased: true });
   const full = await app.inject({ url: '/whoami', headers: bearer(FULL_KEY) });
-  assert.deepEqual(full.json(), { apiKey: { label: 'key-1' }, label: 'key-1' });
+  assert.deepEqual(full.json(), { principal: { label: 'key-1' }, label: 'key-1', aliased: true });
   assert.doesNotMatch(scoped.body + full.body, /secret/);
 });
 

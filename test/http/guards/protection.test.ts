@@ -9,7 +9,7 @@ import { appWith } from '../../support/app.js';
 import { errorBody } from '#src/core/errors.js';
 
 /**
- * Stands in for the authentication hook: an app-level onRequest hook that sets `request.apiKey`
+ * Stands in for the authentication hook: an app-level onRequest hook that sets `request.principal`
  * from an `x-test-key` header. Added after buildApp, it still runs before the route-level rate
  * limit, as the real one does.
  */
@@ -17,7 +17,7 @@ function fakeKeys(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
     const label = request.headers['x-test-key'];
     // Only the label matters here; the cast keeps this stand-in apart from the key type's other fields.
-    if (typeof label === 'string') request.apiKey = { label } as NonNullable<typeof request.apiKey>;
+    if (typeof label === 'string') request.principal = { label } as NonNullable<typeof request.principal>;
   });
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Echo } from '#src/tools/echo.js';

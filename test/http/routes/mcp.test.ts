@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openResourceServer } from '#src/auth/open.js';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { Echo } from '#src/tools/echo.js';
 import { startTestIssuer, type TestIssuer } from '../../support/oidc-provider.js';
 import { appWith } from '../../support/app.js';

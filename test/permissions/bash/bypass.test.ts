@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { createToolset } from '#src/assembly/toolset.js';
 import { serverPermissions } from '#src/permissions/catalog.js';
-import type { KeySpec } from '#src/core/keyring.js';
+import type { KeySpec } from '#src/auth/keyring.js';
 import { buildApp } from '#src/http/app.js';
 import { Workspace } from '#src/os/fs/workspace.js';
 import { capturedLog } from '../../support/log-capture.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import crypto from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
-import { KNOWN_TOKENS_MAX, Keyring } from '#src/core/keyring.js';
+import { KNOWN_TOKENS_MAX, Keyring } from '#src/auth/keyring.js';
 
 const KEYS = [
   { label: 'full', key: 'full-secret-0123456789abcdef' },

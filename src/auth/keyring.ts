@@ -1,51 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { GenerationCache } from './generation-cache.js';
-import { Permissions, type PermissionRules, type RuleCatalog } from './permissions.js';
+import { GenerationCache } from '../core/generation-cache.js';
+import { Permissions, type PermissionRules } from '../core/permissions.js';
+import { toolScope, type Principal, type ServerPermissions, type ToolScope } from '../core/principal.js';
 
-/**
- * The tools a scoped key may use, in the key's order. Keys with the same tools share one set. An
- * entry ending in `*` names every tool whose name starts with what comes before it (`github__*`,
- * the tools of one upstream): `has` answers for the patterns too, iteration gives the entries.
- */
-export interface ToolScope extends ReadonlySet<string> {
-  /** The permission rules of the callers with this scope, which their tool lists state (`Permissions.summary`). */
-  readonly permissions?: Permissions | undefined;
-}
-
-/** Whether a scope entry is a prefix pattern (`github__*`) rather than one tool's name. */
-export function isToolPattern(entry: string): boolean {
-  return entry.length > 1 && entry.endsWith('*');
-}
-
-/** Whether a tool name is one a scope entry names: itself, or a name the pattern's prefix starts. */
-export function scopeEntryMatches(entry: string, tool: string): boolean {
-  return isToolPattern(entry) ? tool.startsWith(entry.slice(0, -1)) : entry === tool;
-}
-
-/**
- * A ToolScope of these entries (every tool when undefined, which only rules make worth a scope):
- * a plain Set, unless a pattern asks `has` to look further or rules go with it.
- */
-export function toolScope(entries: readonly string[] | undefined, permissions?: Permissions): ToolScope {
-  const prefixes = entries === undefined ? [''] : entries.filter(isToolPattern).map((entry) => entry.slice(0, -1));
-  if (prefixes.length === 0 && permissions === undefined) return new Set(entries);
-  return new PatternScope(entries ?? [], prefixes, permissions);
-}
-
-class PatternScope extends Set<string> implements ToolScope {
-  readonly #prefixes: readonly string[];
-  readonly permissions: Permissions | undefined;
-
-  constructor(entries: readonly string[], prefixes: readonly string[], permissions: Permissions | undefined) {
-    super(entries);
-    this.#prefixes = prefixes;
-    this.permissions = permissions;
-  }
-
-  override has(tool: string): boolean {
-    return super.has(tool) || this.#prefixes.some((prefix) => tool.startsWith(prefix));
-  }
-}
+/** @deprecated The name of `Principal` before OAuth callers shared it. */
+export type KeyIdentity = Principal;
 
 /**
  * A key as configured (`TOOLPORT_API_KEYS`, the keys file): a label for logs, the secret, the tools
@@ -65,29 +24,9 @@ export interface KeySpec {
   permissions?: PermissionRules | undefined;
 }
 
-/**
- * The rules every caller inherits (`TOOLPORT_PERMISSIONS`), and what rules are checked against.
- * A key's own rules narrow the default: a call must pass both.
- */
-export interface ServerPermissions {
-  readonly defaults: PermissionRules | undefined;
-  readonly catalog: RuleCatalog;
-}
-
-/** Who a key belongs to: its label and scope, never the secret, so it is safe to log. */
-export interface KeyIdentity {
-  readonly label: string;
-  /** Undefined: every served tool. */
-  readonly tools: ToolScope | undefined;
-  /** The key's own workspace; undefined: the server's. */
-  readonly workspace: string | undefined;
-  /** The rules its calls must pass, the server's default included; undefined: none. */
-  readonly permissions?: Permissions | undefined;
-}
-
 interface StoredKey {
   digest: Buffer;
-  identity: KeyIdentity;
+  identity: Principal;
 }
 
 /** Tokens that matched a key, remembered so that a client sending one again is not hashed again. */
@@ -101,7 +40,7 @@ export const KNOWN_TOKENS_MAX = 4096;
 export class Keyring {
   #keys: StoredKey[] = [];
   // The tokens that matched lately. Failures are never kept.
-  readonly #known = new GenerationCache<KeyIdentity>(KNOWN_TOKENS_MAX);
+  readonly #known = new GenerationCache<Principal>(KNOWN_TOKENS_MAX);
   #scopes: readonly ToolScope[] = [];
   readonly #permissions: ServerPermissions | undefined;
 
@@ -176,11 +115,11 @@ export class Keyring {
    * a billion), so it tells no more about a key than the constant-time check does. A token that
    * matched nothing is never remembered: sending many cannot grow the memory.
    */
-  identify(token: string): KeyIdentity | undefined {
+  identify(token: string): Principal | undefined {
     const known = this.#known.get(token);
     if (known !== undefined) return known;
     const digest = sha256(token);
-    let found: KeyIdentity | undefined;
+    let found: Principal | undefined;
     for (const k of this.#keys) {
       if (timingSafeEqual(digest, k.digest)) found = k.identity;
     }
