@@ -2,7 +2,7 @@
  * The inner loop: `npm run test:fast` runs the tests that start no server, upstream or sandbox, in
  * under a minute on two cores; `npm test` stays the whole suite. Left out: test/e2e/ and
  * test/deploy/ (the real server process, the image), and the files below, each of which takes
- * 1.5 s or more of its own (processes, an identity provider, races, the Bash oracle). A file named
+ * 1.5 s or more of its own or starts a process (a server, Redis, an identity provider, races, the Bash oracle). A file named
  * here that no longer exists fails the run, so the list cannot rot unseen.
  */
 import { spawnSync } from 'node:child_process';
@@ -14,8 +14,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const LEFT_OUT_FOLDERS = ['test/e2e/', 'test/deploy/'];
 export const SLOW_TESTS = [
   'test/assembly/key-workspaces.test.ts',
-  'test/core/executor.test.ts',
   'test/auth/keyring.test.ts',
+  'test/core/executor.test.ts',
   'test/core/registry-sources.test.ts',
   'test/core/registry.test.ts',
   'test/core/schema-compiler/compiler.test.ts',
@@ -35,25 +35,29 @@ export const SLOW_TESTS = [
   'test/http/guards/protection.test.ts',
   'test/http/guards/rate-limit-store.test.ts',
   'test/http/input-bounds.test.ts',
-  'test/http/workspace-per-key.test.ts',
   'test/http/metrics.test.ts',
   'test/http/oauth-claims.test.ts',
   'test/http/oauth-flood.test.ts',
   'test/http/oauth-guard.test.ts',
   'test/http/oauth-introspection.test.ts',
   'test/http/oauth-issuers.test.ts',
-  'test/http/routes/oauth-metadata.test.ts',
   'test/http/oauth-permissions.test.ts',
   'test/http/openapi/document.test.ts',
   'test/http/parity.test.ts',
   'test/http/replace-keys.test.ts',
   'test/http/routes/calls.test.ts',
   'test/http/routes/mcp.test.ts',
+  'test/http/routes/oauth-metadata.test.ts',
   'test/http/routes/tools.test.ts',
+  'test/http/workspace-per-key.test.ts',
+  'test/infra/logger.test.ts',
+  'test/infra/redis.test.ts',
+  'test/main/key-reload.test.ts',
   'test/main/run-cli.test.ts',
   'test/mcp/list-changed-http.test.ts',
   'test/mcp/list-changed-stdio.test.ts',
   'test/os/fs/file-lock.test.ts',
+  'test/os/proc/process.test.ts',
   'test/os/proc/reaper.test.ts',
   'test/os/sandbox/bubblewrap.test.ts',
   'test/os/sandbox/isolation.test.ts',
