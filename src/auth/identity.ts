@@ -1,5 +1,5 @@
 import { toolScope, type Principal, type ServerPermissions, type ToolScope } from '../core/principal.js';
-import { PermissionRuleError, Permissions, type PermissionRules } from '../core/permissions.js';
+import { PermissionRuleError, type Permissions, type PermissionRules } from '../core/permissions.js';
 import { checkMappingIssuers, EMPTY_MAPPING, mappingRules, mappingSections, type GrantRule, type MappingSection, type OAuthMapping } from './mapping.js';
 import { TokenRefusal } from './token-refusal.js';
 
@@ -89,14 +89,10 @@ export class IdentityMapper {
     if (options.issuers !== undefined) checkMappingIssuers(mapping, options.issuers);
     const server = options.permissions;
     const compile = (where: string, rules: PermissionRules | undefined): Permissions | undefined =>
-      server &&
-      Permissions.compile(
-        [
-          { where: 'TOOLPORT_PERMISSIONS', rules: server.defaults },
-          { where, rules },
-        ],
-        server.catalog,
-      );
+      server?.compile([
+        { where: 'TOOLPORT_PERMISSIONS', rules: server.defaults },
+        { where, rules },
+      ]);
     this.#defaults = compile('', undefined);
     for (const { section, kind, name, rule } of mappingRules(mapping)) {
       if (rule.permissions === undefined) continue;

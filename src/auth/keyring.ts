@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { GenerationCache } from '../core/generation-cache.js';
-import { Permissions, type PermissionRules } from '../core/permissions.js';
+import type { Permissions, PermissionRules } from '../core/permissions.js';
 import { toolScope, type Principal, type ServerPermissions, type ToolScope } from '../core/principal.js';
 
 /** @deprecated The name of `Principal` before OAuth callers shared it. */
@@ -84,14 +84,11 @@ export class Keyring {
   /** The default rules, then the key's own, compiled; undefined when neither has a rule. */
   #compile(key: KeySpec): Permissions | undefined {
     if (this.#permissions === undefined) return undefined;
-    const { defaults, catalog } = this.#permissions;
-    return Permissions.compile(
-      [
-        { where: 'TOOLPORT_PERMISSIONS', rules: defaults },
-        { where: `key ${JSON.stringify(key.label)}`, rules: key.permissions },
-      ],
-      catalog,
-    );
+    const { defaults } = this.#permissions;
+    return this.#permissions.compile([
+      { where: 'TOOLPORT_PERMISSIONS', rules: defaults },
+      { where: `key ${JSON.stringify(key.label)}`, rules: key.permissions },
+    ]);
   }
 
   /** How many keys there are; none means no authentication. */

@@ -1,6 +1,6 @@
 import { type KeySpec } from '../auth/keyring.js';
 import { type ServerPermissions, isToolPattern, scopeEntryMatches } from '../core/principal.js';
-import { PermissionRuleError, Permissions } from '../core/permissions.js';
+import { PermissionRuleError } from '../core/permissions.js';
 import { PermissionRulesSchema } from '../permissions/load.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -147,7 +147,7 @@ function ruleProblems(entry: KeyEntry, where: string, permissions: ServerPermiss
   if (entry.permissions === undefined) return [];
   if (permissions === undefined) return [`${where}: "permissions" cannot be checked here`];
   try {
-    Permissions.compile([{ where: `${where}, "permissions"`, rules: entry.permissions }], permissions.catalog);
+    permissions.compile([{ where: `${where}, "permissions"`, rules: entry.permissions }]);
     return [];
   } catch (err) {
     if (err instanceof PermissionRuleError) return [err.message];

@@ -5,7 +5,7 @@ import { ToolExecutor, type CallObserver, type ExecutorOptions } from './executo
 import { type AnthropicTool, type APIFormat, type ListOptions, type MCPTool, type OpenAIResponsesTool, type OpenAITool } from './formats.js';
 import { InFlight, shuttingDown } from './in-flight.js';
 import { type ServerPermissions, type ToolScope, toolScope } from '../core/principal.js';
-import { PermissionDenied, Permissions } from './permissions.js';
+import { PermissionDenied, type Permissions } from './permissions.js';
 import { SampledLog } from './sampled-log.js';
 import type { ToolRegistry } from './registry.js';
 import type { Progress, ToolDef, ToolResult } from './types.js';
@@ -159,7 +159,7 @@ export class Gateway {
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#refusals = new SampledLog(this.#log, 'tool call refusals left out of the log');
     this.#observer = observer;
-    this.#defaults = permissions && Permissions.compile([{ where: 'TOOLPORT_PERMISSIONS', rules: permissions.defaults }], permissions.catalog);
+    this.#defaults = permissions?.compile([{ where: 'TOOLPORT_PERMISSIONS', rules: permissions.defaults }]);
     this.#defaultScope = this.#defaults && toolScope(undefined, this.#defaults);
     this.prepareLists(scopes);
   }

@@ -52,6 +52,12 @@ class PatternScope extends Set<string> implements ToolScope {
 export interface ServerPermissions {
   readonly defaults: PermissionRules | undefined;
   readonly catalog: RuleCatalog;
+  /**
+   * Compiles rule lists, in order, against `catalog` (`src/permissions/rules.ts`: the rule language
+   * lives above the core, which only asks the result). Throws `PermissionRuleError` naming the
+   * list and the rule; undefined when no list has a rule.
+   */
+  compile(lists: ReadonlyArray<{ where: string; rules: PermissionRules | undefined }>): Permissions | undefined;
 }
 
 /**

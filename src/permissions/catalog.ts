@@ -1,7 +1,8 @@
 import type { ServerPermissions } from '../core/principal.js';
 import type { ToolDef } from '../core/types.js';
 import { loadDefaultPermissions } from './load.js';
-import type { RuleCatalog } from '../core/permissions.js';
+import type { PermissionRules, RuleCatalog } from '../core/permissions.js';
+import { compilePermissions } from './rules.js';
 import { parseCommandPattern } from './bash/pattern.js';
 
 /**
@@ -27,5 +28,10 @@ export async function serverPermissions(
   namespaces: readonly string[],
 ): Promise<ServerPermissions> {
   const catalog = ruleCatalog(tools, namespaces);
-  return { defaults: await loadDefaultPermissions(config.permissionsFile, catalog), catalog };
+  return serverRules(await loadDefaultPermissions(config.permissionsFile, catalog), catalog);
+}
+
+/** The default rules (`TOOLPORT_PERMISSIONS`, already read) and the catalog, with the compiler the core and the callers use. */
+export function serverRules(defaults: PermissionRules | undefined, catalog: RuleCatalog): ServerPermissions {
+  return { defaults, catalog, compile: (lists) => compilePermissions(lists, catalog) };
 }

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { ValidateFunction } from 'ajv';
 import { Type, type Static } from 'typebox';
-import { PermissionRuleError, Permissions, type PermissionRules, type RuleCatalog } from '../core/permissions.js';
+import { PermissionRuleError, type PermissionRules, type RuleCatalog } from '../core/permissions.js';
+import { compilePermissions } from './rules.js';
 import { createAjv } from '../core/validator.js';
 
 /** The shape of a rule list, in the keys file (`"permissions"`) and in TOOLPORT_PERMISSIONS's file. */
@@ -51,7 +52,7 @@ export async function loadDefaultPermissions(file: string | undefined, catalog: 
   }
   const rules = data as PermissionRules;
   try {
-    Permissions.compile([{ where: 'the default', rules }], catalog);
+    compilePermissions([{ where: 'the default', rules }], catalog);
   } catch (err) {
     if (err instanceof PermissionRuleError) fail(err.message.replace(/^the default: /, ''));
     throw err;

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { IdentityMapper, isTokenPrincipal } from '#src/auth/identity.js';
 import { parseMapping } from '#src/auth/mapping.js';
 import { TokenRefusal } from '#src/auth/token-refusal.js';
-import { ruleCatalog } from '#src/permissions/catalog.js';
+import { ruleCatalog, serverRules } from '#src/permissions/catalog.js';
 import { defineTool } from '#src/core/define-tool.js';
 import { Type } from 'typebox';
 
@@ -61,7 +61,7 @@ describe('IdentityMapper', () => {
       },
       'oauth.json',
     );
-    const mapper = new IdentityMapper({ mapping, permissions: { defaults: { deny: ['Write'] }, catalog: ruleCatalog(TOOLS, []) } });
+    const mapper = new IdentityMapper({ mapping, permissions: serverRules({ deny: ['Write'] }, ruleCatalog(TOOLS, [])) });
     const alice = mapper.identify({ iss: ISS, sub: 'alice', scope: 'reader', groups: ['ops'] }, EXP);
     assert.deepEqual(tools(alice), ['Read', 'Grep', 'Bash']);
     assert.equal(alice.workspace, '/srv/alice');
@@ -81,7 +81,7 @@ describe('IdentityMapper', () => {
 
   test("a mapping entry's rule that cannot be read stops start-up, naming the entry and the rule", () => {
     const mapping = parseMapping({ groups: { ops: { permissions: { allow: ['Nope'] } } } }, 'oauth.json');
-    assert.throws(() => new IdentityMapper({ mapping, permissions: { defaults: undefined, catalog: ruleCatalog(TOOLS, []) } }), {
+    assert.throws(() => new IdentityMapper({ mapping, permissions: serverRules(undefined, ruleCatalog(TOOLS, [])) }), {
       name: 'PermissionRuleError',
       message: 'TOOLPORT_OAUTH_MAPPING groups["ops"], "permissions": rule "Nope" names "Nope", which is not a served tool',
     });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, it, after } from 'node:test';
 import { loadApiKeys, ApiKeysError } from '#src/config/api-keys.js';
 import { loadDefaultPermissions, PermissionsFileError } from '#src/permissions/load.js';
-import { ruleCatalog } from '#src/permissions/catalog.js';
+import { ruleCatalog, serverRules } from '#src/permissions/catalog.js';
 import { defineTool } from '#src/core/define-tool.js';
 import { Type } from 'typebox';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
@@ -39,7 +39,7 @@ describe('permission rules in configuration', () => {
     for (const [permissions, problem] of cases) {
       const keys = await file('keys.json', [{ label: 'ci', key: KEY, permissions }]);
       await assert.rejects(
-        loadApiKeys({ apiKeys: [], apiKeysFile: keys }, ['Read', 'Bash', 'Echo'], { defaults: undefined, catalog }),
+        loadApiKeys({ apiKeys: [], apiKeysFile: keys }, ['Read', 'Bash', 'Echo'], serverRules(undefined, catalog)),
         (err: unknown) => err instanceof ApiKeysError && err.message === `Invalid TOOLPORT_API_KEYS_FILE ${JSON.stringify(keys)}: ${problem}.`,
         JSON.stringify(permissions),
       );
@@ -49,7 +49,7 @@ describe('permission rules in configuration', () => {
   it("carry a key's rules, including rules for the tools of an upstream that lists them later", async () => {
     const rules = { allow: ['Read(src/**)', 'Bash(git status)', 'github__get_issue'], deny: ['github__*'] };
     const keys = await file('keys.json', [{ label: 'ci', key: KEY, permissions: rules }]);
-    const loaded = await loadApiKeys({ apiKeys: [], apiKeysFile: keys }, ['Read', 'Bash', 'Echo', 'github__*'], { defaults: undefined, catalog });
+    const loaded = await loadApiKeys({ apiKeys: [], apiKeysFile: keys }, ['Read', 'Bash', 'Echo', 'github__*'], serverRules(undefined, catalog));
     assert.deepEqual(loaded, [{ label: 'ci', key: KEY, permissions: rules }]);
   });
 

@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Permissions, type PermissionRules } from '#src/core/permissions.js';
+import { type PermissionRules, type Permissions } from '#src/core/permissions.js';
+import { compilePermissions } from '#src/permissions/rules.js';
 import { checkBashRules } from '#src/permissions/bash/permission.js';
 import { allowMatches, denyMatches } from '#src/permissions/bash/match.js';
 import { parseCommandPattern } from '#src/permissions/bash/pattern.js';
@@ -58,7 +59,7 @@ export class Oracle {
     private readonly root: string,
   ) {
     const rules = ORACLE_KEYS[key];
-    this.permissions = Permissions.compile([{ where: key, rules }], catalog) as Permissions;
+    this.permissions = compilePermissions([{ where: key, rules }], catalog) as Permissions;
     const bash = (list: readonly string[] | undefined) => list?.filter((r) => r.startsWith('Bash(')).map((r) => parseCommandPattern(r.slice(5, -1)));
     this.allow = bash(rules.allow);
     this.deny = bash(rules.deny) ?? [];

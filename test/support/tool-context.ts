@@ -1,5 +1,6 @@
 import { pino } from 'pino';
-import { Permissions, type PermissionRules, type RuleCatalog } from '#src/core/permissions.js';
+import { type PermissionRules, type RuleCatalog, type Permissions } from '#src/core/permissions.js';
+import { compilePermissions } from '#src/permissions/rules.js';
 import type { ToolContext } from '#src/core/types.js';
 
 /** What a tool context may carry besides its signal and request id. */
@@ -22,7 +23,7 @@ export const TEST_RULE_CATALOG: RuleCatalog = {
 
 /** One key's rules, compiled as the keys file would have them (`key "k"`); throws what a bad rule would stop start-up with. */
 export function rules(lists: PermissionRules): Permissions {
-  const compiled = Permissions.compile([{ where: 'key "k"', rules: lists }], TEST_RULE_CATALOG);
+  const compiled = compilePermissions([{ where: 'key "k"', rules: lists }], TEST_RULE_CATALOG);
   if (compiled === undefined) throw new Error('rules() needs at least one rule');
   return compiled;
 }

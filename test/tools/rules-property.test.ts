@@ -4,7 +4,8 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
 import picomatch from 'picomatch';
-import { PermissionDenied, Permissions, type PathAccess } from '#src/core/permissions.js';
+import { PermissionDenied, type PathAccess } from '#src/core/permissions.js';
+import { compilePermissions } from '#src/permissions/rules.js';
 import type { ToolContext, ToolDef, ToolResult } from '#src/core/types.js';
 import { createEditTool } from '#src/tools/edit.js';
 import { createGlobTool } from '#src/tools/glob/glob.js';
@@ -123,7 +124,7 @@ async function check(files: readonly string[], layers: readonly Layer[]): Promis
     where: `layer ${i}`,
     rules: { allow: layer.allow.map((r) => `${r.tool}(${r.pattern})`), deny: layer.deny.map((r) => `${r.tool}(${r.pattern})`) },
   }));
-  const permissions = Permissions.compile(lists, TEST_RULE_CATALOG);
+  const permissions = compilePermissions(lists, TEST_RULE_CATALOG);
   const context = toolContext(undefined, 'test', { permissions });
   const ws = await Workspace.open(root);
   const where = `files ${JSON.stringify(files)}, rules ${JSON.stringify(lists)}`;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Permissions, type PermissionRules } from '#src/core/permissions.js';
+import { type PermissionRules, type Permissions } from '#src/core/permissions.js';
+import { compilePermissions } from '#src/permissions/rules.js';
 import { checkBashRules } from '#src/permissions/bash/permission.js';
 import { parseCommandPattern } from '#src/permissions/bash/pattern.js';
 
@@ -12,7 +13,7 @@ const catalog = {
 };
 
 function context(rules: PermissionRules): { permissions: Permissions; caller: string } {
-  return { permissions: Permissions.compile([{ where: 'key', rules }], catalog) as Permissions, caller: 'key' };
+  return { permissions: compilePermissions([{ where: 'key', rules }], catalog) as Permissions, caller: 'key' };
 }
 
 async function refusal(rules: PermissionRules, line: string): Promise<string | undefined> {

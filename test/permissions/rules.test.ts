@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PermissionDenied, PermissionRuleError, Permissions, type PermissionRules, type RuleCatalog } from '#src/core/permissions.js';
+import { PermissionDenied, PermissionRuleError, type PermissionRules, type RuleCatalog, type Permissions } from '#src/core/permissions.js';
+import { compilePermissions } from '#src/permissions/rules.js';
 
 const SERVED = ['Read', 'Edit', 'Write', 'Grep', 'Glob', 'LS', 'Bash', 'Echo'];
 
@@ -14,7 +15,7 @@ const catalog: RuleCatalog = {
 };
 
 function rules(...lists: PermissionRules[]): Permissions {
-  const compiled = Permissions.compile(
+  const compiled = compilePermissions(
     lists.map((r, i) => ({ where: i === 0 ? 'TOOLPORT_PERMISSIONS' : 'key "k"', rules: r })),
     catalog,
   );
@@ -50,7 +51,7 @@ describe('permission rules', () => {
     ];
     for (const [rule, message] of cases) {
       assert.throws(
-        () => Permissions.compile([{ where: 'key "k"', rules: { deny: [rule] } }], catalog),
+        () => compilePermissions([{ where: 'key "k"', rules: { deny: [rule] } }], catalog),
         (err: unknown) => err instanceof PermissionRuleError && err.message === message,
         rule,
       );
@@ -59,7 +60,7 @@ describe('permission rules', () => {
 
   it('are nothing at all when no list has a rule', () => {
     assert.equal(
-      Permissions.compile(
+      compilePermissions(
         [
           { where: 'd', rules: {} },
           { where: 'k', rules: undefined },
