@@ -1,26 +1,20 @@
 import type { IncomingMessage, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler, onSendHookHandler } from 'fastify';
+import type { HttpSettings } from '../../config/config.js';
 import { throttled } from '../../infra/throttled.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../defaults.js';
 
 /**
- * How long a connection may take over each part of its life, and how many may be open at once.
+ * How long a connection may take over each part of its life, and how many may be open at once:
+ * the http section's deadlines (`src/config/sections/http.ts` says what each is).
  * Without them a client that opens sockets and sends nothing (or half a header, or half a body)
  * holds a descriptor for ever, and enough of them exhaust the process's descriptors.
  */
-export interface ConnectionLimits {
-  /** Time for a request's headers to arrive, in ms, from the connection or the end of the previous request. */
-  headersTimeoutMs: number;
-  /** Time for a whole request, body included, to arrive, in ms; the response may take as long as the call does. */
-  requestTimeoutMs: number;
-  /** How long a kept-alive connection may sit idle between requests, in ms. */
-  keepAliveTimeoutMs: number;
-  /** How long a connection may see no traffic while none of its calls is running, in ms (a client that stops reading). */
-  idleTimeoutMs: number;
-  /** Most connections open at once; past it, a new connection is closed as soon as it is accepted. */
+export type ConnectionLimits = Pick<HttpSettings, 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'idleTimeoutMs'> & {
+  /** `TOOLPORT_MAX_CONNECTIONS`, `Infinity` when unset. */
   maxConnections: number;
-}
+};
 
 export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS };
 
