@@ -241,14 +241,20 @@ describe('the bounds on subscriptions over HTTP', () => {
   it("refuses a caller past its share (GET 429, listen -32603 in a 200) and anyone past the server's (GET 503)", async (t) => {
     const { url, app } = await bounded();
     const aborts: AbortController[] = [];
+    // Every response is held until the end: undici cancels the body of a Response that is garbage
+    // collected, which would close its subscription behind the test's back.
+    const responses: Response[] = [];
     t.after(async () => {
       aborts.forEach((abort) => abort.abort());
+      responses.length = 0;
       await app.close();
     });
     const open = async (init: RequestInit) => {
       const abort = new AbortController();
       aborts.push(abort);
-      return fetch(url, { ...init, signal: abort.signal });
+      const response = await fetch(url, { ...init, signal: abort.signal });
+      responses.push(response);
+      return response;
     };
     assert.equal((await open({ headers: { ...LEGACY_GET, 'x-caller': 'a' } })).status, 200);
     assert.equal((await open({ headers: { ...LEGACY_GET, 'x-caller': 'a' } })).status, 200);
