@@ -230,7 +230,7 @@ async function main(): Promise<number> {
 
   const sandboxMode = bash.sandbox.find((s) => s.sandbox !== undefined)?.sandbox ?? 'unknown';
   const summaries: RowSummary[] = [
-    ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!, row.baseline?.name)),
+    ...recorded.served.map((row) => summariseThroughput(row.id, row.label, row.goal, throughput.get(row.id)!, row.baseline?.name, row.p99Goal)),
     ...recorded.notServed.map((row): RowSummary => ({ id: row.id, label: row.label, kind: 'throughput', baselineName: 'raw node:http', note: 'not served' })),
     ...(runBash
       ? [
@@ -281,6 +281,8 @@ async function main(): Promise<number> {
     'ratio bare: toolport req/s / baseline req/s (the bare raw node:http server replaying the answer, or the toolport baseline the row names),',
     '  or toolport ms / baseline ms for the Bash, cold-start and upstream rows (medians over the rounds);',
     'ratio same work: toolport req/s / req/s of the raw server doing the same work (key check, counts, one audit line per call written as toolport writes it);',
+    'ratio same stack: toolport req/s / req/s of Fastify doing the same duties plainly (bench/same-stack.ts: key, rate limit, request id, Host guard, Ajv, pino audit line, prom-client);',
+    "p99 vs same stack: toolport's p99 / the same stack's p99 (each the median over the rounds);",
     'rounds: the lowest and highest ratio of a single round (a wide range means other work on the machine moved the figures);',
     "ratio p99: of the sequential rows, toolport's p99 / the baseline's p99 (given in brackets after the baseline's p50), each the median over the rounds;",
     "slowest s: toolport's slowest whole second as a share of its median second (per-second counts of every slot are in the JSON)",

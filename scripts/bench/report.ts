@@ -29,6 +29,16 @@ export interface RowSummary {
   /** toolport req/s / sameWork req/s, and its range over the rounds. */
   ratioSameWork?: number;
   ratioSameWorkRange?: [number, number];
+  /** Throughput rows: the req/s and p99 of the same stack (Fastify doing toolport's duties plainly, bench/same-stack.ts). */
+  sameStack?: number;
+  sameStackP99Ms?: number;
+  /** toolport req/s / sameStack req/s, its range over the rounds, and toolport's p99 / the same stack's. */
+  ratioSameStack?: number;
+  ratioSameStackRange?: [number, number];
+  ratioP99SameStack?: number;
+  /** Issue 33: the bound on ratioP99SameStack, and whether it held. */
+  p99Goal?: Goal;
+  p99GoalMet?: boolean;
   /**
    * Throughput rows: toolport's slowest whole second as a share of its median second (the median
    * over the rounds); well below 1 with a steady median means a periodic cost, a sawtooth.
@@ -80,11 +90,14 @@ function rangeOfRounds(
 
 const roundsOf = (slots: readonly { round: number }[]): number[] => [...new Set(slots.map((s) => s.round))];
 
+const meets = (goal: Goal, ratio: number): boolean => (goal.bound === 'at least' ? ratio >= goal.ratio : ratio <= goal.ratio);
+
 function judged(summary: RowSummary): RowSummary {
-  const { goal } = summary;
-  const ratio = goal?.against === 'same work' ? summary.ratioSameWork : summary.ratio;
-  if (goal === undefined || ratio === undefined) return summary;
-  return { ...summary, goalMet: goal.bound === 'at least' ? ratio >= goal.ratio : ratio <= goal.ratio };
+  const { goal, p99Goal } = summary;
+  const ratio = goal?.against === 'same work' ? summary.ratioSameWork : goal?.against === 'same stack' ? summary.ratioSameStack : summary.ratio;
+  const judgedP99 = p99Goal !== undefined && summary.ratioP99SameStack !== undefined ? { p99GoalMet: meets(p99Goal, summary.ratioP99SameStack) } : {};
+  if (goal === undefined || ratio === undefined) return { ...summary, ...judgedP99 };
+  return { ...summary, goalMet: meets(goal, ratio), ...judgedP99 };
 }
 
 /**
@@ -97,12 +110,16 @@ export function summariseThroughput(
   goal: Goal | undefined,
   slots: readonly ThroughputSlot[],
   baselineName = 'raw node:http',
+  p99Goal?: Goal,
 ): RowSummary {
   const of = (target: string) => slots.filter((s) => s.target === target);
   const toolport = of('toolport');
   const requestsPerS = median(defined(toolport.map((s) => s.result?.requestsPerS)));
   const baseline = median(defined(of('raw').map((s) => s.result?.requestsPerS)));
   const sameWork = median(defined(of('raw-same-work').map((s) => s.result?.requestsPerS)));
+  const sameStack = median(defined(of('same-stack').map((s) => s.result?.requestsPerS)));
+  const sameStackP99Ms = median(defined(of('same-stack').map((s) => s.result?.latencyMs.p99)));
+  const p99Ms = median(defined(toolport.map((s) => s.result?.latencyMs.p99)));
   const roundRatio = (target: string) =>
     rangeOfRounds(
       roundsOf(slots),
@@ -122,7 +139,7 @@ export function summariseThroughput(
     requestsPerS,
     p50Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p50))),
     p90Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p90))),
-    p99Ms: median(defined(toolport.map((s) => s.result?.latencyMs.p99))),
+    p99Ms,
     baseline,
     baselineName,
     ratio: requestsPerS !== undefined && baseline ? requestsPerS / baseline : undefined,
@@ -130,6 +147,12 @@ export function summariseThroughput(
     sameWork,
     ratioSameWork: requestsPerS !== undefined && sameWork ? requestsPerS / sameWork : undefined,
     ratioSameWorkRange: roundRatio('raw-same-work'),
+    sameStack,
+    sameStackP99Ms,
+    ratioSameStack: requestsPerS !== undefined && sameStack ? requestsPerS / sameStack : undefined,
+    ratioSameStackRange: roundRatio('same-stack'),
+    ratioP99SameStack: p99Ms !== undefined && sameStackP99Ms ? p99Ms / sameStackP99Ms : undefined,
+    p99Goal,
     slowestSecond: median(slowest),
     goal,
     rssStartBytes: median(defined(toolport.map((s) => s.rssStartBytes))),
@@ -197,6 +220,12 @@ export function summariseColdStart(id: string, label: string, goal: Goal | undef
   });
 }
 
+function goalText(goal: Goal | undefined, met: boolean | undefined): string | undefined {
+  if (goal === undefined) return undefined;
+  const verdict = met === undefined ? '' : met ? ' (met)' : ' (not met)';
+  return `${goal.bound === 'at most' ? '≤' : '≥'} ${goal.text}${goal.against === undefined ? '' : ` ${goal.against}`}${verdict}`;
+}
+
 /** The table as Markdown, which reads in a terminal as well as in the README. */
 export function table(rows: readonly RowSummary[]): string {
   const fixed = (n: number | undefined, digits: number): string => (n === undefined ? '—' : n.toFixed(digits));
@@ -215,6 +244,11 @@ export function table(rows: readonly RowSummary[]): string {
     'same work',
     'ratio same work',
     'rounds',
+    'same stack',
+    'ratio same stack',
+    'rounds',
+    'same stack p99 ms',
+    'p99 vs same stack',
     'goal',
     'RSS MiB before → after',
   ];
@@ -238,9 +272,12 @@ export function table(rows: readonly RowSummary[]): string {
     r.sameWork === undefined ? '—' : `${Math.round(r.sameWork).toLocaleString('en-US')} req/s`,
     r.ratioSameWork === undefined ? '—' : `${r.ratioSameWork.toFixed(2)}x`,
     range(r.ratioSameWorkRange),
-    r.goal === undefined
-      ? '—'
-      : `${r.goal.bound === 'at most' ? '≤' : '≥'} ${r.goal.text}${r.goal.against === undefined ? '' : ` ${r.goal.against}`}${r.goalMet === undefined ? '' : r.goalMet ? ' (met)' : ' (not met)'}`,
+    r.sameStack === undefined ? '—' : `${Math.round(r.sameStack).toLocaleString('en-US')} req/s`,
+    r.ratioSameStack === undefined ? '—' : `${r.ratioSameStack.toFixed(2)}x`,
+    range(r.ratioSameStackRange),
+    fixed(r.sameStackP99Ms, 2),
+    r.ratioP99SameStack === undefined ? '—' : `${r.ratioP99SameStack.toFixed(2)}x`,
+    [goalText(r.goal, r.goalMet), r.p99Goal === undefined ? undefined : `p99 ${goalText(r.p99Goal, r.p99GoalMet)}`].filter(Boolean).join('; ') || '—',
     r.rssStartBytes === undefined ? '—' : `${mib(r.rssStartBytes, 0)} → ${mib(r.rssEndBytes, 0)}`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));

@@ -2,18 +2,22 @@ import { readFile } from 'node:fs/promises';
 import { rssOf, startServer, stopServer, tail, type RunningServer, type ServerSpec } from './processes.js';
 import { BASH_REQUEST, type ThroughputRow } from './rows.js';
 import { sequentialLatencies } from './sequential.js';
-import { bareFastifySpec, rawSpec, rowRequest, toolportDefaultsSpec, toolportSpec, type BenchContext } from './targets.js';
+import { bareFastifySpec, rawSpec, sameStackSpec, rowRequest, toolportDefaultsSpec, toolportSpec, type BenchContext } from './targets.js';
 import { errorTotal, runWrk, type WrkResult } from './wrk.js';
 
 /**
  * Which server a slot measured; `raw-same-work`: the raw server doing toolport's per-call work too
- * (raw-server.ts); `direct`: an upstream MCP server called without toolport.
+ * (raw-server.ts); `same-stack`: Fastify doing the same duties plainly (bench/same-stack.ts);
+ * `direct`: an upstream MCP server called without toolport.
  */
-export type Target = 'toolport' | 'raw' | 'raw-same-work' | 'fastify' | 'direct';
+export type Target = 'toolport' | 'raw' | 'raw-same-work' | 'same-stack' | 'fastify' | 'direct';
 
-/** The servers of a throughput row: a row with a toolport baseline of its own has no raw ones. */
-export function throughputTargets(row: ThroughputRow): readonly ('toolport' | 'raw' | 'raw-same-work')[] {
-  return row.baseline === undefined ? ['toolport', 'raw', 'raw-same-work'] : ['toolport', 'raw'];
+/** The servers a throughput row is measured on. */
+export type ThroughputTarget = 'toolport' | 'raw' | 'raw-same-work' | 'same-stack';
+
+/** The servers of a throughput row: a row with a toolport baseline of its own has no raw or same-stack ones. */
+export function throughputTargets(row: ThroughputRow): readonly ThroughputTarget[] {
+  return row.baseline === undefined ? ['toolport', 'same-stack', 'raw', 'raw-same-work'] : ['toolport', 'raw'];
 }
 
 interface SlotBase {
@@ -84,24 +88,20 @@ export async function withServer<T>(
 }
 
 /** One throughput slot: a fresh server, one request checked by hand, an unmeasured wrk run, the measured one. */
-export async function throughputSlot(
-  ctx: BenchContext,
-  row: ThroughputRow,
-  script: string,
-  target: 'toolport' | 'raw' | 'raw-same-work',
-  round: number,
-): Promise<ThroughputSlot> {
+export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, script: string, target: ThroughputTarget, round: number): Promise<ThroughputSlot> {
   const keys: Record<string, string> = row.keyed && row.env === undefined ? { TOOLPORT_API_KEYS: ctx.apiKey } : {};
   const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...keys, ...row.env?.(ctx) };
   // A row with a baseline of its own compares toolport with toolport under the baseline's environment.
   const spec =
     target === 'toolport'
       ? toolportSpec(ctx, row.id, env)
-      : target === 'raw-same-work'
-        ? rawSpec(ctx, `${row.id}-same-work`, { apiKey: row.keyed ? ctx.apiKey : undefined })
-        : row.baseline === undefined
-          ? rawSpec(ctx, row.id)
-          : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
+      : target === 'same-stack'
+        ? sameStackSpec(ctx, row.id, row.keyed ? { apiKey: ctx.apiKey, rateLimit: row.rateLimit } : undefined)
+        : target === 'raw-same-work'
+          ? rawSpec(ctx, `${row.id}-same-work`, { apiKey: row.keyed ? ctx.apiKey : undefined })
+          : row.baseline === undefined
+            ? rawSpec(ctx, row.id)
+            : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
   const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
   const { options, pinning } = ctx;
   await withServer(spec, target, slot.failures, async (server) => {

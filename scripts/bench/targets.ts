@@ -29,6 +29,7 @@ export interface RecordedReply {
 
 const RAW_SERVER = path.join(ROOT, 'scripts/bench/raw-server.ts');
 const BARE_FASTIFY = path.join(ROOT, 'scripts/bench/bare-fastify.mjs');
+const SAME_STACK = path.join(ROOT, 'bench/same-stack.ts');
 
 let slots = 0;
 /** A new log file in the run's directory, numbered in the order of the slots. */
@@ -77,6 +78,22 @@ export function rawSpec(ctx: BenchContext, name: string, sameWork?: { apiKey: st
     cwd: ROOT,
     env,
     logFile: logFile(ctx, `raw-${name}`),
+    cpu: ctx.pinning.serverCpu,
+  };
+}
+
+/**
+ * The same-stack baseline (bench/same-stack.ts): Fastify doing toolport's per-call duties plainly;
+ * with the key and rate limit of a keyed row when `keyed`.
+ */
+export function sameStackSpec(ctx: BenchContext, name: string, keyed: { apiKey: string; rateLimit: number } | undefined): ServerSpec {
+  const env: Record<string, string> = keyed === undefined ? {} : { SAME_STACK_API_KEY: keyed.apiKey, SAME_STACK_RATE_LIMIT: String(keyed.rateLimit) };
+  return {
+    command: process.execPath,
+    args: [...typeScriptEntry(SAME_STACK), ctx.repliesFile],
+    cwd: ROOT,
+    env,
+    logFile: logFile(ctx, `same-stack-${name}`),
     cpu: ctx.pinning.serverCpu,
   };
 }
