@@ -20,7 +20,7 @@ import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } f
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
+import { build, stop } from 'esbuild';
 import { median } from './report.js';
 import { choosePinning } from './pinning.js';
 import { startServer, stopServer, type RunningServer, type ServerSpec } from './processes.js';
@@ -160,6 +160,15 @@ async function main(): Promise<void> {
       }
     }
     variants.push({ name: 'same stack', root: undefined });
+    // esbuild's service process would otherwise keep running, and take CPU, through the measurement.
+    await stop();
+    // Interrupted: the servers still go.
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        for (const server of servers.values()) server.child.kill('SIGKILL');
+        process.exit(130);
+      });
+    }
 
     const requests: Record<string, RequestSpec> = {
       'POST /tools/Echo': {

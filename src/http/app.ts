@@ -21,7 +21,7 @@ import { answerClientError, installErrorHandling, sendError } from './error-hand
 import { installMetrics, type ServiceMetrics } from './metrics.js';
 import { assertToolsetsBound, runtimeFromOptions, type AppOptions } from './app-options.js';
 import { installProtection, type PressureOptions } from './guards/protection.js';
-import { requestLog } from './request-log.js';
+import { lazyLogger } from './request-log.js';
 import { installJsonBody } from './json-body.js';
 import { lazySchemaCompilers } from './lazy-compilers.js';
 import { registerOpenAPI } from './openapi/document.js';
@@ -158,13 +158,12 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
   const logger = runtime.logger ?? pino({ level: 'silent' });
   const connections = connectionLimits(http.connections);
   const app = Fastify({
-    loggerInstance: logger,
+    // Children made lazily: request.log binds the request id when something logs there.
+    loggerInstance: lazyLogger(logger),
     ...connectionServerOptions(connections),
     trustProxy: trustedProxies(http.trustProxy ?? false),
     // One log line per tool call comes from the pipeline; Fastify's two per request would halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
-    // Nor a child logger per request: request.log binds the request id when something logs there.
-    childLoggerFactory: requestLog,
     bodyLimit: http.bodyLimit ?? DEFAULT_BODY_LIMIT,
     // The client's x-request-id is taken only when it is short and plain: it goes into every log line.
     requestIdHeader: false,

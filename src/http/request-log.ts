@@ -4,10 +4,13 @@ import type { Bindings, ChildLoggerOptions } from 'pino';
 type Log = (...args: unknown[]) => void;
 
 /**
- * `request.log`, bound to the request id only when something logs through it. Fastify makes a
- * pino child per request for it, yet with its request logging off nothing on the hot path logs
- * there (a tool call's audit line comes from the gateway, with the request id as a field): the
- * child was paid on every request and used on almost none. Use it as `childLoggerFactory`.
+ * A logger whose children are bound only when something logs through them. Fastify makes a child
+ * per request for `request.log`, yet with its request logging off nothing on the hot path logs
+ * there (a tool call's audit line comes from the gateway, with the request id as a field): a pino
+ * child was paid on every request and used on almost none. Give Fastify `lazyLogger(pino)` as its
+ * `loggerInstance`: every child it makes is then this object, and the pino child is made when the
+ * first line is logged. (Not a `childLoggerFactory`: Fastify checks the logger a custom factory
+ * returns, seven methods with an array and closures, on every request.)
  */
 export class RequestLog implements FastifyBaseLogger {
   readonly #parent: FastifyBaseLogger;
@@ -21,9 +24,18 @@ export class RequestLog implements FastifyBaseLogger {
     this.#options = options;
   }
 
-  /** The child logger, made on first use. */
+  /** A root over `logger` itself: its lines are `logger`'s, with no child between. */
+  static over(logger: FastifyBaseLogger): RequestLog {
+    const root = new RequestLog(logger, {}, {});
+    root.#child = logger;
+    return root;
+  }
+
+  /** The bound logger, made on first use (the parents' too, if they were never used). */
   get #bound(): FastifyBaseLogger {
-    return (this.#child ??= this.#parent.child(this.#bindings, this.#options));
+    if (this.#child !== undefined) return this.#child;
+    const parent = this.#parent instanceof RequestLog ? this.#parent.#bound : this.#parent;
+    return (this.#child = parent.child(this.#bindings, this.#options));
   }
 
   get level(): string {
@@ -61,11 +73,11 @@ export class RequestLog implements FastifyBaseLogger {
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.#bound.child(bindings, options);
+    return new RequestLog(this, bindings, options ?? {});
   }
 }
 
-/** Fastify's `childLoggerFactory`: a `RequestLog` in place of a pino child per request. */
-export function requestLog(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new RequestLog(logger, bindings, options);
+/** Fastify's `loggerInstance`: `logger`, with children made lazily (see `RequestLog`). */
+export function lazyLogger(logger: FastifyBaseLogger): FastifyBaseLogger {
+  return RequestLog.over(logger);
 }

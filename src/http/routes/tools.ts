@@ -155,9 +155,10 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
     const stopWatching = whenClientGoes(request, () => gateway.cancel(call, CLIENT_GONE));
     try {
       // In a provider's shape, a refusal is an error result for the model like any other failure.
-      if (shape !== undefined) return await reply.type(JSON_TYPE).send(shape(await gateway.callSafe(call)));
+      // Sent as text: Fastify then skips its serializer lookup by status and content type.
+      if (shape !== undefined) return await reply.type(JSON_TYPE).send(JSON.stringify(shape(await gateway.callSafe(call))));
       const result = await gateway.call(call);
-      return await reply.type(JSON_TYPE).send(result);
+      return await reply.type(JSON_TYPE).send(JSON.stringify(result));
     } catch (err) {
       // Already logged and counted by the gateway: answered here, so the onError hook never sees it.
       if (err instanceof ToolportError) return sendError(reply, err);
