@@ -48,6 +48,10 @@ export default tseslint.config(
     { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/core/ is free of Fastify: put HTTP concerns in src/http/.' },
     { group: ['node:http', 'node:https', 'node:http2', 'http', 'https', 'http2'], message: 'src/core/ is free of HTTP: put it in an adapter.' },
     { group: ['prom-client'], message: 'src/core/ reports metrics through an observer interface.' },
+    {
+      group: ['@opentelemetry/*', '@fastify/otel'],
+      message: 'src/core/ traces through the CallTracer interface (tracer.ts), which src/telemetry/ implements.',
+    },
     { group: except(up, 'core'), message: 'src/core/ imports nothing from the rest of src/ (adapters, config, tools).' },
   ]),
   // The operating-system layer (pinned paths, locks, processes, the sandbox) sits below the

@@ -4,7 +4,7 @@ import type { ResourceServer } from '../auth/open.js';
 import type { HttpSettings, LimitsSettings } from '../config/config.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
 import { mappingScopeNames } from '../auth/mapping.js';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { ToolExecutor } from '../core/executor.js';
@@ -58,6 +58,8 @@ export interface AppRuntime {
    * caller owns the connection. Without it each process counts alone.
    */
   readonly redis?: Redis | undefined;
+  /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent. */
+  readonly tracing?: { fastifyPlugin(): FastifyPluginAsync } | undefined;
 }
 
 /** The fields of the configuration's `http` section (and its rate limit) that the app applies, as the section declares them. */
@@ -191,6 +193,8 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
   }) as unknown as FastifyInstance;
 
   metrics.serveTransports([REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT]);
+  // Before every hook and route, which it instruments as they are added.
+  if (runtime.tracing !== undefined) await app.register(runtime.tracing.fastifyPlugin());
 
   app.decorate('toolport', {
     gateway,
