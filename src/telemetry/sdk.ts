@@ -90,7 +90,7 @@ export async function openTracing(settings: TracingSettings, logger: Logger): Pr
   const provider = new TracerProvider({
     resource,
     sampler: samplerOf(settings.sampler, settings.ratio),
-    spanProcessors: [new BatchSpanProcessor({ exporter })],
+    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: settings.batchDelayMs })],
   });
   const undici = new UndiciInstrumentation({ ignoreRequestHook: (request) => carriesTraceparent(request.headers) });
   undici.setTracerProvider(provider);

@@ -1,4 +1,4 @@
-import { boolean, ConfigError, oneOf, raw, type Env } from '../parse.js';
+import { boolean, ConfigError, integer, oneOf, raw, type Env } from '../parse.js';
 import { optionalSetting, type ConfigVariable } from '../variables.js';
 
 const MORE = 'operations.md#tracing';
@@ -30,6 +30,8 @@ export interface TracingSettings {
   sampler: TraceSampler;
   /** The ratio of the `traceidratio` samplers, 0 to 1. */
   ratio: number;
+  /** How long finished spans wait to be sent together, in milliseconds. */
+  batchDelayMs: number;
 }
 
 const variables: ConfigVariable[] = [
@@ -63,6 +65,7 @@ const variables: ConfigVariable[] = [
     see: MORE,
   },
   { name: 'OTEL_TRACES_SAMPLER_ARG', default: '`1`', meaning: 'the ratio of the `traceidratio` samplers, from 0 to 1', see: MORE },
+  { name: 'OTEL_BSP_SCHEDULE_DELAY', default: '`5000`', meaning: 'milliseconds finished spans wait to be exported together', see: MORE },
   { name: 'OTEL_SDK_DISABLED', default: '`false`', meaning: '`true` switches tracing off whatever the variables above say', see: MORE },
 ];
 
@@ -122,11 +125,12 @@ function readTracing(env: Env): TracingSettings | undefined {
   const arg = raw(env, 'OTEL_TRACES_SAMPLER_ARG');
   const ratio = arg === undefined ? 1 : Number(arg);
   if (!(arg === undefined || (arg.trim() !== '' && ratio >= 0 && ratio <= 1))) throw new ConfigError('OTEL_TRACES_SAMPLER_ARG', 'a number from 0 to 1', arg);
+  const batchDelayMs = integer(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 600_000);
   const endpointGiven = raw(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined || raw(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined;
   const on = named === undefined ? endpointGiven : exporter !== 'none';
   if (disabled || !on) return undefined;
   const serviceName = raw(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? 'toolport';
-  return { exporter: exporter === 'console' ? 'console' : 'otlp', endpoint, protocol, headers, serviceName, resourceAttributes, sampler, ratio };
+  return { exporter: exporter === 'console' ? 'console' : 'otlp', endpoint, protocol, headers, serviceName, resourceAttributes, sampler, ratio, batchDelayMs };
 }
 
 /** The tracing field: absent from the configuration while tracing is off (`'tracing' in config`). */
