@@ -76,6 +76,8 @@ export interface CallIdentity {
   requestId: string;
   /** The adapter: a short fixed name (`rest`, `mcp`, `cli`). A metric label, so never the client's words. */
   transport: string;
+  /** The provider's id of the call (a turn's `tool_use` id), for its span; undefined: the request id stands for it. */
+  callId?: string | undefined;
 }
 
 /** One call through the gateway. Each call needs its own object: it is the key `cancel` finds the call by. */

@@ -204,7 +204,7 @@ export class OpenTelemetryCallTracer implements CallTracer {
 }
 
 function identityAttributes(call: CallIdentity): Record<string, string | number> {
-  const attributes: Record<string, string | number> = { [ATTR.callId]: call.requestId, [ATTR.transport]: call.transport };
+  const attributes: Record<string, string | number> = { [ATTR.callId]: call.callId ?? call.requestId, [ATTR.transport]: call.transport };
   if (call.tool !== undefined) attributes[ATTR.tool] = call.tool;
   if (call.caller.label !== undefined) attributes[ATTR.caller] = call.caller.label;
   if (call.caller.client !== undefined) attributes[ATTR.client] = call.caller.client;
