@@ -64,6 +64,7 @@ export const SLOW_TESTS = [
   'test/permissions/bash/oracle.test.ts',
   'test/support/require.test.ts',
   'test/telemetry/call-spans.test.ts',
+  'test/telemetry/sdk.test.ts',
   'test/tools/bash-landlock.test.ts',
   'test/tools/bash-limits.test.ts',
   'test/tools/bash.test.ts',

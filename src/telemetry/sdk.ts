@@ -104,11 +104,12 @@ export async function openTracing(settings: TracingSettings, logger: Logger): Pr
   return {
     tracer: new OpenTelemetryCallTracer(provider.getTracer('toolport', VERSION)),
     fastifyPlugin,
-    flush: () => provider.forceFlush(),
+    flush: () => provider.forceFlush().catch((err: unknown) => logger.warn({ err }, 'spans left unsent')),
     async shutdown() {
       undici.disable();
       setTraceFields(undefined);
-      await provider.shutdown();
+      // A collector that cannot be reached must not stop the process from closing.
+      await provider.shutdown().catch((err: unknown) => logger.warn({ err }, 'spans left unsent at shutdown'));
     },
   };
 }
