@@ -128,8 +128,8 @@ function readTracing(env: Env): TracingSettings | undefined {
   const batchDelayMs = integer(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 600_000);
   const endpointGiven = raw(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined || raw(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined;
   const on = named === undefined ? endpointGiven : exporter !== 'none';
-  if (disabled || !on) return undefined;
   const serviceName = raw(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? 'toolport';
+  if (disabled || !on) return undefined;
   return { exporter: exporter === 'console' ? 'console' : 'otlp', endpoint, protocol, headers, serviceName, resourceAttributes, sampler, ratio, batchDelayMs };
 }
 
