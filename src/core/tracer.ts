@@ -50,3 +50,9 @@ export interface ToolTrace {
    */
   client<T>(name: string, attributes: Readonly<Record<string, string | number>>, call: (carrier: TraceCarrier) => Promise<T>): Promise<T>;
 }
+
+/**
+ * Runs `run`, a round trip to another service (Redis), inside a client span named `name` in the
+ * current trace; a rejection is the span's error. Given to an adapter only while tracing is on.
+ */
+export type RoundTrip = <T>(name: string, attributes: Readonly<Record<string, string | number>>, run: () => Promise<T>) => Promise<T>;

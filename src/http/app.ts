@@ -10,6 +10,7 @@ import { pino, type Logger } from 'pino';
 import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { Gateway } from '../core/gateway.js';
+import type { RoundTrip } from '../core/tracer.js';
 import { shuttingDown } from '../core/in-flight.js';
 import type { Keyring } from '../auth/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -58,8 +59,8 @@ export interface AppRuntime {
    * caller owns the connection. Without it each process counts alone.
    */
   readonly redis?: Redis | undefined;
-  /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent. */
-  readonly tracing?: { fastifyPlugin(): FastifyPluginAsync } | undefined;
+  /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent; Redis commands get client spans. */
+  readonly tracing?: { fastifyPlugin(): FastifyPluginAsync; roundTrip: RoundTrip } | undefined;
 }
 
 /** The fields of the configuration's `http` section (and its rate limit) that the app applies, as the section declares them. */
@@ -258,6 +259,7 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
     pressure: http.pressure,
     redis: runtime.redis,
     onStoreError: () => metrics.rateLimitStoreErrors.inc(),
+    roundTrip: runtime.tracing?.roundTrip,
   });
   installMetrics(app, metrics);
 

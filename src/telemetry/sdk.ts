@@ -1,4 +1,4 @@
-import { context, propagation, trace, type Span } from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -18,6 +18,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { TracingSettings, TraceSampler } from '../config/sections/traces.js';
+import type { RoundTrip } from '../core/tracer.js';
 import { setTraceFields } from '../infra/log-trace.js';
 import { VERSION } from '../infra/version.js';
 import { OpenTelemetryCallTracer } from './call-spans.js';
@@ -31,6 +32,8 @@ export interface Tracing {
   readonly tracer: OpenTelemetryCallTracer;
   /** The Fastify instrumentation (@fastify/otel): a server span per request, continued from its traceparent. */
   fastifyPlugin(): FastifyPluginAsync;
+  /** A client span around a round trip to another service (Redis), in the current trace. */
+  readonly roundTrip: RoundTrip;
   /** Sends the spans still buffered. */
   flush(): Promise<void>;
   /** Flushes, then stops exporting. */
@@ -78,6 +81,22 @@ function carriesTraceparent(headers: string | (string | string[])[]): boolean {
   return false;
 }
 
+/** Round trips as client spans of the active trace; a rejection records its error's name as `error.type`. */
+function clientSpans(tracer: Tracer): RoundTrip {
+  return async (name, attributes, run) => {
+    const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+    try {
+      return await context.with(trace.setSpan(context.active(), span), run);
+    } catch (err) {
+      span.setAttribute('error.type', err instanceof Error ? err.name : 'error');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  };
+}
+
 /**
  * Starts tracing from its settings: the tracer provider with its sampler, resource and batching
  * exporter, W3C trace context and baggage propagation, the log lines' trace_id and span_id, client
@@ -104,6 +123,7 @@ export async function openTracing(settings: TracingSettings, logger: Logger): Pr
   return {
     tracer: new OpenTelemetryCallTracer(provider.getTracer('toolport', VERSION)),
     fastifyPlugin,
+    roundTrip: clientSpans(provider.getTracer('toolport', VERSION)),
     flush: () => provider.forceFlush().catch((err: unknown) => logger.warn({ err }, 'spans left unsent')),
     async shutdown() {
       undici.disable();

@@ -3,7 +3,17 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
+import { loadConfig } from '#src/config/config.js';
+import { Gateway } from '#src/core/gateway.js';
+import { buildApp } from '#src/http/app.js';
+import { runtimeFromOptions } from '#src/http/app-options.js';
+import { connectRedis } from '#src/infra/redis.js';
+import { openTracing } from '#src/telemetry/sdk.js';
+import { Echo } from '#src/tools/echo.js';
+import { registryOf } from '../support/app.js';
 import { otlpReceiver } from '../support/otlp-receiver.js';
+import { startRedis } from '../support/redis-server.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -62,4 +72,38 @@ test('the probe sees the SDK and @fastify/otel when tracing is on, so its silenc
     loaded.join('\n'),
   );
   assert.ok(receiver.spans.some((s) => s.name === 'execute_tool Echo'));
+});
+
+test("a rate-limit count kept in Redis is a client span of the request's trace", async (t) => {
+  const cleanups = new Cleanups();
+  t.after(() => cleanups.run());
+  const redisServer = await startRedis();
+  cleanups.after(() => redisServer.stop());
+  const receiver = await otlpReceiver(cleanups);
+  const logger = pino({ level: 'silent' });
+  const tracing = await openTracing(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).tracing!, logger);
+  cleanups.after(() => tracing.shutdown());
+  const redis = await connectRedis(redisServer.url, logger);
+  cleanups.after(async () => void (await redis.quit()));
+  const registry = registryOf([Echo]);
+  const [runtime, http] = runtimeFromOptions({ registry, logger, redis, rateLimit: 100 });
+  const gateway = new Gateway({ registry, logger, observer: runtime.metrics.observer, tracer: tracing.tracer });
+  const app = await buildApp({ ...runtime, gateway, tracing }, http);
+  cleanups.after(() => app.close());
+
+  const traceId = '7'.repeat(32);
+  const response = await app.inject({
+    method: 'POST',
+    url: '/tools/Echo',
+    payload: { text: 'x' },
+    headers: { traceparent: `00-${traceId}-${'8'.repeat(16)}-01` },
+  });
+  assert.equal(response.statusCode, 200);
+  await tracing.flush();
+  const count = await receiver.span((s) => s.traceId === traceId && s.name === 'EVALSHA toolport_count', 'the Redis span');
+  assert.equal(count.kind, 3);
+  assert.equal(count.attributes['db.system.name'], 'redis');
+  assert.equal(count.attributes['db.operation.batch.size'], 1);
+  const request = await receiver.span((s) => s.traceId === traceId && s.name === 'POST /tools/:name', 'the request span');
+  assert.equal(count.parentSpanId, request.spanId);
 });
