@@ -84,6 +84,14 @@ export default tseslint.config(
     },
     noFastify('src/auth/'),
   ]),
+  // Tracing is loaded only when it is on: it implements the core's contract and knows no adapter,
+  // so nothing that runs without tracing has a reason to import it.
+  ...layer('telemetry', (up) => [
+    {
+      group: ['http', 'mcp', 'main', 'assembly', 'tools', 'upstreams', 'auth', 'providers', 'permissions', 'os'].map((folder) => `${up}${folder}/*`),
+      message: 'src/telemetry/ implements the core contract (core/tracer.ts) over OpenTelemetry: it imports only core/, config/ and infra/.',
+    },
+  ]),
   // Upstream MCP servers are a source of tools, like the built-in ones: they feed the registry and
   // know no adapter; the HTTP app sees their states through its own interface.
   ...layer('upstreams', (up) => [
