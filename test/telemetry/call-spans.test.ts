@@ -144,6 +144,9 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
       const span = await spanOf(String(response.headers['x-request-id']));
       assert.equal(span.attributes['error.type'], code);
       assert.equal(span.statusCode, 2);
+      // A child of its request's span (a guard's refusal) or of its handler's (the gateway's).
+      const parent = await receiver.span((s) => s.spanId === span.parentSpanId, 'the parent span');
+      assert.ok(['POST /tools/:name', 'handler - call'].includes(parent.name), parent.name);
     });
   }
 
