@@ -115,6 +115,17 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
     assert.ok(!everything.includes(KEY), 'the key is never in a span');
   });
 
+  test('probes and the scraper are not traced: /healthz, /readyz and /metrics make no span', async () => {
+    for (const url of ['/healthz', '/readyz', '/metrics'])
+      assert.equal((await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${KEY}` } })).statusCode, 200);
+    const marker = await call('Echo', KEY);
+    await spanOf(String(marker.headers['x-request-id']));
+    assert.deepEqual(
+      receiver.spans.filter((s) => /healthz|readyz|metrics/.test(s.name)),
+      [],
+    );
+  });
+
   test('the audit line of a traced call carries its trace_id and span_id', async () => {
     const response = await call('Echo', KEY);
     const span = await spanOf(String(response.headers['x-request-id']));
