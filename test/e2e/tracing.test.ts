@@ -45,7 +45,8 @@ describe('a trace from an instrumented agent through toolport to an upstream MCP
     proxied = proxy.requests;
     const dir = await temporaryDirectory(cleanups);
     const upstreams = path.join(dir, 'upstreams.json');
-    await writeFile(upstreams, JSON.stringify({ mcpServers: { ev: { type: 'http', url: proxy.url } } }));
+    const metaEcho = path.join(ROOT, 'test/fixtures/upstreams/meta-echo-server.mjs');
+    await writeFile(upstreams, JSON.stringify({ mcpServers: { ev: { type: 'http', url: proxy.url }, me: { command: process.execPath, args: [metaEcho] } } }));
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_SERVICE_NAME: 'toolport' };
     server = await startServer({
       ...otel,
@@ -53,6 +54,7 @@ describe('a trace from an instrumented agent through toolport to an upstream MCP
       TOOLPORT_API_KEYS: KEY,
       TOOLPORT_UPSTREAMS: upstreams,
       TOOLPORT_BASH_SANDBOX: 'false',
+      TOOLPORT_UPSTREAM_SANDBOX: 'false',
       TOOLPORT_SHUTDOWN_GRACE_MS: '100',
     });
     stdioEnv = {
@@ -143,6 +145,22 @@ describe('a trace from an instrumented agent through toolport to an upstream MCP
     const expected = `00-${agent.traceId}-${upstream.spanId}-01`;
     assert.equal(sent.headers['traceparent'], expected, 'the traceparent header is the span toolport made for the upstream call');
     assert.equal((sent.body as { params: { _meta: { traceparent: string } } }).params._meta.traceparent, expected, 'and so is params._meta.traceparent');
+  });
+
+  test('a stdio upstream gets the context of the client span of its call in params._meta', async () => {
+    const agent = await asAgent('agent calls a stdio upstream', async () => {
+      const response = await fetch(`${server.url}/tools/me__meta`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+        body: '{}',
+      });
+      assert.equal(response.status, 200);
+      return JSON.parse(((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text) as { traceparent?: string };
+    });
+    const upstream = await descendant(agent.spanId, (s) => s.name === 'tools/call meta', 'the client span of the stdio upstream call');
+    assert.equal(upstream.kind, CLIENT);
+    assert.equal(upstream.attributes['network.transport'], 'pipe');
+    assert.equal(agent.value.traceparent, `00-${agent.traceId}-${upstream.spanId}-01`);
   });
 
   test('/calls: each call of a turn is a span of its own, named by its tool and carrying the provider call id, in the agent trace', async () => {
