@@ -13,6 +13,7 @@ import type { ResourceServer } from '../auth/open.js';
 import type { AppRuntime } from '../http/app.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import type { UpstreamSource } from '../upstreams/source.js';
+import type { Tracing } from '../telemetry/sdk.js';
 
 // Every module only one kind of process needs is imported when that process asks for it: `toolport
 // mcp` answers a desktop client's first message without loading keys, OAuth, Redis, metrics or the
@@ -67,6 +68,8 @@ export interface Runtime {
   readonly metrics: ServiceMetrics | undefined;
   /** The replicas' shared rate-limit counts and MCP cancellations (TOOLPORT_REDIS_URL), the server only. */
   readonly redis: Redis | undefined;
+  /** OpenTelemetry tracing, when the OTEL_* variables switch it on (loaded only then). */
+  readonly tracing: Tracing | undefined;
   /** Stops the upstreams, closes the workspaces opened here and the Redis connection. */
   close(): Promise<void>;
 }
@@ -87,6 +90,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     await Promise.all(opened.splice(0).map((close) => close()));
   };
   try {
+    // First, so that the identity providers' and upstreams' round trips at start-up are traced too.
+    const tracing = config.tracing === undefined ? undefined : await (await import('../telemetry/sdk.js')).openTracing(config.tracing, logger);
+    if (tracing !== undefined) opened.push(() => tracing.shutdown());
     const principals = kind === 'server' ? await import('./principals.js') : undefined;
     const workspace = principals === undefined ? undefined : await principals.openServerWorkspace(config);
     if (workspace !== undefined) opened.push(() => workspace.close());
@@ -126,6 +132,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       scopes: keyring.scopes,
       toolsets,
       permissions,
+      tracer: tracing?.tracer,
     });
     return {
       kind,
@@ -144,6 +151,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       upstreams,
       metrics,
       redis,
+      tracing,
       close: closeAll,
     };
   } catch (err) {

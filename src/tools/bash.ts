@@ -108,7 +108,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
       const stderr = new OutputCapture();
       const signs = new LimitSigns();
       const progress = context.progress ? outputProgress(context.progress) : undefined;
-      const outcome = await isolation.run(command, {
+      const outcome = await isolation.run(withTraceContext(command, context.trace?.carrier), {
         cwd: root,
         timeoutMs,
         signal: context.signal,
@@ -142,6 +142,23 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
   });
   ISOLATIONS.set(tool, isolation);
   return tool;
+}
+
+/** Characters of a W3C traceparent or tracestate that a shell reads as themselves inside single quotes. */
+const TRACE_VALUE = /^[\x20-\x26\x28-\x7e]*$/;
+
+/**
+ * The command with the call's trace context in its environment, as OpenTelemetry passes context to
+ * a child process (TRACEPARENT, TRACESTATE), so an instrumented command joins the trace. Set by the
+ * command line itself, on its first line, because some isolations start their shells before the
+ * call; only while tracing is on and the call's trace is sampled or continued.
+ */
+function withTraceContext(command: string, carrier: Readonly<Record<string, string>> | undefined): string {
+  const parent = carrier?.['traceparent'];
+  if (parent === undefined || !TRACE_VALUE.test(parent)) return command;
+  const state = carrier?.['tracestate'];
+  const exports = state !== undefined && state !== '' && TRACE_VALUE.test(state) ? `TRACEPARENT='${parent}' TRACESTATE='${state}'` : `TRACEPARENT='${parent}'`;
+  return `export ${exports}; ${command}`;
 }
 
 /** Shortest gap between two progress reports of one command: output can arrive in thousands of chunks a second. */
