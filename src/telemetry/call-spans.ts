@@ -104,16 +104,20 @@ class OpenCallSpan implements CallSpan {
 
 /** The tool's side: its work span's context, and client spans for what it calls. */
 class WorkTrace implements ToolTrace {
-  readonly carrier: TraceCarrier;
   readonly #context: Context;
   readonly #tracer: Tracer;
   readonly #continued: boolean;
+  #carrier: TraceCarrier | undefined;
 
   constructor(ctx: Context, tracer: Tracer, continued: boolean) {
     this.#context = ctx;
     this.#tracer = tracer;
     this.#continued = continued;
-    this.carrier = carrierOf(ctx, continued);
+  }
+
+  /** Made when a tool asks (Bash does, Echo never): formatting a traceparent is not free. */
+  get carrier(): TraceCarrier {
+    return (this.#carrier ??= carrierOf(this.#context, this.#continued));
   }
 
   async client<T>(name: string, attributes: Readonly<Record<string, string | number>>, call: (carrier: TraceCarrier) => Promise<T>): Promise<T> {
