@@ -17,6 +17,7 @@
 import { copyFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { BUNDLE_OPTIONS } from './bundle-options.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SRC = path.join(ROOT, 'src');
@@ -35,16 +36,6 @@ for (const helper of helpers) {
   await copyFile(path.join(SRC, helper), path.join(DIST, 'main', name));
 }
 
-// CommonJS packages inside an ES module bundle still call require and read __dirname.
-const BANNER = [
-  "import { createRequire as __toolportCreateRequire } from 'node:module';",
-  "import { fileURLToPath as __toolportFileURLToPath } from 'node:url';",
-  "import { dirname as __toolportDirname } from 'node:path';",
-  'const require = __toolportCreateRequire(import.meta.url);',
-  'const __filename = __toolportFileURLToPath(import.meta.url);',
-  'const __dirname = __toolportDirname(__filename);',
-].join('\n');
-
 // One file each, in place. The command line imports each command's modules when it runs: in the
 // bundle they stay functions until then, so `toolport mcp` never runs the HTTP stack's code.
 for (const entry of ENTRIES) {
@@ -52,12 +43,7 @@ for (const entry of ENTRIES) {
     entryPoints: [entry],
     outfile: entry,
     allowOverwrite: true,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node22',
-    external: ['@fastify/swagger-ui', 'pino', 'pino-pretty', 'thread-stream', 'ioredis'],
-    banner: { js: BANNER },
+    ...BUNDLE_OPTIONS,
     sourcemap: true,
     sourcesContent: false,
     logLevel: 'warning',

@@ -22,6 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build, stop } from 'esbuild';
+import { BUNDLE_OPTIONS } from '../bundle-options.js';
 import { median } from './report.js';
 import { choosePinning } from './pinning.js';
 import { startServer, stopServer, type RunningServer, type ServerSpec } from './processes.js';
@@ -101,23 +102,10 @@ async function buildVariant(name: string, patch: string | undefined): Promise<Va
  * the Perl helpers beside it. No type check: a variant only has to run.
  */
 async function bundle(root: string): Promise<void> {
-  const banner = [
-    "import { createRequire as __toolportCreateRequire } from 'node:module';",
-    "import { fileURLToPath as __toolportFileURLToPath } from 'node:url';",
-    "import { dirname as __toolportDirname } from 'node:path';",
-    'const require = __toolportCreateRequire(import.meta.url);',
-    'const __filename = __toolportFileURLToPath(import.meta.url);',
-    'const __dirname = __toolportDirname(__filename);',
-  ].join('\n');
   await build({
     entryPoints: [path.join(root, 'src/main/run-server.ts')],
     outfile: path.join(root, 'dist/main/run-server.js'),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node22',
-    external: ['@fastify/swagger-ui', 'pino', 'pino-pretty', 'thread-stream', 'ioredis'],
-    banner: { js: banner },
+    ...BUNDLE_OPTIONS,
     logLevel: 'warning',
   });
   await build({
