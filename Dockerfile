@@ -24,8 +24,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# npm run build bundles what dist/server.js loads into one file, with this script.
-COPY scripts/bundle.ts ./scripts/
+# npm run build bundles what dist/server.js loads into one file, with these scripts.
+COPY scripts/bundle.ts scripts/bundle-options.ts ./scripts/
 RUN npm run build
 
 # --- deps: production dependencies only -------------------------------------------------------
