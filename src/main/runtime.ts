@@ -13,6 +13,7 @@ import type { ResourceServer } from '../auth/open.js';
 import type { AppRuntime } from '../http/app.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import type { UpstreamSource } from '../upstreams/source.js';
+import { BackgroundTasks } from '../tools/tasks/background-tasks.js';
 
 // Every module only one kind of process needs is imported when that process asks for it: `toolport
 // mcp` answers a desktop client's first message without loading keys, OAuth, Redis, metrics or the
@@ -67,6 +68,8 @@ export interface Runtime {
   readonly metrics: ServiceMetrics | undefined;
   /** The replicas' shared rate-limit counts and MCP cancellations (TOOLPORT_REDIS_URL), the server only. */
   readonly redis: Redis | undefined;
+  /** Bash's background tasks, of every workspace: shutdown drains them like calls, metrics and `/readyz` count them. */
+  readonly tasks: BackgroundTasks;
   /** Stops the upstreams, closes the workspaces opened here and the Redis connection. */
   close(): Promise<void>;
 }
@@ -86,11 +89,14 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const closeAll = async (): Promise<void> => {
     await Promise.all(opened.splice(0).map((close) => close()));
   };
+  // Opened first, so closing ends the tasks before their workspaces close under them.
+  const tasks = new BackgroundTasks(config.bashTasks);
+  opened.push(() => tasks.close());
   try {
     const principals = kind === 'server' ? await import('./principals.js') : undefined;
     const workspace = principals === undefined ? undefined : await principals.openServerWorkspace(config);
     if (workspace !== undefined) opened.push(() => workspace.close());
-    const served = await createToolset(config, cwd, kind === 'command' ? undefined : logger, workspace);
+    const served = await createToolset(config, cwd, kind === 'command' ? undefined : logger, workspace, tasks);
     const tools = served.list();
     const upstreamModule = config.upstreams === undefined ? undefined : await import('../upstreams/open.js');
     const specs = (await upstreamModule?.readUpstreamSpecs(config, env)) ?? [];
@@ -101,7 +107,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const callers =
       principals === undefined || workspace === undefined
         ? undefined
-        : await principals.openPrincipals({ config, workspace, served, servedNames, exposed: [...tools, ...namespaces], permissions, logger, cwd });
+        : await principals.openPrincipals({ config, workspace, served, servedNames, exposed: [...tools, ...namespaces], permissions, logger, cwd, tasks });
     if (callers !== undefined) opened.push(() => callers.workspaces.close());
     const registry = callers?.workspaces.registry ?? served;
     // No stdio upstream may read the keys' workspaces (nor the server's files, which it finds in `config`).
@@ -144,6 +150,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       upstreams,
       metrics,
       redis,
+      tasks,
       close: closeAll,
     };
   } catch (err) {
