@@ -6,16 +6,14 @@
 export interface BackgroundWork {
   /** Tasks running now. */
   readonly running: number;
-  /** Tasks running now, by caller (an API key's label, or `-` for callers without one). */
-  runningByCaller(): ReadonlyMap<string, number>;
   /** Refuses new tasks from now on. */
   drain(): void;
   /** Resolves when no task runs, or after `graceMs`; to whether none runs. */
   drained(graceMs: number): Promise<boolean>;
   /** Stops every task still running (SIGTERM, then SIGKILL) and resolves when all have ended. */
   stopAll(): Promise<void>;
-  /** Stops, after `graceMs`, the tasks of callers not in `callers` (keys a reload removed). */
-  retainCallers(callers: ReadonlySet<string>, graceMs: number): void;
+  /** Stops, after `graceMs`, the tasks of these callers (the labels of keys a reload removed). */
+  endCallers(callers: readonly string[], graceMs: number): void;
 }
 
 /** The bounds on background tasks, per caller and in total (TOOLPORT_BASH_TASKS_*). */

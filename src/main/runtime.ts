@@ -119,6 +119,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     if (redis !== undefined) opened.push(() => redis.quit());
     // `toolport mcp` serves no metrics; a command may build the HTTP app (`toolport openapi`).
     const metrics = kind === 'stdio' ? undefined : await openMetrics(registry, upstreams);
+    metrics?.watchTasks(tasks);
     const keys = callers?.keys ?? [];
     const keyring = new Keyring(keys, permissions);
     const toolsets = callers?.workspaces.toolsets ?? new Map<string, ToolRegistry>();

@@ -58,6 +58,7 @@ export class BackgroundTasks implements BackgroundWork {
     return this.#running;
   }
 
+  /** Tasks running now, by caller (an API key's label, or `-` for callers without one). */
   runningByCaller(): ReadonlyMap<string, number> {
     const counts = new Map<string, number>();
     for (const task of this.#tasks.values()) if (task.status === 'running') counts.set(task.owner, (counts.get(task.owner) ?? 0) + 1);
@@ -172,8 +173,8 @@ export class BackgroundTasks implements BackgroundWork {
     await Promise.all(running.map((t) => t.ended));
   }
 
-  retainCallers(callers: ReadonlySet<string>, graceMs: number): void {
-    const gone = [...this.#tasks.values()].filter((t) => t.status === 'running' && t.owner !== NO_CALLER && !callers.has(t.owner));
+  endCallers(callers: readonly string[], graceMs: number): void {
+    const gone = [...this.#tasks.values()].filter((t) => t.status === 'running' && callers.includes(t.owner));
     if (gone.length === 0) return;
     setTimeout(() => {
       for (const task of gone) this.#stop(task, "stopped because its caller's key was removed");
