@@ -37,6 +37,9 @@ export type LaunchTask = (signal: AbortSignal, timeoutMs: number, onOutput: (chu
 
 // Callers without a key (stdio, in-process) share one owner.
 const NO_CALLER = '-';
+// Finished tasks one caller keeps before their retention is up; past it the oldest is forgotten, so
+// starting short tasks in a loop cannot fill the server's memory.
+const MAX_FINISHED_PER_CALLER = 64;
 
 /**
  * The background tasks of one server, for every workspace: who started each (a task is visible
@@ -181,11 +184,20 @@ export class BackgroundTasks implements BackgroundWork {
     }, graceMs).unref();
   }
 
-  /** Forgets every task at once and removes their files: the workspace is closing. */
+  /** Stops every task, then forgets them all and removes their files: the server is closing. */
   async close(): Promise<void> {
+    this.drain();
     await this.stopAll();
-    for (const task of this.#tasks.values()) clearTimeout(task.forget);
-    this.#tasks.clear();
+    const all = [...this.#tasks.values()];
+    for (const task of all) this.#forget(task);
+    await Promise.all(all.map((task) => task.file.discard()));
+  }
+
+  #forget(task: Entry): void {
+    clearTimeout(task.forget);
+    if (this.#tasks.get(task.id) !== task) return;
+    this.#tasks.delete(task.id);
+    void task.ended.then(() => task.file.discard());
   }
 
   #stop(task: Entry, note: string): void {
@@ -209,11 +221,10 @@ export class BackgroundTasks implements BackgroundWork {
       if (outcome.exitSignal !== null) task.endNote = `killed by signal ${outcome.exitSignal}`;
     }
     this.#running--;
-    task.forget = setTimeout(() => {
-      this.#tasks.delete(task.id);
-      void task.ended.then(() => task.file.discard());
-    }, this.bounds.retentionMs);
+    task.forget = setTimeout(() => this.#forget(task), this.bounds.retentionMs);
     task.forget.unref();
+    const finished = [...this.#tasks.values()].filter((t) => t.owner === task.owner && t.status !== 'running');
+    for (const old of finished.slice(0, Math.max(0, finished.length - MAX_FINISHED_PER_CALLER))) this.#forget(old);
     if (this.#running === 0) for (const done of [...this.#idle]) done();
   }
 }
