@@ -167,7 +167,15 @@ async function startInBackground(options: BashToolOptions, isolation: BashIsolat
   const file = await createTaskFile(workspace, id);
   try {
     tasks.start(caller, id, command, file, (signal, timeoutMs, onOutput) =>
-      isolation.run(command, { cwd: workspace.root, timeoutMs, signal, onStdout: onOutput, onStderr: onOutput }),
+      isolation.run(command, {
+        cwd: workspace.root,
+        timeoutMs,
+        signal,
+        onStdout: onOutput,
+        onStderr: onOutput,
+        // Bounded by the task's lifetime, not a call's timeout: a dev server may run for hours.
+        cpuSeconds: isolation.limits.maxCpuSeconds === 0 ? 0 : Math.ceil(timeoutMs / 1000),
+      }),
     );
   } catch (err) {
     return errorResult((err as Error).message);

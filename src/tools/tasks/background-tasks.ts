@@ -40,6 +40,8 @@ const NO_CALLER = '-';
 // Finished tasks one caller keeps before their retention is up; past it the oldest is forgotten, so
 // starting short tasks in a loop cannot fill the server's memory.
 const MAX_FINISHED_PER_CALLER = 64;
+// The same for all callers together: without keys every client network is a caller.
+const MAX_FINISHED = 1024;
 
 /**
  * The background tasks of one server, for every workspace: who started each (a task is visible
@@ -223,8 +225,11 @@ export class BackgroundTasks implements BackgroundWork {
     this.#running--;
     task.forget = setTimeout(() => this.#forget(task), this.bounds.retentionMs);
     task.forget.unref();
-    const finished = [...this.#tasks.values()].filter((t) => t.owner === task.owner && t.status !== 'running');
-    for (const old of finished.slice(0, Math.max(0, finished.length - MAX_FINISHED_PER_CALLER))) this.#forget(old);
+    // Oldest first: the map keeps the order tasks started in.
+    const finished = [...this.#tasks.values()].filter((t) => t.status !== 'running');
+    const callers = finished.filter((t) => t.owner === task.owner);
+    for (const old of callers.slice(0, Math.max(0, callers.length - MAX_FINISHED_PER_CALLER))) this.#forget(old);
+    for (const old of finished.slice(0, Math.max(0, finished.length - MAX_FINISHED))) this.#forget(old);
     if (this.#running === 0) for (const done of [...this.#idle]) done();
   }
 }

@@ -197,6 +197,13 @@ test('a task is stopped at its lifetime, and forgotten with its file once its re
   await until(() => !existsSync(path.join(tools.ws.root, file)), 'the file to be removed');
 });
 
+test("a task's CPU time is bounded by its lifetime, a call's by its timeout", async (t) => {
+  const tools = await setup(t, { maxLifetimeMs: 7_200_000 });
+  const { id } = await startTask(tools, 'alice', 'ulimit -t');
+  assert.match((await call(tools.output, 'alice', { task_id: id })).text, /<output>\n7200\n<\/output>/);
+  assert.deepEqual(await call(tools.bash, 'alice', { command: 'ulimit -t' }), { text: '120', isError: false });
+});
+
 test('draining refuses new tasks; stopping them all leaves no process', async (t) => {
   const tools = await setup(t);
   const marker = trackedMarker(t);
