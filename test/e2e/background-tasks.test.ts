@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { reaperUnavailableReason } from '#src/os/proc/reaper.js';
+import { escapees } from '../fixtures/escapees.js';
 import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
+import { requireOrSkip } from '../support/require.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';
 import { temporaryDirectory } from '../support/workspace.js';
 
@@ -77,6 +80,22 @@ test('SIGTERM drains background tasks like calls, then ends one that ignores SIG
   srv.child.kill('SIGTERM');
   assert.equal(await srv.exited, 0);
   await waitFor(() => processesWith(mark).length === 0, 'no process of a task left after exit', 10_000);
+});
+
+test('without the sandbox, under the subreaper, nothing a task leaves behind (setsid, a double fork) outlives TaskStop or the server', async (t) => {
+  const noReaper = await reaperUnavailableReason();
+  if (!requireOrSkip(t, 'the subreaper (Perl)', noReaper)) return;
+  const { srv } = await server(t, { TOOLPORT_BASH_SANDBOX: 'false' });
+  const [stopped, left] = [trackedMarker(t), trackedMarker(t)];
+  const first = await startTask(srv, ALICE, `${escapees(stopped)}; sleep ${stopped}`);
+  await waitFor(() => processesWith(stopped).length >= 3, 'the escapees to be in place', 10_000);
+  assert.equal((await post(srv, ALICE, 'TaskStop', { task_id: first })).status, 200);
+  assert.deepEqual(processesWith(stopped), []);
+  await startTask(srv, BOB, `${escapees(left)}; trap '' TERM; sleep ${left}`);
+  await waitFor(() => processesWith(left).length >= 3, 'the escapees to be in place', 10_000);
+  srv.child.kill('SIGTERM');
+  assert.equal(await srv.exited, 0);
+  await waitFor(() => processesWith(left).length === 0, 'no process of a task left after exit', 10_000);
 });
 
 test("a reload that removes a key ends its tasks after the grace, and another key's tasks run on", async (t) => {

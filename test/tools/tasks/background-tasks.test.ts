@@ -204,6 +204,17 @@ test("a task's CPU time is bounded by its lifetime, a call's by its timeout", as
   assert.deepEqual(await call(tools.bash, 'alice', { command: 'ulimit -t' }), { text: '120', isError: false });
 });
 
+test('a Bash tool made without a place for tasks refuses run_in_background', async (t) => {
+  const dir = await temporaryDirectory(t, 'toolport-tasks-');
+  const ws = await Workspace.open(dir);
+  t.after(() => ws.close());
+  const bash = await createBashTool({ workspace: ws, sandbox: false });
+  assert.deepEqual(await call(bash, 'alice', { command: 'true', run_in_background: true }), {
+    text: 'Background tasks are not available on this server.',
+    isError: true,
+  });
+});
+
 test('draining refuses new tasks; stopping them all leaves no process', async (t) => {
   const tools = await setup(t);
   const marker = trackedMarker(t);
