@@ -11,7 +11,7 @@ import { limitNotes, LimitSigns } from '../os/sandbox/limit-notes.js';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
 import type { Workspace } from '../os/fs/workspace.js';
 import type { BackgroundTasks } from './tasks/background-tasks.js';
-import { createTaskFile } from './tasks/task-file.js';
+import { createTaskFile, TASKS_DIRECTORY, type TaskFile } from './tasks/task-file.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 export const MAX_BASH_TIMEOUT_MS = 600_000;
@@ -164,7 +164,15 @@ async function startInBackground(options: BashToolOptions, isolation: BashIsolat
   const refused = tasks.refusal(caller);
   if (refused !== undefined) return errorResult(refused);
   const id = tasks.newId();
-  const file = await createTaskFile(workspace, id);
+  let file: TaskFile;
+  try {
+    file = await createTaskFile(workspace, id);
+  } catch (err) {
+    // A command may have put something else where the tasks' directory goes.
+    // The code alone: the message names the server's descriptor paths (/proc/self/fd/...).
+    const code = (err as NodeJS.ErrnoException).code ?? 'an unexpected error';
+    return errorResult(`Could not make the output file of the task in ${TASKS_DIRECTORY} (${code}): is something other than a directory there?`);
+  }
   try {
     tasks.start(caller, id, command, file, (signal, timeoutMs, onOutput) =>
       isolation.run(command, {

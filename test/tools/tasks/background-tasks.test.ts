@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { TaskBounds } from '#src/core/background.js';
@@ -202,6 +202,18 @@ test("a task's CPU time is bounded by its lifetime, a call's by its timeout", as
   const { id } = await startTask(tools, 'alice', 'ulimit -t');
   assert.match((await call(tools.output, 'alice', { task_id: id })).text, /<output>\n7200\n<\/output>/);
   assert.deepEqual(await call(tools.bash, 'alice', { command: 'ulimit -t' }), { text: '120', isError: false });
+});
+
+test("a link planted where the tasks' directory goes is not followed: the task is refused and nothing is written outside", async (t) => {
+  const tools = await setup(t);
+  const outside = await temporaryDirectory(t, 'toolport-outside-');
+  symlinkSync(outside, path.join(tools.ws.root, '.toolport'));
+  const answer = await call(tools.bash, 'alice', { command: 'echo hi', run_in_background: true });
+  assert.deepEqual(answer, {
+    text: 'Could not make the output file of the task in .toolport/tasks (ENOTDIR): is something other than a directory there?',
+    isError: true,
+  });
+  assert.deepEqual(readdirSync(outside), []);
 });
 
 test('a Bash tool made without a place for tasks refuses run_in_background', async (t) => {
