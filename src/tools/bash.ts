@@ -112,7 +112,7 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     rules: { specifier: 'command' },
     async execute({ command, timeout, run_in_background: background }, context) {
       await checkBashRules(context, command);
-      if (background === true) return startInBackground(options, isolation, command, context.caller);
+      if (background === true) return startInBackground(options, isolation, command, context.caller, context.log);
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
@@ -158,7 +158,13 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
  * Starts `command` as a background task under the same isolation and limits as a call, bounded by
  * the task's lifetime instead of the call's timeout, and answers at once with Claude Code's words.
  */
-async function startInBackground(options: BashToolOptions, isolation: BashIsolation, command: string, caller: string | undefined): Promise<ToolResult> {
+async function startInBackground(
+  options: BashToolOptions,
+  isolation: BashIsolation,
+  command: string,
+  caller: string | undefined,
+  log: Logger,
+): Promise<ToolResult> {
   const { tasks, workspace } = options;
   if (tasks === undefined) return errorResult('Background tasks are not available on this server.');
   const refused = tasks.refusal(caller);
@@ -174,16 +180,22 @@ async function startInBackground(options: BashToolOptions, isolation: BashIsolat
     return errorResult(`Could not make the output file of the task in ${TASKS_DIRECTORY} (${code}): is something other than a directory there?`);
   }
   try {
-    tasks.start(caller, id, command, file, (signal, timeoutMs, onOutput) =>
-      isolation.run(command, {
-        cwd: workspace.root,
-        timeoutMs,
-        signal,
-        onStdout: onOutput,
-        onStderr: onOutput,
-        // Bounded by the task's lifetime, not a call's timeout: a dev server may run for hours.
-        cpuSeconds: isolation.limits.maxCpuSeconds === 0 ? 0 : Math.ceil(timeoutMs / 1000),
-      }),
+    tasks.start(
+      caller,
+      id,
+      command,
+      file,
+      (signal, timeoutMs, onOutput) =>
+        isolation.run(command, {
+          cwd: workspace.root,
+          timeoutMs,
+          signal,
+          onStdout: onOutput,
+          onStderr: onOutput,
+          // Bounded by the task's lifetime, not a call's timeout: a dev server may run for hours.
+          cpuSeconds: isolation.limits.maxCpuSeconds === 0 ? 0 : Math.ceil(timeoutMs / 1000),
+        }),
+      log,
     );
   } catch (err) {
     return errorResult((err as Error).message);

@@ -71,6 +71,23 @@ test('over REST a key sees and stops only its own tasks, and /readyz and /metric
   assert.deepEqual(await (await fetch(`${srv.url}/readyz`)).json(), { status: 'ready', tasks: { running: 0 } });
 });
 
+test('SIGTERM lets a background task finish within the grace, refusing new ones meanwhile, then the process exits 0', async (t) => {
+  const { srv } = await server(t, { TOOLPORT_SHUTDOWN_GRACE_MS: '30000' });
+  const id = await startTask(srv, ALICE, 'until [ -e go ]; do sleep 0.05; done; echo went');
+  srv.child.kill('SIGTERM');
+  await srv.logLine((l) => l.msg === 'shutting down');
+  assert.equal((await fetch(`${srv.url}/readyz`)).status, 503);
+  const refused = await post(srv, BOB, 'Bash', { command: 'true', run_in_background: true });
+  assert.equal(refused.status, 503);
+  assert.equal((refused.body as { error: { code: string } }).error.code, 'SHUTTING_DOWN');
+  await writeFile(path.join(srv.workspace, 'go'), '');
+  const ended = await srv.logLine((l) => l.msg === 'background task ended');
+  assert.equal(ended.task, id);
+  assert.equal(ended.status, 'completed');
+  assert.equal(ended.exitCode, 0);
+  assert.equal(await srv.exited, 0);
+});
+
 test('SIGTERM drains background tasks like calls, then ends one that ignores SIGTERM, and nothing outlives the server', async (t) => {
   const { srv } = await server(t);
   const mark = trackedMarker(t);

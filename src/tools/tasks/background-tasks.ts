@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
 import { DEFAULT_TASK_BOUNDS, type BackgroundWork, type TaskBounds } from '../../core/background.js';
 import type { BashOutcome } from '../../os/sandbox/isolation.js';
 import { OutputCapture } from '../output-cap.js';
@@ -29,6 +30,8 @@ interface Entry extends BackgroundTask {
   owner: string;
   abort: AbortController;
   file: TaskFile;
+  log: Logger | undefined;
+  startedAt: number;
   forget?: NodeJS.Timeout;
 }
 
@@ -91,7 +94,7 @@ export class BackgroundTasks implements BackgroundWork {
   }
 
   /** Starts `launch` as a task of `owner`, writing its output to `file`; throws an Error with the refusal when caps are full. */
-  start(owner: string | undefined, id: string, command: string, file: TaskFile, launch: LaunchTask): BackgroundTask {
+  start(owner: string | undefined, id: string, command: string, file: TaskFile, launch: LaunchTask, log?: Logger): BackgroundTask {
     const refused = this.refusal(owner);
     if (refused !== undefined) {
       void file.discard();
@@ -112,6 +115,8 @@ export class BackgroundTasks implements BackgroundWork {
       owner: owner ?? NO_CALLER,
       abort,
       file,
+      log,
+      startedAt: performance.now(),
     };
     this.#tasks.set(id, entry);
     this.#running++;
@@ -223,6 +228,11 @@ export class BackgroundTasks implements BackgroundWork {
       if (outcome.exitSignal !== null) task.endNote = `killed by signal ${outcome.exitSignal}`;
     }
     this.#running--;
+    // The task's own line, beside its starting call's: how it ended and after how long.
+    task.log?.info(
+      { task: task.id, status: task.status, exitCode: task.exitCode, ms: Math.round(performance.now() - task.startedAt), note: task.endNote },
+      'background task ended',
+    );
     task.forget = setTimeout(() => this.#forget(task), this.bounds.retentionMs);
     task.forget.unref();
     // Oldest first: the map keeps the order tasks started in.
