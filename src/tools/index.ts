@@ -24,7 +24,20 @@ import { PRECOMPILED_VALIDATORS } from './validators.generated.js';
 // registers it without compiling its schemas.
 usePrecompiledValidators(PRECOMPILED_VALIDATORS);
 
-export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, createGrepTool, createLsTool, createReadTool, createWriteTool };
+export {
+  BackgroundTasks,
+  Echo,
+  Workspace,
+  createBashTool,
+  createEditTool,
+  createGlobTool,
+  createGrepTool,
+  createLsTool,
+  createReadTool,
+  createTaskOutputTool,
+  createTaskStopTool,
+  createWriteTool,
+};
 
 export interface BuiltinToolOptions {
   /** The only directory the file tools may touch: a path, canonicalised and opened once, here, or a workspace already open (the caller closes it). */
