@@ -48,6 +48,10 @@ export default tseslint.config(
     { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/core/ is free of Fastify: put HTTP concerns in src/http/.' },
     { group: ['node:http', 'node:https', 'node:http2', 'http', 'https', 'http2'], message: 'src/core/ is free of HTTP: put it in an adapter.' },
     { group: ['prom-client'], message: 'src/core/ reports metrics through an observer interface.' },
+    {
+      group: ['@opentelemetry/*', '@fastify/otel'],
+      message: 'src/core/ traces through the CallTracer interface (tracer.ts), which src/telemetry/ implements.',
+    },
     { group: except(up, 'core'), message: 'src/core/ imports nothing from the rest of src/ (adapters, config, tools).' },
   ]),
   // The operating-system layer (pinned paths, locks, processes, the sandbox) sits below the
@@ -79,6 +83,14 @@ export default tseslint.config(
       message: 'src/auth/ imports only src/core/: the HTTP parts (metadata routes, challenges, the guard) live in src/http/.',
     },
     noFastify('src/auth/'),
+  ]),
+  // Tracing is loaded only when it is on: it implements the core's contract and knows no adapter,
+  // so nothing that runs without tracing has a reason to import it.
+  ...layer('telemetry', (up) => [
+    {
+      group: ['http', 'mcp', 'main', 'assembly', 'tools', 'upstreams', 'auth', 'providers', 'permissions', 'os'].map((folder) => `${up}${folder}/*`),
+      message: 'src/telemetry/ implements the core contract (core/tracer.ts) over OpenTelemetry: it imports only core/, config/ and infra/.',
+    },
   ]),
   // Upstream MCP servers are a source of tools, like the built-in ones: they feed the registry and
   // know no adapter; the HTTP app sees their states through its own interface.

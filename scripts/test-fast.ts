@@ -63,6 +63,8 @@ export const SLOW_TESTS = [
   'test/os/sandbox/isolation.test.ts',
   'test/permissions/bash/oracle.test.ts',
   'test/support/require.test.ts',
+  'test/telemetry/call-spans.test.ts',
+  'test/telemetry/sdk.test.ts',
   'test/tools/bash-landlock.test.ts',
   'test/tools/bash-limits.test.ts',
   'test/tools/bash.test.ts',

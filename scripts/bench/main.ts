@@ -37,6 +37,7 @@ import { startTokenRow, TOKEN_ROW } from './token-row.js';
 import { RSS_ROW, rssSlot, summariseRss, type RssSlot } from './rss-row.js';
 import { summariseToolCounts, TOOL_COUNT_ROWS, toolCountSlot, type ToolCountSlot } from './tool-count.js';
 import { REDIS_ROW, startRedisRow } from './redis-row.js';
+import { startOtlpSink } from './otlp-sink.js';
 
 // The rows that are not wrk's, named for --only.
 const BASH_ROW = { id: 'bash', label: 'Bash `true`, sequential, median (sandbox off)' };
@@ -99,6 +100,9 @@ async function main(): Promise<number> {
     RSS_ROW.id,
   ];
   const rows = THROUGHPUT_ROWS.filter((row) => selected(options, row, ids));
+  // Issue 34's traced rows export to a sink in this process: a collector that is never the slow part.
+  const otlpSink = rows.some((row) => row.id.includes('-traced')) ? await startOtlpSink() : undefined;
+  if (otlpSink !== undefined) ctx.otlpTracesUrl = otlpSink.url;
   // Started only when selected: a real authorization server, and one access token from it.
   const token = selected(options, TOKEN_ROW, ids) ? await startTokenRow() : undefined;
   if (token !== undefined) rows.splice(rows.findIndex((row) => row.id === 'echo-keyed') + 1, 0, token.row);
@@ -330,6 +334,12 @@ async function main(): Promise<number> {
   };
   await writeFile(options.out, `${JSON.stringify(results, null, 2)}\n`);
   await token?.issuer.close();
+  if (otlpSink !== undefined) {
+    const { batches, bytes } = otlpSink.received();
+    console.log(`OTLP sink: ${batches} batches, ${mib(bytes)} MiB of spans received from the traced rows`);
+    if (batches === 0) failures.push('the traced rows exported no spans to the OTLP sink');
+    await otlpSink.close();
+  }
   await redisRow?.stop();
   console.log(`results: ${path.relative(process.cwd(), options.out)}`);
 

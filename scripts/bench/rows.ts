@@ -41,6 +41,8 @@ export interface ThroughputRow {
 export interface RowFiles {
   dir: string;
   apiKey: string;
+  /** The OTLP endpoint the traced rows export to (otlp-sink.ts), once started. */
+  otlpTracesUrl?: string;
 }
 
 /** The ten rules of the rules row: what an operator would write for an agent that edits docs and runs tests. */
@@ -69,6 +71,16 @@ const keysFile = (ctx: RowFiles, permissions?: object): Record<string, string> =
 const echo: RequestSpec = { method: 'POST', path: '/tools/Echo', headers: JSON_HEADERS, body: '{"text":"hello"}' };
 const calls = [1, 2, 3].map((n) => ({ type: 'tool_use', id: `toolu_${n}`, name: 'Echo', input: { text: `hello ${n}` } }));
 
+/** Tracing on, exported to the run's OTLP sink, with this sampler. */
+function traced(ctx: RowFiles, sampler: string, ratio?: string): Record<string, string> {
+  if (ctx.otlpTracesUrl === undefined) throw new Error('a traced row needs the OTLP sink started');
+  return {
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ctx.otlpTracesUrl,
+    OTEL_TRACES_SAMPLER: sampler,
+    ...(ratio === undefined ? {} : { OTEL_TRACES_SAMPLER_ARG: ratio }),
+  };
+}
+
 const atLeast = (ratio: number, text = `${ratio}x`): Goal => ({ text, bound: 'at least', ratio });
 const atMost = (ratio: number): Goal => ({ text: `${ratio}x`, bound: 'at most', ratio });
 // Issue 33: judged against the same stack, the framework both use doing the same duties.
@@ -96,6 +108,27 @@ export const THROUGHPUT_ROWS: readonly ThroughputRow[] = [
     // Issue 33: at least 0.85x the same stack, with a p99 at most 1.5x its.
     goal: sameStack(atLeast(0.85)),
     p99Goal: sameStack(atMost(1.5)),
+  },
+  // Issue 34: the cost of tracing, against the same server without it.
+  {
+    id: 'echo-keyed-traced',
+    label: 'POST /tools/Echo keyed, every call traced (OTLP/protobuf), against the same without tracing',
+    request: echo,
+    keyed: true,
+    rateLimit: HIGH_RATE_LIMIT,
+    goal: atLeast(0.85),
+    env: (ctx) => traced(ctx, 'parentbased_always_on'),
+    baseline: { name: 'toolport keyed, tracing off', env: () => ({}) },
+  },
+  {
+    id: 'echo-keyed-traced-1pct',
+    label: 'POST /tools/Echo keyed, 1% of calls traced (parent-based), against the same without tracing',
+    request: echo,
+    keyed: true,
+    rateLimit: HIGH_RATE_LIMIT,
+    goal: atLeast(0.98),
+    env: (ctx) => traced(ctx, 'parentbased_traceidratio', '0.01'),
+    baseline: { name: 'toolport keyed, tracing off', env: () => ({}) },
   },
   {
     id: 'mcp-tools-list',

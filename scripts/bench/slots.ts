@@ -89,8 +89,10 @@ export async function withServer<T>(
 
 /** One throughput slot: a fresh server, one request checked by hand, an unmeasured wrk run, the measured one. */
 export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, script: string, target: ThroughputTarget, round: number): Promise<ThroughputSlot> {
-  const keys: Record<string, string> = row.keyed && row.env === undefined ? { TOOLPORT_API_KEYS: ctx.apiKey } : {};
-  const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...keys, ...row.env?.(ctx) };
+  // A keyed row's key, unless the row's environment names a keys file of its own.
+  const withKey = (own: Record<string, string>): Record<string, string> =>
+    row.keyed && own.TOOLPORT_API_KEYS_FILE === undefined ? { TOOLPORT_API_KEYS: ctx.apiKey, ...own } : own;
+  const env: Record<string, string> = { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...withKey(row.env?.(ctx) ?? {}) };
   // A row with a baseline of its own compares toolport with toolport under the baseline's environment.
   const spec =
     target === 'toolport'
@@ -101,7 +103,7 @@ export async function throughputSlot(ctx: BenchContext, row: ThroughputRow, scri
           ? rawSpec(ctx, `${row.id}-same-work`, { apiKey: row.keyed ? ctx.apiKey : undefined })
           : row.baseline === undefined
             ? rawSpec(ctx, row.id)
-            : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...row.baseline.env(ctx) });
+            : toolportSpec(ctx, `${row.id}-baseline`, { TOOLPORT_RATE_LIMIT: String(row.rateLimit), ...withKey(row.baseline.env(ctx)) });
   const slot: ThroughputSlot = { target, round, rssStartBytes: undefined, rssEndBytes: undefined, failures: [], warmUp: undefined, result: undefined };
   const { options, pinning } = ctx;
   await withServer(spec, target, slot.failures, async (server) => {

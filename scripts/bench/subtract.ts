@@ -3,7 +3,8 @@
  * [-- --rounds N] [-- --duration S]`.
  *
  * Each `bench/subtraction/<piece>.patch` removes or stubs one piece of toolport's per-request work
- * (the key check, the rate limiter, a hook, ...). For each patch the script checks out HEAD in a
+ * (the key check, the rate limiter, a hook, ...); each `bench/subtraction/<name>.flags` names Node
+ * flags to run toolport as committed with (the garbage collector's settings). For each patch the script checks out HEAD in a
  * throwaway worktree, applies the patch, builds `dist/` there, and measures keyed `POST
  * /tools/Echo` and keyed `GET /tools` on it, beside toolport as committed and the same stack
  * (bench/same-stack.ts). The figure is the server's CPU time per call (user and system, all
@@ -57,6 +58,8 @@ interface Variant {
   name: string;
   /** The directory whose dist/server.js runs; undefined for the same stack. */
   root: string | undefined;
+  /** Node's own flags for it (a `<name>.flags` file: toolport as committed, run with them). */
+  flags?: string[];
 }
 
 /**
@@ -142,6 +145,11 @@ async function main(): Promise<void> {
     .map((file) => file.slice(0, -'.patch'.length))
     .filter((name) => only === undefined || only.includes(name))
     .sort();
+  const flagSets = (await readdir(PATCHES))
+    .filter((file) => file.endsWith('.flags'))
+    .map((file) => file.slice(0, -'.flags'.length))
+    .filter((name) => only === undefined || only.includes(name))
+    .sort();
   const dir = await mkdtemp(path.join(tmpdir(), 'toolport-subtract-'));
   const workspace = path.join(dir, 'workspace');
   await mkdir(workspace);
@@ -150,7 +158,12 @@ async function main(): Promise<void> {
   const servers = new Map<string, RunningServer>();
   try {
     say('subtract: building toolport as committed and each patched variant (kept for the next run)...');
-    variants.push(await buildVariant('toolport', undefined));
+    const committed = await buildVariant('toolport', undefined);
+    variants.push(committed);
+    for (const name of flagSets) {
+      const flags = (await readFile(path.join(PATCHES, `${name}.flags`), 'utf8')).split(/\s+/).filter(Boolean);
+      variants.push({ ...committed, name, flags });
+    }
     for (const name of patches) {
       try {
         variants.push(await buildVariant(name, path.join(PATCHES, `${name}.patch`)));
@@ -198,7 +211,7 @@ async function main(): Promise<void> {
       runWrk({ url: server.url, script, seconds, connections: 50, threads: 1, cpu: pinning.loadCpu });
     for (const script of scripts.values()) for (const server of servers.values()) await wrk(server, script, warmUpS);
 
-    const figures = new Map<string, { reqPerS: number[]; cpuUs: number[] }>();
+    const figures = new Map<string, { reqPerS: number[]; cpuUs: number[]; p99Ms: number[] }>();
     const loadAtStart = loadavg();
     for (let round = 1; round <= rounds; round++) {
       for (const [label, script] of scripts) {
@@ -213,9 +226,10 @@ async function main(): Promise<void> {
           const failed = Object.values(result.errors).reduce((a, b) => a + b, 0);
           if (failed > 0 || result.requests === 0) throw new Error(`${variant.name} ${label}: ${failed} errors ${JSON.stringify(result.errors)}`);
           const key = `${label}\t${variant.name}`;
-          const entry = figures.get(key) ?? { reqPerS: [], cpuUs: [] };
+          const entry = figures.get(key) ?? { reqPerS: [], cpuUs: [], p99Ms: [] };
           entry.reqPerS.push(result.requestsPerS);
           entry.cpuUs.push((cpu / result.requests) * 1e6);
+          entry.p99Ms.push(result.latencyMs.p99);
           figures.set(key, entry);
           line.push(`${variant.name} ${entry.cpuUs.at(-1)!.toFixed(1)}`);
         }
@@ -223,7 +237,8 @@ async function main(): Promise<void> {
       }
     }
 
-    const rows: { path: string; variant: string; reqPerS: number; cpuUs: number; savedUs: number | undefined }[] = [];
+    const rows: { path: string; variant: string; reqPerS: number; cpuUs: number; minCpuUs: number; p99Ms: number | undefined; savedUs: number | undefined }[] =
+      [];
     for (const label of scripts.keys()) {
       const base = median(figures.get(`${label}\ttoolport`)!.cpuUs)!;
       for (const variant of variants) {
@@ -234,16 +249,18 @@ async function main(): Promise<void> {
           variant: variant.name,
           reqPerS: median(entry.reqPerS)!,
           cpuUs,
+          minCpuUs: Math.min(...entry.cpuUs),
+          p99Ms: median(entry.p99Ms),
           savedUs: variant.name === 'toolport' ? undefined : base - cpuUs,
         });
       }
     }
     const lines = [
-      `| path | variant | req/s | CPU µs a call | saved µs a call |`,
-      `| --- | --- | --: | --: | --: |`,
+      `| path | variant | req/s | CPU µs a call | lowest window | saved µs a call | p99 ms |`,
+      `| --- | --- | --: | --: | --: | --: | --: |`,
       ...rows.map(
         (r) =>
-          `| ${r.path} | ${r.variant} | ${Math.round(r.reqPerS).toLocaleString('en-US')} | ${r.cpuUs.toFixed(1)} | ${r.savedUs === undefined ? '—' : r.savedUs.toFixed(1)} |`,
+          `| ${r.path} | ${r.variant} | ${Math.round(r.reqPerS).toLocaleString('en-US')} | ${r.cpuUs.toFixed(1)} | ${r.minCpuUs.toFixed(1)} | ${r.savedUs === undefined ? '—' : r.savedUs.toFixed(1)} | ${r.p99Ms?.toFixed(2) ?? '—'} |`,
       ),
     ];
     console.log(lines.join('\n'));
@@ -289,7 +306,7 @@ function spec(variant: Variant, dir: string, workspace: string, apiKey: string, 
   }
   return {
     command: process.execPath,
-    args: ['dist/server.js'],
+    args: [...(variant.flags ?? []), 'dist/server.js'],
     cwd: variant.root,
     env: {
       LOG_LEVEL: 'info',

@@ -18,6 +18,8 @@ export interface BenchContext {
   repliesFile: string;
   /** The API key of the keyed rows. */
   apiKey: string;
+  /** Where the traced rows export their spans (otlp-sink.ts), when one of them runs. */
+  otlpTracesUrl?: string;
 }
 
 /** A toolport answer as the raw baseline replays it. */

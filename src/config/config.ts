@@ -32,7 +32,7 @@ export type BashSettings = SettingsOf<typeof BASH>;
 export type AuthSettings = SettingsOf<typeof AUTH>;
 /** The upstream MCP servers. */
 export type UpstreamsSettings = SettingsOf<typeof UPSTREAMS>;
-/** Logs (and, later, traces). */
+/** Logs and traces. */
 export type TelemetrySettings = SettingsOf<typeof TELEMETRY>;
 
 /** Everything the service reads from its environment, validated: every section's fields. Nothing else reads `process.env`. */

@@ -7,6 +7,7 @@ import { violationLines, type InputViolation, type OutputValidator } from './val
 import { describeAbortReason, errorResult, normaliseResult } from './result.js';
 import type { ToolRegistry } from './registry.js';
 import { progressReporter } from './progress.js';
+import type { CallSpan, ToolTrace } from './tracer.js';
 import type { Progress, ProgressUpdate, ToolContext, ToolDef, ToolInput, ToolResult } from './types.js';
 
 /** Outcome of one call, as logged and counted. */
@@ -89,6 +90,8 @@ export interface CallOptions {
   client?: string | undefined;
   /** The caller's permission rules, given to the tool (`ToolContext.permissions`); a refusal it throws rejects the call. */
   permissions?: Permissions | undefined;
+  /** The call's span, when tracing is on: told of validation, admission, the tool's work and the outcome. */
+  span?: CallSpan | undefined;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -208,6 +211,7 @@ export class ToolExecutor {
    */
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<ToolResult & { isError: boolean }> {
     const prepared = this.check(name, input, options.registry);
+    options.span?.validated();
     const tool = this.lookup(name, options.registry);
     const limiter = this.#limiterFor(tool);
     const abort = options.abort ?? new CallAbort();
@@ -228,6 +232,7 @@ export class ToolExecutor {
           return left.result;
         }
       }
+      options.span?.admitted(waitMs);
       let stillRunning: PromiseLike<unknown> | undefined;
       try {
         const started = performance.now();
@@ -257,7 +262,7 @@ export class ToolExecutor {
    * The call's one audit line (the error of a tool that failed, with its stack, at warn), built
    * once on the executor's own logger: no child logger per call. `seconds` undefined: never ran.
    */
-  #audit(reqId: string, tool: string, { outcome, err }: Settled, seconds: number | undefined, waitMs: number | undefined, options: CallOptions): void {
+  #audit(reqId: string, tool: string, { outcome, err, result }: Settled, seconds: number | undefined, waitMs: number | undefined, options: CallOptions): void {
     const ms = seconds === undefined ? 0 : roundMs(seconds * 1000);
     const fields = {
       reqId,
@@ -271,6 +276,7 @@ export class ToolExecutor {
       transport: options.transport,
       err,
     };
+    options.span?.settled(outcome, result);
     if (err === undefined) this.#log.info(fields, 'tool call');
     else this.#log.warn(fields, 'tool call');
     this.#observer?.callFinished(tool, outcome, seconds, options.transport);
@@ -312,7 +318,11 @@ export class ToolExecutor {
     const progress = options.onProgress && progressReporter(options.onProgress, abort);
     let value: unknown;
     try {
-      value = tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, options.caller, options.permissions));
+      const { span, caller, permissions } = options;
+      value =
+        span === undefined
+          ? tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, caller, permissions, undefined))
+          : span.work(tool.name, (trace) => tool.execute(input, new CallContext(abort, this.#log, requestId, tool.name, progress, caller, permissions, trace)));
     } catch (err) {
       return threw(tool, err);
     }
@@ -355,6 +365,7 @@ class CallContext implements ToolContext {
   readonly progress: ((update: string | ProgressUpdate) => void) | undefined;
   readonly caller: string | undefined;
   readonly permissions: Permissions | undefined;
+  readonly trace: ToolTrace | undefined;
   readonly #abort: CallAbort;
   readonly #parent: Logger;
   readonly #tool: string;
@@ -368,8 +379,10 @@ class CallContext implements ToolContext {
     progress: ((update: string | ProgressUpdate) => void) | undefined,
     caller: string | undefined,
     permissions: Permissions | undefined,
+    trace: ToolTrace | undefined,
   ) {
     this.#abort = abort;
+    this.trace = trace;
     this.caller = caller;
     this.permissions = permissions;
     this.#parent = parent;

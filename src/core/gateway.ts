@@ -8,6 +8,7 @@ import { type ServerPermissions, type ToolScope, toolScope } from '../core/princ
 import { PermissionDenied, type Permissions } from './permissions.js';
 import { SampledLog } from './sampled-log.js';
 import type { ToolRegistry } from './registry.js';
+import type { CallSpan, CallTracer, McpCallFacts } from './tracer.js';
 import type { Progress, ToolDef, ToolResult } from './types.js';
 
 /** Who is calling: what the audit lines name, and which tools the caller may use. */
@@ -75,6 +76,8 @@ export interface CallIdentity {
   requestId: string;
   /** The adapter: a short fixed name (`rest`, `mcp`, `cli`). A metric label, so never the client's words. */
   transport: string;
+  /** The provider's id of the call (a turn's `tool_use` id), for its span; undefined: the request id stands for it. */
+  callId?: string | undefined;
 }
 
 /** One call through the gateway. Each call needs its own object: it is the key `cancel` finds the call by. */
@@ -93,6 +96,8 @@ export interface CallRequest extends CallIdentity {
    * rate limit, so this call is counted again (`Caller.countAnotherCall`) before it may run.
    */
   extra?: boolean;
+  /** What an MCP call came with, for its span (set by the MCP adapter only while tracing is on, `Gateway.traced`). */
+  mcp?: McpCallFacts | undefined;
 }
 
 /** What a call that ran answers: a normalised ToolResult, `isError` always set. */
@@ -116,6 +121,8 @@ export interface GatewayOptions extends Omit<ExecutorOptions, 'observer'> {
   toolsets?: ReadonlyMap<string, ToolRegistry>;
   /** The rules every caller inherits (a key's own come with its `Caller`), and what rules are checked against. */
   permissions?: ServerPermissions;
+  /** Makes a span of every call, run or refused; absent while tracing is off. */
+  tracer?: CallTracer | undefined;
 }
 
 type ToolDefinition = AnthropicTool | OpenAITool | OpenAIResponsesTool | MCPTool;
@@ -138,9 +145,10 @@ export class Gateway {
   // The default rules, for callers without a key of their own (no keys, stdio, the CLI), and the scope their lists are made for.
   readonly #defaults: Permissions | undefined;
   readonly #defaultScope: ToolScope | undefined;
+  readonly #tracer: CallTracer | undefined;
 
   /** Throws `PermissionRuleError` for a default rule that cannot be read. */
-  constructor({ scopes = [], observer, toolsets = new Map(), permissions, ...options }: GatewayOptions) {
+  constructor({ scopes = [], observer, toolsets = new Map(), permissions, tracer, ...options }: GatewayOptions) {
     this.executor = new ToolExecutor({ ...options, observer });
     this.registry = options.registry;
     // The tools registered one by one are bound to a workspace; a source's (an upstream's) are not, and stay in `registry` only.
@@ -159,6 +167,7 @@ export class Gateway {
     this.#log = options.logger ?? pino({ level: 'silent' });
     this.#refusals = new SampledLog(this.#log, 'tool call refusals left out of the log');
     this.#observer = observer;
+    this.#tracer = tracer;
     this.#defaults = permissions?.compile([{ where: 'TOOLPORT_PERMISSIONS', rules: permissions.defaults }]);
     this.#defaultScope = this.#defaults && toolScope(undefined, this.#defaults);
     this.prepareLists(scopes);
@@ -179,7 +188,18 @@ export class Gateway {
    * caller's scope, unknown tool, invalid input, queue full), after logging and counting the
    * refusal; whatever the tool does becomes the resolved `CallResult`.
    */
-  async call(request: CallRequest): Promise<CallResult> {
+  call(request: CallRequest): Promise<CallResult> {
+    // The one check tracing adds to a call's path.
+    const tracer = this.#tracer;
+    return tracer === undefined ? this.#call(request, undefined) : tracer.trace(request, (span) => this.#call(request, span));
+  }
+
+  /** True while tracing is on: adapters gather what a span records (`CallRequest.mcp`) only then. */
+  get traced(): boolean {
+    return this.#tracer !== undefined;
+  }
+
+  async #call(request: CallRequest, span: CallSpan | undefined): Promise<CallResult> {
     const permissions = request.caller.permissions ?? this.#defaults;
     let refusal = this.#inFlight.draining ? shuttingDown() : (this.scopeRefusal(request.caller, request.tool) ?? permissions?.toolRefusal(request.tool));
     if (refusal === undefined && request.extra === true && request.caller.countAnotherCall !== undefined) {
@@ -209,6 +229,7 @@ export class Gateway {
         registry,
         caller: admissionName(request.caller),
         permissions,
+        span,
       });
     } catch (err) {
       if (err instanceof ToolportError) this.refused(request, err);
@@ -256,6 +277,7 @@ export class Gateway {
       'tool call refused',
     );
     this.#observer?.callRefused(error.code, call.transport);
+    this.#tracer?.refused(call, error);
   }
 
   /**

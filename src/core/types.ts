@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Permissions, ToolRules } from './permissions.js';
+import type { ToolTrace } from './tracer.js';
 import type { Static } from 'typebox';
 import type {
   AudioBlockSchema,
@@ -85,6 +86,11 @@ export interface ToolContext {
    * the `PermissionDenied` they answer before reading or writing anything. Undefined: no rules.
    */
   permissions?: Permissions | undefined;
+  /**
+   * The call's trace, when tracing is on: a tool passes its context on to what it calls (a
+   * process's TRACEPARENT, an upstream request's `_meta`). Undefined while tracing is off.
+   */
+  trace?: ToolTrace | undefined;
 }
 
 /** A progress report as a tool gives it: a message, or how far it got (of how much), or both. */

@@ -332,14 +332,16 @@ function compiled(schema: ObjectSchema, ajv: Ajv, lazy: boolean): CompiledForms 
   const known = shareable ? compiledSchemas.get(schema) : undefined;
   if (known !== undefined) return known;
   const dialect = ajvFor(schema, ajv);
-  let firstOnly: ValidateFunction<ToolInput> | undefined;
-  const compileFirst = (): ValidateFunction<ToolInput> => {
-    // Compiled ahead of time (see `usePrecompiledValidators`), from a schema with this very text.
-    const precompiled =
-      standardInstances.has(ajv) && dialect.all === ajv && precompiledValidators.size > 0 ? precompiledValidators.get(JSON.stringify(schema)) : undefined;
-    return (precompiled as ValidateFunction<ToolInput> | undefined) ?? dialect.first.compile<ToolInput>(schema);
-  };
-  if (!(lazy && alone && checkWithoutCompiling(schema, dialect.first))) firstOnly = compileFirst();
+  // Compiled ahead of time (see `usePrecompiledValidators`), from a schema with this very text:
+  // Ajv compiled it then, so it needs no check now (the meta-schema's compiling was a tenth of a
+  // cold start).
+  const precompiled =
+    standardInstances.has(ajv) && dialect.all === ajv && precompiledValidators.size > 0
+      ? (precompiledValidators.get(JSON.stringify(schema)) as ValidateFunction<ToolInput> | undefined)
+      : undefined;
+  let firstOnly: ValidateFunction<ToolInput> | undefined = precompiled;
+  const compileFirst = (): ValidateFunction<ToolInput> => dialect.first.compile<ToolInput>(schema);
+  if (firstOnly === undefined && !(lazy && alone && checkWithoutCompiling(schema, dialect.first))) firstOnly = compileFirst();
   let collectAll: ValidateFunction<ToolInput> | undefined;
   const result = { firstOnly: () => (firstOnly ??= compileFirst()), collectAll: () => (collectAll ??= dialect.all.compile<ToolInput>(schema)) };
   if (shareable) compiledSchemas.set(schema, result);

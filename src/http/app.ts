@@ -5,12 +5,13 @@ import type { ResourceServer } from '../auth/open.js';
 import type { HttpSettings, LimitsSettings } from '../config/config.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
 import { mappingScopeNames } from '../auth/mapping.js';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { ToolExecutor } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { Gateway } from '../core/gateway.js';
+import type { RoundTrip } from '../core/tracer.js';
 import { shuttingDown } from '../core/in-flight.js';
 import type { Keyring } from '../auth/keyring.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -61,6 +62,8 @@ export interface AppRuntime {
   readonly redis?: Redis | undefined;
   /** Work that outlives its call (Bash's background tasks): counted by `/readyz` and `/metrics`, drained on shutdown like calls. */
   readonly tasks?: BackgroundWork | undefined;
+  /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent; Redis commands get client spans. */
+  readonly tracing?: { fastifyPlugin(): FastifyPluginAsync; roundTrip: RoundTrip } | undefined;
 }
 
 /** The fields of the configuration's `http` section (and its rate limit) that the app applies, as the section declares them. */
@@ -193,6 +196,8 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
   }) as unknown as FastifyInstance;
 
   metrics.serveTransports([REST_TRANSPORT, CALLS_TRANSPORT, MCP_TRANSPORT]);
+  // Before every hook and route, which it instruments as they are added.
+  if (runtime.tracing !== undefined) await app.register(runtime.tracing.fastifyPlugin());
 
   app.decorate('toolport', {
     gateway,
@@ -259,6 +264,7 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
     pressure: http.pressure,
     redis: runtime.redis,
     onStoreError: () => metrics.rateLimitStoreErrors.inc(),
+    roundTrip: runtime.tracing?.roundTrip,
   });
   installMetrics(app, metrics);
 

@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { logDestination } from './log-destination.js';
+import { traceMixin } from './log-trace.js';
 
 /** Log paths that may carry credentials; their values never reach the log (see `redactSecrets`). */
 export const REDACTED_PATHS = [
@@ -64,9 +65,15 @@ function censoredError(err: Error): unknown {
 /** The service's logger: JSON lines, pretty only when a person is watching a terminal. */
 export function createLogger(
   level: LoggerOptions['level'],
-  { pretty = process.stdout.isTTY === true, destination }: { pretty?: boolean; destination?: DestinationStream } = {},
+  {
+    pretty = process.stdout.isTTY === true,
+    destination,
+    traced = false,
+  }: { pretty?: boolean; destination?: DestinationStream; /** Lines written inside a span carry its trace_id and span_id. */ traced?: boolean } = {},
 ): Logger {
   const options: LoggerOptions = { level, formatters: { log: redactSecrets } };
+  // Only a traced process pays for the mixin on each line.
+  if (traced) options.mixin = traceMixin;
   if (destination) return pino(options, destination);
   if (pretty) {
     options.transport = { target: 'pino-pretty', options: { colorize: true } };

@@ -14,6 +14,7 @@ import type { AppRuntime } from '../http/app.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import type { UpstreamSource } from '../upstreams/source.js';
 import { BackgroundTasks } from '../tools/tasks/background-tasks.js';
+import type { Tracing } from '../telemetry/sdk.js';
 
 // Every module only one kind of process needs is imported when that process asks for it: `toolport
 // mcp` answers a desktop client's first message without loading keys, OAuth, Redis, metrics or the
@@ -70,6 +71,8 @@ export interface Runtime {
   readonly redis: Redis | undefined;
   /** Bash's background tasks, of every workspace: shutdown drains them like calls, metrics and `/readyz` count them. */
   readonly tasks: BackgroundTasks;
+  /** OpenTelemetry tracing, when the OTEL_* variables switch it on (loaded only then). */
+  readonly tracing: Tracing | undefined;
   /** Stops the upstreams, closes the workspaces opened here and the Redis connection. */
   close(): Promise<void>;
 }
@@ -93,6 +96,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const tasks = new BackgroundTasks(config.bashTasks);
   opened.push(() => tasks.close());
   try {
+    // First, so that the identity providers' and upstreams' round trips at start-up are traced too.
+    const tracing = config.tracing === undefined ? undefined : await (await import('../telemetry/sdk.js')).openTracing(config.tracing, logger);
+    if (tracing !== undefined) opened.push(() => tracing.shutdown());
     const principals = kind === 'server' ? await import('./principals.js') : undefined;
     const workspace = principals === undefined ? undefined : await principals.openServerWorkspace(config);
     if (workspace !== undefined) opened.push(() => workspace.close());
@@ -133,6 +139,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       scopes: keyring.scopes,
       toolsets,
       permissions,
+      tracer: tracing?.tracer,
     });
     return {
       kind,
@@ -152,6 +159,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       metrics,
       redis,
       tasks,
+      tracing,
       close: closeAll,
     };
   } catch (err) {

@@ -43,7 +43,7 @@ export async function serveMcpStdio(
   try {
     const config = loadConfig(env);
     graceMs = config.shutdownGraceMs;
-    logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false });
+    logger = createLogger(config.logLevel, { destination: logDestination(2), pretty: false, traced: config.tracing !== undefined });
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     runtime = await openRuntime(config, { kind: 'stdio', logger, env });

@@ -52,7 +52,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   let runtime: Runtime | undefined;
   try {
     config = loadConfig(env);
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, { traced: config.tracing !== undefined });
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     const opened = (runtime = await openRuntime(config, { kind: 'server', logger, env }));

@@ -67,6 +67,10 @@ export interface McpCallOptions {
   onProgress?: (progress: Progress) => void;
   /** A call after the first of a batch, which the transport's per-request rate limit did not count. */
   extra?: boolean;
+  /** The JSON-RPC id, the revision and the `_meta` of the request: what a call's span records, and the trace context it continues. */
+  rpcId?: string | number | null;
+  protocolVersion?: string;
+  meta?: Record<string, unknown> | undefined;
 }
 
 /**

@@ -22,8 +22,19 @@ export function gatewayBackend(gateway: Gateway, options: GatewayBackendOptions)
     serverInfo: options.serverInfo,
     ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
     tools: (caller) => gateway.tools(caller),
-    call: (caller, name, args, { requestId, signal, onProgress, extra }) =>
-      gateway.callSafe({ caller, tool: name, input: args, requestId, transport, signal, ...(onProgress ? { onProgress } : {}), ...(extra ? { extra } : {}) }),
+    call: (caller, name, args, { requestId, signal, onProgress, extra, rpcId, protocolVersion, meta }) =>
+      gateway.callSafe({
+        caller,
+        tool: name,
+        input: args,
+        requestId,
+        transport,
+        signal,
+        ...(onProgress ? { onProgress } : {}),
+        ...(extra ? { extra } : {}),
+        // What the call's span records, gathered only while tracing is on.
+        ...(gateway.traced ? { mcp: { method: 'tools/call', protocolVersion: protocolVersion ?? '', rpcId: rpcId ?? null, meta } } : {}),
+      }),
     refused: (caller, name, message, requestId, kind) =>
       gateway.refused({ caller, tool: name, requestId, transport }, new ToolportError(kind === 'params' ? 'INVALID_INPUT' : 'BAD_REQUEST', message)),
     rpcCodeOf: jsonRpcCodeOf,

@@ -69,6 +69,9 @@ export async function toolsCall<Caller>(
       signal,
       ...(progress ? { onProgress: progress.report } : {}),
       ...(context.extra ? { extra: true } : {}),
+      rpcId: request.id,
+      protocolVersion: version,
+      meta: isRecord(meta) ? meta : undefined,
     });
   } catch {
     outcome = undefined;

@@ -63,7 +63,7 @@ export async function runTurn(gateway: Gateway, calls: readonly TurnCall[], cont
     );
   };
   const run = async (call: TurnCall, i: number): Promise<AnsweredCall> => {
-    const identity = { caller: context.caller, tool: call.name, requestId: context.requestId, transport: context.transport };
+    const identity = { caller: context.caller, tool: call.name, requestId: context.requestId, transport: context.transport, callId: call.id };
     if (call.problem !== undefined) {
       const refusal = new ToolportError(call.problem.kind === 'arguments-not-json' ? 'INVALID_JSON' : 'INVALID_INPUT', call.problem.message);
       gateway.refused(identity, refusal);

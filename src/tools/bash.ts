@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { checkBashRules } from '../permissions/bash/permission.js';
 import { defineTool } from '../core/define-tool.js';
 import { describeAbortReason, errorResult, textResult } from '../core/result.js';
-import type { ToolDef, ToolResult } from '../core/types.js';
+import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
 import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from '../os/sandbox/isolation.js';
 import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/sandbox/limits.js';
@@ -112,13 +112,13 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     rules: { specifier: 'command' },
     async execute({ command, timeout, run_in_background: background }, context) {
       await checkBashRules(context, command);
-      if (background === true) return startInBackground(options, isolation, command, context.caller, context.log);
+      if (background === true) return startInBackground(options, isolation, command, context);
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
       const signs = new LimitSigns();
       const progress = context.progress ? outputProgress(context.progress) : undefined;
-      const outcome = await isolation.run(command, {
+      const outcome = await isolation.run(withTraceContext(command, context.trace?.carrier), {
         cwd: root,
         timeoutMs,
         signal: context.signal,
@@ -158,14 +158,9 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
  * Starts `command` as a background task under the same isolation and limits as a call, bounded by
  * the task's lifetime instead of the call's timeout, and answers at once with Claude Code's words.
  */
-async function startInBackground(
-  options: BashToolOptions,
-  isolation: BashIsolation,
-  command: string,
-  caller: string | undefined,
-  log: Logger,
-): Promise<ToolResult> {
+async function startInBackground(options: BashToolOptions, isolation: BashIsolation, command: string, context: ToolContext): Promise<ToolResult> {
   const { tasks, workspace } = options;
+  const { caller, log } = context;
   if (tasks === undefined) return errorResult('Background tasks are not available on this server.');
   const refused = tasks.refusal(caller);
   if (refused !== undefined) return errorResult(refused);
@@ -186,7 +181,7 @@ async function startInBackground(
       command,
       file,
       (signal, timeoutMs, onOutput) =>
-        isolation.run(command, {
+        isolation.run(withTraceContext(command, context.trace?.carrier), {
           cwd: workspace.root,
           timeoutMs,
           signal,
@@ -201,6 +196,23 @@ async function startInBackground(
     return errorResult((err as Error).message);
   }
   return textResult(`Command running in background with ID: ${id}. Output is being written to: ${file.relativePath}`);
+}
+
+/** Characters of a W3C traceparent or tracestate that a shell reads as themselves inside single quotes. */
+const TRACE_VALUE = /^[\x20-\x26\x28-\x7e]*$/;
+
+/**
+ * The command with the call's trace context in its environment, as OpenTelemetry passes context to
+ * a child process (TRACEPARENT, TRACESTATE), so an instrumented command joins the trace. Set by the
+ * command line itself, on its first line, because some isolations start their shells before the
+ * call; only while tracing is on and the call's trace is sampled or continued.
+ */
+function withTraceContext(command: string, carrier: Readonly<Record<string, string>> | undefined): string {
+  const parent = carrier?.['traceparent'];
+  if (parent === undefined || !TRACE_VALUE.test(parent)) return command;
+  const state = carrier?.['tracestate'];
+  const exports = state !== undefined && state !== '' && TRACE_VALUE.test(state) ? `TRACEPARENT='${parent}' TRACESTATE='${state}'` : `TRACEPARENT='${parent}'`;
+  return `export ${exports}; ${command}`;
 }
 
 /** Shortest gap between two progress reports of one command: output can arrive in thousands of chunks a second. */

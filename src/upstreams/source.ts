@@ -276,11 +276,18 @@ function toolOf(
               : `Upstream "${upstream.name}" now lists a definition of ${definition.upstreamName} other than the one this call was made for: list the tools again and call it as it is now.`,
           );
         }
-        const wire = await upstream.call(definition.upstreamName, input, {
-          signal: context.signal,
-          caller: context.caller,
-          onProgress: context.progress && ((update) => context.progress!(redactProgress(update, upstream.redact))),
-        });
+        const call = (traceContext?: Readonly<Record<string, string>>): Promise<unknown> =>
+          upstream.call(definition.upstreamName, input, {
+            signal: context.signal,
+            caller: context.caller,
+            onProgress: context.progress && ((update) => context.progress!(redactProgress(update, upstream.redact))),
+            traceContext,
+          });
+        // Traced: the upstream call is a client span of its own, whose context the upstream continues.
+        const wire =
+          context.trace === undefined
+            ? await call()
+            : await context.trace.client(`tools/call ${definition.upstreamName}`, upstreamSpanAttributes(upstream, definition.upstreamName), call);
         return redactResult(fromMCPCallResult(wire), upstream.redact);
       } catch (err) {
         if (err instanceof UpstreamUnavailableError || err instanceof ToolportError) return errorResult(upstream.redact(err.message));
@@ -291,4 +298,21 @@ function toolOf(
       }
     },
   };
+}
+
+/** The attributes of an upstream call's client span (the MCP conventions' client span); never its headers, input or result. */
+function upstreamSpanAttributes(upstream: Upstream, tool: string): Record<string, string | number> {
+  const attributes: Record<string, string | number> = {
+    'mcp.method.name': 'tools/call',
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': tool,
+    'toolport.upstream': upstream.name,
+  };
+  if (upstream.spec.transport === 'http') {
+    const url = new URL(upstream.spec.url);
+    attributes['server.address'] = url.hostname;
+    attributes['network.transport'] = 'tcp';
+    if (url.port !== '') attributes['server.port'] = Number(url.port);
+  } else attributes['network.transport'] = 'pipe';
+  return attributes;
 }

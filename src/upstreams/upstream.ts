@@ -68,6 +68,8 @@ export interface UpstreamCallOptions {
   /** Who the call is for (`ToolContext.caller`): each caller gets a share of the upstream's slots. */
   caller?: string | undefined;
   onProgress?: ((update: { progress: number; total?: number; message?: string }) => void) | undefined;
+  /** The trace context of the call's client span (`traceparent`, `tracestate`), sent in `params._meta` as the MCP conventions say. */
+  traceContext?: Readonly<Record<string, string>> | undefined;
 }
 
 const DEFAULT_BACKOFF_MS = 500;
@@ -384,7 +386,9 @@ export class Upstream {
       this.#sending = sent;
       let answer: Promise<unknown>;
       try {
-        answer = client.request({ method: 'tools/call', params: { name: tool, arguments: input } }, PERMISSIVE.callResult, {
+        const params =
+          options.traceContext === undefined ? { name: tool, arguments: input } : { name: tool, arguments: input, _meta: { ...options.traceContext } };
+        answer = client.request({ method: 'tools/call', params }, PERMISSIVE.callResult, {
           signal: options.signal,
           timeout: NO_SDK_TIMEOUT_MS,
           ...(options.onProgress !== undefined ? { onprogress: options.onProgress } : {}),

@@ -1,8 +1,9 @@
 import { oneOfSetting } from '../variables.js';
+import { TRACING } from './traces.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** What the service tells about itself: its logs (traces and their exporters will join them here). */
+/** What the service tells about itself: its logs and, when an exporter is configured, its traces. */
 export const TELEMETRY = {
   logLevel: oneOfSetting({
     name: 'LOG_LEVEL',
@@ -10,4 +11,5 @@ export const TELEMETRY = {
     fallback: 'info',
     meaning: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`',
   }),
+  tracing: TRACING,
 } as const;

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import type { Redis } from 'ioredis';
 import { ToolportError } from '../../core/errors.js';
 import { LoadMonitor } from './load-monitor.js';
+import type { RoundTrip } from '../../core/tracer.js';
 import { localRateLimitStore, sharedRateLimitStore, type RateLimitStore } from './rate-limit-store.js';
 
 declare module 'fastify' {
@@ -36,6 +37,8 @@ export interface ProtectionOptions {
   redis?: Redis | undefined;
   /** Called for each request Redis could not count. */
   onStoreError?: () => void;
+  /** Traces each Redis command as a client span, while tracing is on. */
+  roundTrip?: RoundTrip | undefined;
   /** Load shedding thresholds; false switches shedding off. */
   pressure?: PressureOptions | false;
 }
@@ -67,9 +70,13 @@ export async function installProtection(app: FastifyInstance, options: Protectio
   if (options.rateLimit > 0) await installRateLimit(app, options.rateLimit, options);
 }
 
-async function installRateLimit(app: FastifyInstance, max: number, { redis, onStoreError }: Pick<ProtectionOptions, 'redis' | 'onStoreError'>): Promise<void> {
+async function installRateLimit(
+  app: FastifyInstance,
+  max: number,
+  { redis, onStoreError, roundTrip }: Pick<ProtectionOptions, 'redis' | 'onStoreError' | 'roundTrip'>,
+): Promise<void> {
   const store: RateLimitStore = redis
-    ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, limit: max, log: app.log, onStoreError })
+    ? sharedRateLimitStore({ redis, windowMs: RATE_WINDOW_MS, limit: max, log: app.log, onStoreError, roundTrip })
     : localRateLimitStore(RATE_WINDOW_MS);
   // Calls answered ahead of Redis reach it before the app (and the connection, closed after it) goes.
   app.addHook('onClose', async () => store.close?.());

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { BaseLogger } from 'pino';
+import type { RoundTrip } from '../../core/tracer.js';
 import { throttled } from '../../infra/throttled.js';
 
 /** Where the counts live in Redis: `toolport:ratelimit:key:<label>` or `toolport:ratelimit:ip:<address>`. */
@@ -66,6 +67,8 @@ export interface SharedStoreOptions {
   log: Pick<BaseLogger, 'warn' | 'error' | 'info'>;
   /** Called for each request counted in this process because Redis could not count it (for a metric). */
   onStoreError?: () => void;
+  /** Traces each command as a client span, while tracing is on. */
+  roundTrip?: RoundTrip | undefined;
 }
 
 /**
@@ -172,7 +175,13 @@ export function sharedRateLimitStore(options: SharedStoreOptions): RateLimitStor
       entry.ahead = 0;
       entry.waiting = [];
     }
-    inFlight = redis.toolportCount(batch.length, ...batch.map((key) => REDIS_KEY_PREFIX + key), ...args).then(
+    const count = (): Promise<number[]> => redis.toolportCount(batch.length, ...batch.map((key) => REDIS_KEY_PREFIX + key), ...args);
+    const { roundTrip } = options;
+    const counted =
+      roundTrip === undefined
+        ? count()
+        : roundTrip('EVALSHA toolport_count', { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA', 'db.operation.batch.size': batch.length }, count);
+    inFlight = counted.then(
       (answer) => {
         if (failing) {
           failing = false;

@@ -29,6 +29,9 @@ export interface StreamableHttpOptions {
 }
 
 const ACCEPT = 'application/json, text/event-stream';
+/** The W3C trace context, copied from a message's `_meta` into its request's headers. */
+const TRACE_HEADERS = ['traceparent', 'tracestate', 'baggage'] as const;
+
 // The headers the transport sets itself; a configured header of the same name is left out.
 const OWN_HEADERS = new Set(['accept', 'content-type', 'content-length', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version']);
 /** How long closing waits for the upstream to take the DELETE of its session. */
@@ -113,6 +116,14 @@ export class StreamableHttpTransport implements Transport {
       headers['content-type'] = 'application/json';
       if (options?.headers !== undefined) {
         for (const [name, value] of Object.entries(options.headers)) if (!OWN_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
+      }
+      // A call's trace context goes in its _meta for the upstream's MCP layer, and here for its HTTP layer.
+      const meta = 'method' in message ? message.params?.['_meta'] : undefined;
+      if (meta !== undefined && meta !== null && typeof meta === 'object') {
+        for (const name of TRACE_HEADERS) {
+          const value = (meta as Record<string, unknown>)[name];
+          if (typeof value === 'string') headers[name] = value;
+        }
       }
       const signal = requestSignal === undefined ? this.#closing.signal : AbortSignal.any([this.#closing.signal, requestSignal]);
       const response = await this.#options.dispatcher.request({
