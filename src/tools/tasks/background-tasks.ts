@@ -80,6 +80,8 @@ export class BackgroundTasks implements BackgroundWork {
   refusal(owner: string | undefined): string | undefined {
     const who = owner ?? NO_CALLER;
     if (this.#draining) return 'Background tasks cannot be started: the server is shutting down.';
+    if (this.bounds.maxPerCaller === 0 || this.bounds.maxTotal === 0)
+      return 'Background tasks are switched off on this server: run the command without run_in_background.';
     const mine = this.runningByCaller().get(who) ?? 0;
     if (mine >= this.bounds.maxPerCaller)
       return `Too many background tasks: ${mine} of yours are running, the most allowed at once. Stop one with TaskStop, or wait for one to finish.`;

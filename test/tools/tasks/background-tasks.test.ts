@@ -223,6 +223,16 @@ test("a link planted where the tasks' directory goes is not followed: the task i
   assert.deepEqual(readdirSync(outside), []);
 });
 
+test('with a cap of 0 background tasks are switched off, and Bash says so', async (t) => {
+  for (const bounds of [{ maxPerCaller: 0 }, { maxTotal: 0 }]) {
+    const tools = await setup(t, bounds);
+    assert.deepEqual(await call(tools.bash, 'alice', { command: 'true', run_in_background: true }), {
+      text: 'Background tasks are switched off on this server: run the command without run_in_background.',
+      isError: true,
+    });
+  }
+});
+
 test('a Bash tool made without a place for tasks refuses run_in_background', async (t) => {
   const dir = await temporaryDirectory(t, 'toolport-tasks-');
   const ws = await Workspace.open(dir);
