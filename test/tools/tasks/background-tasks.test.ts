@@ -223,6 +223,20 @@ test("a link planted where the tasks' directory goes is not followed: the task i
   assert.deepEqual(readdirSync(outside), []);
 });
 
+test('a caller keeps at most 64 finished tasks: past that the oldest is forgotten with its file, before its retention is up', async (t) => {
+  const tools = await setup(t);
+  const ids: Array<{ id: string; file: string }> = [];
+  for (let i = 0; i < 65; i++) {
+    const task = await startTask(tools, 'alice', 'true');
+    await call(tools.output, 'alice', { task_id: task.id });
+    ids.push(task);
+  }
+  const [first, second] = ids;
+  assert.deepEqual(await call(tools.output, 'alice', { task_id: first!.id, block: false }), { text: `No task found with ID: ${first!.id}`, isError: true });
+  await until(() => !existsSync(path.join(tools.ws.root, first!.file)), 'the file to be removed');
+  assert.match((await call(tools.output, 'alice', { task_id: second!.id, block: false })).text, /<status>completed<\/status>/);
+});
+
 test('with a cap of 0 background tasks are switched off, and Bash says so', async (t) => {
   for (const bounds of [{ maxPerCaller: 0 }, { maxTotal: 0 }]) {
     const tools = await setup(t, bounds);
