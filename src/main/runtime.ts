@@ -92,7 +92,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const closeAll = async (): Promise<void> => {
     await Promise.all(opened.splice(0).map((close) => close()));
   };
-  // Opened first, so closing ends the tasks before their workspaces close under them.
+  // First in the list: its close signals every task before the workspaces' sandboxes end under them.
   const tasks = new BackgroundTasks(config.bashTasks);
   opened.push(() => tasks.close());
   try {
