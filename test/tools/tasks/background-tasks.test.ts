@@ -9,6 +9,7 @@ import { BackgroundTasks } from '#src/tools/tasks/background-tasks.js';
 import { createTaskOutputTool } from '#src/tools/tasks/task-output.js';
 import { createTaskStopTool } from '#src/tools/tasks/task-stop.js';
 import { Workspace } from '#src/os/fs/workspace.js';
+import { requireOrSkip } from '../../support/require.js';
 import { freePort } from '../../support/ports.js';
 import { processesWith, trackedMarker } from '../../support/processes.js';
 import { toolContext } from '../../support/tool-context.js';
@@ -235,6 +236,29 @@ test('a caller keeps at most 64 finished tasks: past that the oldest is forgotte
   assert.deepEqual(await call(tools.output, 'alice', { task_id: first!.id, block: false }), { text: `No task found with ID: ${first!.id}`, isError: true });
   await until(() => !existsSync(path.join(tools.ws.root, first!.file)), 'the file to be removed');
   assert.match((await call(tools.output, 'alice', { task_id: second!.id, block: false })).text, /<status>completed<\/status>/);
+});
+
+test('under Landlock and seccomp a task runs confined as a call does, with its private TMPDIR, and ends with TaskStop', async (t) => {
+  const ws = await Workspace.open(await temporaryDirectory(t, 'toolport-tasks-landlock-'));
+  const tasks = new BackgroundTasks();
+  t.after(async () => {
+    await tasks.close();
+    await ws.close();
+  });
+  let bash: ToolDef;
+  try {
+    bash = await createBashTool({ workspace: ws, sandbox: 'landlock', tasks });
+  } catch (err) {
+    requireOrSkip(t, 'Landlock', (err as Error).message);
+    return;
+  }
+  const tools: Tools = { bash, output: createTaskOutputTool(tasks), stop: createTaskStopTool(tasks), tasks, ws };
+  const marker = trackedMarker(t);
+  const { id } = await startTask(tools, 'alice', `echo "$TMPDIR" > tmpdir.txt; touch /etc/toolport-escape 2>/dev/null || echo refused; sleep ${marker}`);
+  await until(async () => (await call(tools.output, 'alice', { task_id: id, block: false })).text.includes('refused'), 'the write outside to be refused');
+  assert.notEqual(readFileSync(path.join(ws.root, 'tmpdir.txt'), 'utf8').trim(), '/tmp');
+  assert.equal((await call(tools.stop, 'alice', { task_id: id })).isError, false);
+  assert.deepEqual(processesWith(marker), []);
 });
 
 test('with a cap of 0 background tasks are switched off, and Bash says so', async (t) => {
