@@ -78,6 +78,7 @@ export const SLOW_TESTS = [
   'test/tools/race-listing.test.ts',
   'test/tools/race-rename.test.ts',
   'test/tools/rules-property.test.ts',
+  'test/tools/tasks/background-tasks.test.ts',
   'test/upstreams/bounds.test.ts',
   'test/upstreams/changes.test.ts',
   'test/upstreams/churn.test.ts',

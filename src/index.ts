@@ -91,6 +91,7 @@ export { MAX_CALLS_PER_TURN, MAX_TURN_ANSWER_BYTES, MAX_TURN_CONCURRENCY, runTur
 export { buildApp, type AppHttpOptions, type AppOptions, type AppRuntime, type Toolport } from './http/app.js';
 export { httpRuntime, openRuntime, type Runtime, type RuntimeKind, type RuntimeOptions } from './main/runtime.js';
 export {
+  BackgroundTasks,
   builtinTools,
   createBashTool,
   createEditTool,
@@ -98,11 +99,14 @@ export {
   createGrepTool,
   createLsTool,
   createReadTool,
+  createTaskOutputTool,
+  createTaskStopTool,
   createWriteTool,
   Echo,
   Workspace,
   type BuiltinToolOptions,
 } from './tools/index.js';
+export { DEFAULT_TASK_BOUNDS, type BackgroundWork, type TaskBounds } from './core/background.js';
 export { WorkspaceError } from './os/fs/workspace.js';
 export { loadPlugins, PluginLoadError, type ToolportPlugin } from './assembly/plugins.js';
 export { loadConfig, ConfigError, type Config } from './config/config.js';

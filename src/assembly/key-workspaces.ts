@@ -8,6 +8,7 @@ import { ToolRegistry } from '../core/registry.js';
 import { bashIsolationOf } from '../tools/bash.js';
 import { builtinTools } from '../tools/index.js';
 import { Workspace } from '../os/fs/workspace.js';
+import type { BackgroundTasks } from '../tools/tasks/background-tasks.js';
 import { secretFiles, type ToolsetConfig } from './toolset.js';
 
 /** The tools each key works with: the server's, and the same tools bound to each workspace of a key's own. */
@@ -41,6 +42,8 @@ export interface KeyWorkspacesOptions {
   cwd?: string;
   /** A server's logger: each workspace is then swept of leftovers, and Bash says how it runs there. */
   log?: Logger;
+  /** Bash's background tasks, shared by every workspace so their caps hold across them. */
+  tasks?: BackgroundTasks;
 }
 
 /**
@@ -94,6 +97,7 @@ export async function openKeyWorkspaces(options: KeyWorkspacesOptions): Promise<
         log: log?.child({ workspace: ws.root }),
         sweepLeftovers: sweepLeftovers && log !== undefined,
         workspaceQuota: config.workspaceQuota,
+        tasks: options.tasks,
       });
       const registry = new ToolRegistry();
       for (const tool of served.list()) registry.register(builtins.find((t) => t.name === tool.name) ?? tool);

@@ -5,6 +5,7 @@ import type { Config } from '../config/config.js';
 import { loadPlugins } from './plugins.js';
 import { builtinTools } from '../tools/index.js';
 import type { Workspace } from '../os/fs/workspace.js';
+import type { BackgroundTasks } from '../tools/tasks/background-tasks.js';
 
 /** Raised when TOOLPORT_TOOLS names a tool that no one registered. */
 export class UnknownToolError extends Error {
@@ -22,7 +23,13 @@ export type ToolsetConfig = Pick<Config, 'workspace' | 'bashSandbox' | 'plugins'
  * what a crashed server left in it. With `workspace` (`config.workspace`, already open), the
  * caller closes it; without, it is opened here and held for the life of the process.
  */
-export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), log?: Logger, workspace?: Workspace): Promise<ToolRegistry> {
+export async function createToolset(
+  config: ToolsetConfig,
+  cwd = process.cwd(),
+  log?: Logger,
+  workspace?: Workspace,
+  tasks?: BackgroundTasks,
+): Promise<ToolRegistry> {
   const all = new ToolRegistry();
   const builtins = await builtinTools({
     workspace: workspace ?? config.workspace,
@@ -33,6 +40,7 @@ export async function createToolset(config: ToolsetConfig, cwd = process.cwd(), 
     log,
     sweepLeftovers: log !== undefined,
     workspaceQuota: config.workspaceQuota,
+    tasks,
   });
   for (const tool of builtins) all.register(tool);
   await loadPlugins(config.plugins, all, cwd);

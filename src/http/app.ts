@@ -1,5 +1,6 @@
 import type { UpstreamStates } from './routes/health.js';
 import type { KeySpec } from '../auth/keyring.js';
+import type { BackgroundWork } from '../core/background.js';
 import type { ResourceServer } from '../auth/open.js';
 import type { HttpSettings, LimitsSettings } from '../config/config.js';
 import { TOOL_SCOPE_PREFIX } from '../auth/identity.js';
@@ -59,6 +60,8 @@ export interface AppRuntime {
    * caller owns the connection. Without it each process counts alone.
    */
   readonly redis?: Redis | undefined;
+  /** Work that outlives its call (Bash's background tasks): counted by `/readyz` and `/metrics`, drained on shutdown like calls. */
+  readonly tasks?: BackgroundWork | undefined;
   /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent; Redis commands get client spans. */
   readonly tracing?: { fastifyPlugin(): FastifyPluginAsync; roundTrip: RoundTrip } | undefined;
 }
@@ -157,7 +160,7 @@ export async function buildApp(runtime: AppRuntime, http?: AppHttpOptions): Prom
 export async function buildApp(options: AppOptions): Promise<FastifyInstance>;
 export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOptions: AppHttpOptions = {}): Promise<FastifyInstance> {
   const [runtime, http] = 'gateway' in runtimeOrOptions ? [runtimeOrOptions, httpOptions] : runtimeFromOptions(runtimeOrOptions);
-  const { registry, gateway, keyring, toolsets, metrics } = runtime;
+  const { registry, gateway, keyring, toolsets, metrics, tasks } = runtime;
   const logger = runtime.logger ?? pino({ level: 'silent' });
   const connections = connectionLimits(http.connections);
   const app = Fastify({
@@ -205,10 +208,13 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
     async shutdown(graceMs: number) {
       // Keep listening while draining: load balancers see /readyz fail and new calls get a clean 503.
       gateway.drain();
-      if (!(await gateway.drained(graceMs))) {
+      tasks?.drain();
+      // Background tasks are calls in flight too: they get the same grace, then end with the calls.
+      const [callsDone, tasksDone] = await Promise.all([gateway.drained(graceMs), tasks?.drained(graceMs) ?? true]);
+      if (!callsDone || !tasksDone) {
         gateway.abortAll(new Error('the server is shutting down'));
         // Aborted calls answer at once; the bound only guards against a stuck response.
-        await gateway.drained(graceMs);
+        await Promise.all([gateway.drained(graceMs), tasks?.stopAll()]);
       }
       // Node counts a connection a client opened but never sent a request on (undici opens one
       // after an aborted stream) as busy, so close() would wait for its timeout: after a moment for
@@ -287,7 +293,7 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
     resource: oauth === undefined ? undefined : { publicUrl: oauth.publicUrl, authorizationServers: oauth.issuers.map((i) => i.issuer), scopes },
     keyed: keyring.size > 0,
   });
-  healthRoutes(app, () => gateway.draining, runtime.upstreams);
+  healthRoutes(app, () => gateway.draining, runtime.upstreams, tasks);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
   toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // An assistant's turn in, in its provider's shape; the next turn out.

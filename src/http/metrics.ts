@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { CALL_OUTCOMES, type CallOutcome } from '../core/executor.js';
+import type { BackgroundWork } from '../core/background.js';
 import type { GatewayObserver } from '../core/gateway.js';
 import type { UpstreamStates } from './routes/health.js';
 
@@ -128,6 +129,18 @@ export class ServiceMetrics {
       this.#transports.push(transport);
       for (const series of this.#tools.values()) if (!series.calls.has(transport)) this.#outcomes(series, transport);
     }
+  }
+
+  /** How many background tasks (Bash's `run_in_background`) run, read at each scrape. */
+  watchTasks(tasks: Pick<BackgroundWork, 'running'>): void {
+    new Gauge({
+      name: 'toolport_background_tasks_running',
+      help: "Bash's background tasks running now, of every caller.",
+      registers: [this.registry],
+      collect() {
+        this.set(tasks.running);
+      },
+    });
   }
 
   /**

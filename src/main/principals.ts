@@ -11,6 +11,7 @@ import { readMapping } from '../auth/mapping.js';
 import { openResourceServer, type ResourceServer } from '../auth/open.js';
 import { tokenCallersAsKeys, withWorkspaces } from '../auth/workspaces.js';
 import { Workspace } from '../os/fs/workspace.js';
+import type { BackgroundTasks } from '../tools/tasks/background-tasks.js';
 
 // The server's callers: what `openRuntime` opens for the HTTP server only, in a module of its own
 // so that `toolport mcp` and the CLI never load it.
@@ -32,6 +33,8 @@ export interface PrincipalsOptions {
   permissions: ServerPermissions | undefined;
   logger: Logger;
   cwd: string;
+  /** Bash's background tasks, shared by every workspace. */
+  tasks: BackgroundTasks;
 }
 
 /** Who may call the server: its keys and OAuth's callers, with their workspaces open. */
@@ -58,7 +61,15 @@ export async function openPrincipals(options: PrincipalsOptions): Promise<Princi
   const mapping = config.oauth?.mappingFile === undefined ? undefined : await readMapping(config.oauth.mappingFile);
   // The subjects' and groups' workspaces are opened and checked as keys' are (see auth/workspaces.ts).
   const tokenCallers = config.oauth === undefined ? [] : tokenCallersAsKeys(mapping, loadedKeys);
-  const workspaces = await openKeyWorkspaces({ config, server: workspace, served, keys: [...loadedKeys, ...tokenCallers], log: logger, cwd });
+  const workspaces = await openKeyWorkspaces({
+    config,
+    server: workspace,
+    served,
+    keys: [...loadedKeys, ...tokenCallers],
+    log: logger,
+    cwd,
+    tasks: options.tasks,
+  });
   try {
     const keys = workspaces.keys.slice(0, loadedKeys.length);
     // With OAuth every request is authenticated, as with keys.

@@ -13,6 +13,7 @@ import type { ResourceServer } from '../auth/open.js';
 import type { AppRuntime } from '../http/app.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import type { UpstreamSource } from '../upstreams/source.js';
+import { BackgroundTasks } from '../tools/tasks/background-tasks.js';
 import type { Tracing } from '../telemetry/sdk.js';
 
 // Every module only one kind of process needs is imported when that process asks for it: `toolport
@@ -68,6 +69,8 @@ export interface Runtime {
   readonly metrics: ServiceMetrics | undefined;
   /** The replicas' shared rate-limit counts and MCP cancellations (TOOLPORT_REDIS_URL), the server only. */
   readonly redis: Redis | undefined;
+  /** Bash's background tasks, of every workspace: shutdown drains them like calls, metrics and `/readyz` count them. */
+  readonly tasks: BackgroundTasks;
   /** OpenTelemetry tracing, when the OTEL_* variables switch it on (loaded only then). */
   readonly tracing: Tracing | undefined;
   /** Stops the upstreams, closes the workspaces opened here and the Redis connection. */
@@ -89,6 +92,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const closeAll = async (): Promise<void> => {
     await Promise.all(opened.splice(0).map((close) => close()));
   };
+  // First in the list: its close signals every task before the workspaces' sandboxes end under them.
+  const tasks = new BackgroundTasks(config.bashTasks);
+  opened.push(() => tasks.close());
   try {
     // First, so that the identity providers' and upstreams' round trips at start-up are traced too.
     const tracing = config.tracing === undefined ? undefined : await (await import('../telemetry/sdk.js')).openTracing(config.tracing, logger);
@@ -96,7 +102,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const principals = kind === 'server' ? await import('./principals.js') : undefined;
     const workspace = principals === undefined ? undefined : await principals.openServerWorkspace(config);
     if (workspace !== undefined) opened.push(() => workspace.close());
-    const served = await createToolset(config, cwd, kind === 'command' ? undefined : logger, workspace);
+    const served = await createToolset(config, cwd, kind === 'command' ? undefined : logger, workspace, tasks);
     const tools = served.list();
     const upstreamModule = config.upstreams === undefined ? undefined : await import('../upstreams/open.js');
     const specs = (await upstreamModule?.readUpstreamSpecs(config, env)) ?? [];
@@ -107,7 +113,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const callers =
       principals === undefined || workspace === undefined
         ? undefined
-        : await principals.openPrincipals({ config, workspace, served, servedNames, exposed: [...tools, ...namespaces], permissions, logger, cwd });
+        : await principals.openPrincipals({ config, workspace, served, servedNames, exposed: [...tools, ...namespaces], permissions, logger, cwd, tasks });
     if (callers !== undefined) opened.push(() => callers.workspaces.close());
     const registry = callers?.workspaces.registry ?? served;
     // No stdio upstream may read the keys' workspaces (nor the server's files, which it finds in `config`).
@@ -119,6 +125,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     if (redis !== undefined) opened.push(() => redis.quit());
     // `toolport mcp` serves no metrics; a command may build the HTTP app (`toolport openapi`).
     const metrics = kind === 'stdio' ? undefined : await openMetrics(registry, upstreams);
+    metrics?.watchTasks(tasks);
     const keys = callers?.keys ?? [];
     const keyring = new Keyring(keys, permissions);
     const toolsets = callers?.workspaces.toolsets ?? new Map<string, ToolRegistry>();
@@ -151,6 +158,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       upstreams,
       metrics,
       redis,
+      tasks,
       tracing,
       close: closeAll,
     };

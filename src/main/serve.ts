@@ -73,7 +73,13 @@ export async function serve(env: Record<string, string | undefined> = process.en
       // A reload checks what start-up checked: no key may pass for an access token's caller.
       checkKeys: config.oauth === undefined ? undefined : (keys) => void tokenCallersAsKeys(undefined, keys),
       workspaces: opened.workspaces!,
-      replaceKeys: (keys) => app.toolport.replaceKeys(keys),
+      replaceKeys: (keys) => {
+        app.toolport.replaceKeys(keys);
+        // A removed key's background tasks are its calls in flight: they get the shutdown's grace, then end.
+        const removed = keyLabels.filter((label) => !keys.some((k) => k.label === label));
+        keyLabels = keys.map((k) => k.label);
+        opened.tasks.endCallers(removed, config.shutdownGraceMs);
+      },
       log: logger,
     });
     handleSignals(app, config, reload);

@@ -3,13 +3,15 @@ import { Type } from 'typebox';
 import { checkBashRules } from '../permissions/bash/permission.js';
 import { defineTool } from '../core/define-tool.js';
 import { describeAbortReason, errorResult, textResult } from '../core/result.js';
-import type { ToolDef, ToolResult } from '../core/types.js';
+import type { ToolContext, ToolDef, ToolResult } from '../core/types.js';
 import { MAX_OUTPUT_CHARS, OutputCapture } from './output-cap.js';
 import { chooseBashIsolation, logBashIsolation, type BashIsolation, type BashOutcome, type BashSandboxSetting } from '../os/sandbox/isolation.js';
 import { DEFAULT_BASH_LIMITS, type BashLimits } from '../os/sandbox/limits.js';
 import { limitNotes, LimitSigns } from '../os/sandbox/limit-notes.js';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
 import type { Workspace } from '../os/fs/workspace.js';
+import type { BackgroundTasks } from './tasks/background-tasks.js';
+import { createTaskFile, TASKS_DIRECTORY, type TaskFile } from './tasks/task-file.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 export const MAX_BASH_TIMEOUT_MS = 600_000;
@@ -38,6 +40,8 @@ export interface BashToolOptions {
    * one is off the call's path (default: the tool's concurrency; 0 starts each with its call).
    */
   spares?: number;
+  /** Where `run_in_background` commands are kept (shared by every workspace's Bash); without, they are refused. */
+  tasks?: BackgroundTasks;
 }
 
 // How each Bash tool made here runs, for start-up checks that need to know (see `bashIsolationOf`).
@@ -60,6 +64,11 @@ const inputSchema = Type.Object(
     description: Type.Optional(
       Type.String({
         description: "Clear, concise description of what this command does in 5-10 words, in active voice. Example: 'Lists files in current directory'.",
+      }),
+    ),
+    run_in_background: Type.Optional(
+      Type.Boolean({
+        description: 'Set to true to run this command in the background. Use TaskOutput to read the output later.',
       }),
     ),
   },
@@ -101,8 +110,9 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
     timeoutMs: MAX_BASH_TIMEOUT_MS + KILL_GRACE_MS + 13_000,
     maxConcurrency: BASH_CONCURRENCY,
     rules: { specifier: 'command' },
-    async execute({ command, timeout }, context) {
+    async execute({ command, timeout, run_in_background: background }, context) {
       await checkBashRules(context, command);
+      if (background === true) return startInBackground(options, isolation, command, context);
       const timeoutMs = effectiveTimeout(timeout);
       const stdout = new OutputCapture();
       const stderr = new OutputCapture();
@@ -142,6 +152,50 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
   });
   ISOLATIONS.set(tool, isolation);
   return tool;
+}
+
+/**
+ * Starts `command` as a background task under the same isolation and limits as a call, bounded by
+ * the task's lifetime instead of the call's timeout, and answers at once with Claude Code's words.
+ */
+async function startInBackground(options: BashToolOptions, isolation: BashIsolation, command: string, context: ToolContext): Promise<ToolResult> {
+  const { tasks, workspace } = options;
+  const { caller, log } = context;
+  if (tasks === undefined) return errorResult('Background tasks are not available on this server.');
+  const refused = tasks.refusal(caller);
+  if (refused !== undefined) return errorResult(refused);
+  const id = tasks.newId();
+  let file: TaskFile;
+  try {
+    file = await createTaskFile(workspace, id);
+  } catch (err) {
+    // A command may have put something else where the tasks' directory goes.
+    // The code alone: the message names the server's descriptor paths (/proc/self/fd/...).
+    const code = (err as NodeJS.ErrnoException).code ?? 'an unexpected error';
+    return errorResult(`Could not make the output file of the task in ${TASKS_DIRECTORY} (${code}): is something other than a directory there?`);
+  }
+  try {
+    tasks.start(
+      caller,
+      id,
+      command,
+      file,
+      (signal, timeoutMs, onOutput) =>
+        isolation.run(withTraceContext(command, context.trace?.carrier), {
+          cwd: workspace.root,
+          timeoutMs,
+          signal,
+          onStdout: onOutput,
+          onStderr: onOutput,
+          // Bounded by the task's lifetime, not a call's timeout: a dev server may run for hours.
+          cpuSeconds: isolation.limits.maxCpuSeconds === 0 ? 0 : Math.ceil(timeoutMs / 1000),
+        }),
+      log,
+    );
+  } catch (err) {
+    return errorResult((err as Error).message);
+  }
+  return textResult(`Command running in background with ID: ${id}. Output is being written to: ${file.relativePath}`);
 }
 
 /** Characters of a W3C traceparent or tracestate that a shell reads as themselves inside single quotes. */
@@ -232,9 +286,10 @@ function describe(isolation: BashIsolation): string {
     '- stdin is empty (/dev/null): interactive programs see end of input; pass flags such as `--yes` instead.',
     `- Timeout: \`timeout\` in milliseconds, default ${DEFAULT_BASH_TIMEOUT_MS} (2 minutes), maximum ${MAX_BASH_TIMEOUT_MS} (10 minutes); larger values are lowered to the maximum. On timeout the command is killed with its background processes, as below (SIGTERM, then SIGKILL ${KILL_GRACE_MS / 1000} s later).`,
     isolation.reaping !== 'process-group'
-      ? '- Background processes: when the command ends, every process it started is killed, including ones that call setsid or daemonise; nothing outlives the command, so this tool cannot keep a server running.'
+      ? '- Background processes: when the command ends, every process it started is killed, including ones that call setsid or daemonise; nothing outlives the command: to keep a server running, use run_in_background.'
       : '- Background processes: when the command ends, the processes still in its process group (such as `cmd &`) are killed. A process that leaves the group (setsid, or a program that daemonises) is not killed and keeps running after the command; do not rely on it being cleaned up.',
     `- Output: stdout, then stderr after a \`[stderr]\` line (the two are not interleaved), then notes such as \`(Exit code 1)\`. At most ${MAX_OUTPUT_CHARS} characters are returned; longer output keeps its beginning and end with a note of how many bytes were left out. Output with NUL bytes or invalid UTF-8 is shown as \`[binary output, N bytes]\`: write it to a file and inspect it with other commands.`,
+    "- run_in_background: true starts the command and answers at once with a task ID and the workspace path of a file its stdout and stderr go to (read it with Read, or with TaskOutput); TaskStop ends it. It runs under the same sandbox and limits as a call, but for the task's lifetime instead of `timeout`; the number of tasks you may run at once, their output and their lifetime are bounded, and a task is forgotten a while after it ends.",
     describeLimits(isolation),
     '- isError is true when the command exits with a non-zero code, is killed by a signal, times out or is aborted.',
     "- Environment: only PATH, HOME, LANG, LC_ALL, TERM (dumb), TZ, USER, SHELL and TMPDIR; the server's own variables are not passed.",

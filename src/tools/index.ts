@@ -14,6 +14,9 @@ import { Workspace } from '../os/fs/workspace.js';
 import { workspaceUsage } from '../os/fs/workspace-usage.js';
 import { createWriteTool } from './write.js';
 import type { ToolDef } from '../core/types.js';
+import { BackgroundTasks } from './tasks/background-tasks.js';
+import { createTaskOutputTool } from './tasks/task-output.js';
+import { createTaskStopTool } from './tasks/task-stop.js';
 import { usePrecompiledValidators } from '../core/validator.js';
 import { PRECOMPILED_VALIDATORS } from './validators.generated.js';
 
@@ -21,7 +24,20 @@ import { PRECOMPILED_VALIDATORS } from './validators.generated.js';
 // registers it without compiling its schemas.
 usePrecompiledValidators(PRECOMPILED_VALIDATORS);
 
-export { Echo, Workspace, createBashTool, createEditTool, createGlobTool, createGrepTool, createLsTool, createReadTool, createWriteTool };
+export {
+  BackgroundTasks,
+  Echo,
+  Workspace,
+  createBashTool,
+  createEditTool,
+  createGlobTool,
+  createGrepTool,
+  createLsTool,
+  createReadTool,
+  createTaskOutputTool,
+  createTaskStopTool,
+  createWriteTool,
+};
 
 export interface BuiltinToolOptions {
   /** The only directory the file tools may touch: a path, canonicalised and opened once, here, or a workspace already open (the caller closes it). */
@@ -45,6 +61,11 @@ export interface BuiltinToolOptions {
   sweepLeftovers?: boolean;
   /** Bytes the workspace may use for Write and Edit to go on writing in it (see `WorkspaceUsage`); 0 or none: no quota. */
   workspaceQuota?: number;
+  /**
+   * Bash's background tasks, shared by every workspace a server serves so its caps hold across
+   * them; without, this workspace gets its own, ended when it closes.
+   */
+  tasks?: BackgroundTasks;
 }
 
 /** The tools toolport serves out of the box, in the order they are listed. */
@@ -60,6 +81,11 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
   // Measured from now, in the background; Write and Edit wait for it only if it is not done by their first call.
   const usage = workspaceUsage(ws, options.workspaceQuota);
   if (options.log !== undefined) warnWithoutFlock(ws, options.log);
+  let tasks = options.tasks;
+  if (tasks === undefined) {
+    const own = (tasks = new BackgroundTasks());
+    ws.onClose(() => void own.close());
+  }
   return [
     Echo,
     await createBashTool({
@@ -70,7 +96,10 @@ export async function builtinTools(options: BuiltinToolOptions): Promise<ToolDef
       secretFiles: options.secretFiles,
       hiddenDirectories: options.hiddenDirectories,
       log: options.log,
+      tasks,
     }),
+    createTaskOutputTool(tasks),
+    createTaskStopTool(tasks),
     createReadTool(ws),
     createWriteTool(ws, { usage }),
     createEditTool(ws, { usage }),

@@ -48,10 +48,10 @@ test('serving Bash on 0.0.0.0 without keys stops start-up naming the tools, the 
       assert.ok(err instanceof UnsafeExposureError);
       assert.equal(
         err.message,
-        'Refusing to serve Bash, Write, Edit without authentication on 0.0.0.0, which is not a loopback address: ' +
+        'Refusing to serve Bash, TaskStop, Write, Edit without authentication on 0.0.0.0, which is not a loopback address: ' +
           'these tools are not read-only, and anyone who can reach the port could run them. ' +
           'Either set TOOLPORT_API_KEYS (or TOOLPORT_API_KEYS_FILE) to require an API key, ' +
-          'narrow TOOLPORT_TOOLS to read-only tools (here: Echo, Read, Glob, Grep, LS), ' +
+          'narrow TOOLPORT_TOOLS to read-only tools (here: Echo, TaskOutput, Read, Glob, Grep, LS), ' +
           'or set TOOLPORT_ALLOW_UNAUTHENTICATED=true if only trusted clients can reach this address.',
       );
       return true;
@@ -81,7 +81,7 @@ test('serving on 0.0.0.0 without keys is allowed when TOOLPORT_TOOLS names only 
 
 test('TOOLPORT_ALLOW_UNAUTHENTICATED lets Bash be served on 0.0.0.0 without keys and returns the exposed tools', async (t) => {
   const exposed = assertSafeExposure({ host: '::', apiKeys: [], allowUnauthenticated: true }, await builtins(t));
-  assert.deepEqual(exposed, ['Bash', 'Write', 'Edit']);
+  assert.deepEqual(exposed, ['Bash', 'TaskStop', 'Write', 'Edit']);
 });
 
 test('serving Bash on a loopback address without keys is allowed', async (t) => {

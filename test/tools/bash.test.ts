@@ -251,7 +251,7 @@ test('Bash uses a default timeout of two minutes and lowers larger timeouts to t
 test('Bash is declared with the input schema and hints of Claude Code, and a deadline above its longest command', async (t) => {
   const { bash } = await setup(t);
   assert.equal(bash.name, 'Bash');
-  assert.deepEqual(Object.keys(bash.inputSchema.properties ?? {}), ['command', 'timeout', 'description']);
+  assert.deepEqual(Object.keys(bash.inputSchema.properties ?? {}), ['command', 'timeout', 'description', 'run_in_background']);
   assert.deepEqual(bash.inputSchema.required, ['command']);
   assert.equal(bash.inputSchema.additionalProperties, false);
   assert.deepEqual(bash.annotations, { title: 'Bash', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });

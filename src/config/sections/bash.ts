@@ -1,11 +1,14 @@
 import type { BashSandboxSetting } from '../../os/sandbox/isolation.js';
 import { DEFAULT_BASH_LIMITS } from '../../os/sandbox/limits.js';
+import { DEFAULT_TASK_BOUNDS } from '../../core/background.js';
 import { ConfigError, raw, type Env } from '../parse.js';
 import { groupSetting, integerSetting, mapped, oneOfSetting, setting } from '../variables.js';
 
 const MAX_BYTES = 1024 ** 5;
 const d = DEFAULT_BASH_LIMITS;
 const LIMITS = 'security.md#what-one-bash-call-may-take';
+const t = DEFAULT_TASK_BOUNDS;
+const TASKS = 'tools.md#background-tasks';
 
 /** Where and how Bash runs: the sandbox, its network, and what one call may take. */
 export const BASH = {
@@ -78,6 +81,49 @@ export const BASH = {
       max: MAX_BYTES,
       meaning: "bytes the Bash sandbox's `/tmp` and `/dev/shm` each hold; `0`: half the RAM, as tmpfs does",
       see: LIMITS,
+    }),
+  }),
+  // Bash's run_in_background: how many run, how much they print, how long they run and are kept.
+  bashTasks: groupSetting({
+    maxPerCaller: integerSetting({
+      name: 'TOOLPORT_BASH_TASKS_PER_CALLER',
+      fallback: t.maxPerCaller,
+      min: 0,
+      max: 10_000,
+      meaning: 'background Bash tasks one caller (an API key) may have running at once; `0`: none',
+      see: TASKS,
+    }),
+    maxTotal: integerSetting({
+      name: 'TOOLPORT_BASH_TASKS_MAX',
+      fallback: t.maxTotal,
+      min: 0,
+      max: 100_000,
+      meaning: 'background Bash tasks all callers together may have running at once; `0`: none',
+      see: TASKS,
+    }),
+    maxOutputBytes: integerSetting({
+      name: 'TOOLPORT_BASH_TASK_MAX_OUTPUT',
+      fallback: t.maxOutputBytes,
+      min: 1024,
+      max: MAX_BYTES,
+      meaning: "bytes of output a background task's file takes; past it the file stops, with a note, and the task runs on",
+      see: TASKS,
+    }),
+    maxLifetimeMs: integerSetting({
+      name: 'TOOLPORT_BASH_TASK_MAX_LIFETIME_MS',
+      fallback: t.maxLifetimeMs,
+      min: 1_000,
+      max: 7 * 86_400_000,
+      meaning: 'milliseconds a background task may run before it is stopped (SIGTERM, then SIGKILL); its CPU time is bounded by it too',
+      see: TASKS,
+    }),
+    retentionMs: integerSetting({
+      name: 'TOOLPORT_BASH_TASK_RETENTION_MS',
+      fallback: t.retentionMs,
+      min: 0,
+      max: 7 * 86_400_000,
+      meaning: 'milliseconds a finished background task (its status and output file) is kept before it is forgotten',
+      see: TASKS,
     }),
   }),
 } as const;

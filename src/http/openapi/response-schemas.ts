@@ -20,6 +20,9 @@ import {
 export const HealthStatusSchema = Type.Object(
   {
     status: Type.String({ description: '`ok` (the process is up) or `ready` (ready to take tool calls).' }),
+    tasks: Type.Optional(
+      Type.Object({ running: Type.Integer({ description: "Bash's background tasks running now, of every caller." }) }, { additionalProperties: false }),
+    ),
     upstreams: Type.Optional(
       Type.Record(
         Type.String(),

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { BackgroundWork } from '../../core/background.js';
 import { ToolportError } from '../../core/errors.js';
 import { ErrorRef, REFUSALS } from '../openapi/response-schemas.js';
 
@@ -18,7 +19,7 @@ const HEALTHY = JSON.stringify({ status: 'ok' });
  * Liveness and readiness, for orchestrators and load balancers. Readiness lists the upstreams'
  * states but does not depend on them: the built-in tools serve while an upstream is down.
  */
-export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, upstreams?: UpstreamStates): void {
+export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, upstreams?: UpstreamStates, tasks?: Pick<BackgroundWork, 'running'>): void {
   app.get(
     '/healthz',
     {
@@ -44,7 +45,11 @@ export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, up
     },
     async () => {
       if (isDraining()) throw new ToolportError('SHUTTING_DOWN', 'The server is shutting down.');
-      return upstreams === undefined ? { status: 'ready' } : { status: 'ready', upstreams: upstreams.status() };
+      return {
+        status: 'ready',
+        ...(tasks === undefined ? {} : { tasks: { running: tasks.running } }),
+        ...(upstreams === undefined ? {} : { upstreams: upstreams.status() }),
+      };
     },
   );
 }

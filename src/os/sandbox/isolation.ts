@@ -18,7 +18,10 @@ import { seccompSupported } from './seccomp.js';
 export type BashSandboxSetting = boolean | 'auto' | 'bubblewrap' | 'landlock';
 
 /** What a caller of `BashIsolation.run` decides; the isolation decides the program, environment and kill grace. */
-export type BashRunOptions = Omit<RunOptions, 'env' | 'killGraceMs' | 'signalOnServerExit'>;
+export type BashRunOptions = Omit<RunOptions, 'env' | 'killGraceMs' | 'signalOnServerExit'> & {
+  /** CPU seconds each process may use, in place of the limit lowered to the timeout (a background task's lifetime); 0: none. */
+  cpuSeconds?: number;
+};
 
 /** How a Bash run ended, with what its limits saw. */
 export interface BashOutcome extends RunOutcome {
@@ -426,7 +429,7 @@ function waitingShells(
     idleMs: SPARE_IDLE_MS,
   });
   const run: BashIsolation['run'] = async (command, options) => {
-    const cpuSeconds = cpuSecondsFor(limits, options.timeoutMs);
+    const cpuSeconds = options.cpuSeconds ?? cpuSecondsFor(limits, options.timeoutMs);
     const notRun = { exitCode: null, exitSignal: null, timedOut: false, cpuSeconds };
     if (options.signal?.aborted) return { ...notRun, abortReason: options.signal.reason };
     // As spawn refuses them: no program can receive a NUL byte in an argument.
@@ -479,7 +482,7 @@ async function runLimited(
   options: BashRunOptions,
   launch: (cgroup: CallCgroup | undefined, cpuSeconds: number) => Promise<RunOutcome>,
 ): Promise<BashOutcome> {
-  const cpuSeconds = cpuSecondsFor(limits, options.timeoutMs);
+  const cpuSeconds = options.cpuSeconds ?? cpuSecondsFor(limits, options.timeoutMs);
   let cgroup: CallCgroup | undefined;
   try {
     cgroup = await cgroups?.create();
