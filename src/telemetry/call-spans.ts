@@ -1,4 +1,16 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Context,
+  type Link,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { CallOutcome } from '../core/executor.js';
 import { ToolportError } from '../core/errors.js';
 import type { CallIdentity, CallRequest, CallResult } from '../core/gateway.js';
@@ -35,7 +47,7 @@ const metaGetter = {
 /** A carrier of `ctx`'s trace context; empty for a trace that is neither sampled nor continued from a parent. */
 function carrierOf(ctx: Context, continued: boolean): TraceCarrier {
   const spanContext = trace.getSpanContext(ctx);
-  if (spanContext === undefined || !(continued || (spanContext.traceFlags & 1) === 1)) return {};
+  if (spanContext === undefined || !(continued || (spanContext.traceFlags & TraceFlags.SAMPLED) !== 0)) return {};
   const carrier: Record<string, string> = {};
   propagation.inject(ctx, carrier);
   return carrier;
@@ -54,13 +66,13 @@ function fail(span: Span, type: string, message?: string): void {
   span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
 }
 
-/** One call's span and the child span of its tool's work. */
+/** One call's span, and the child span of its tool's work once the tool passes the trace on. */
 class OpenCallSpan implements CallSpan {
   readonly #span: Span;
   readonly #context: Context;
   readonly #tracer: Tracer;
   readonly #continued: boolean;
-  #work: Span | undefined;
+  #work: WorkTrace | undefined;
 
   constructor(span: Span, ctx: Context, tracer: Tracer, continued: boolean) {
     this.#span = span;
@@ -80,18 +92,18 @@ class OpenCallSpan implements CallSpan {
   }
 
   work<T>(tool: string, start: (trace: ToolTrace) => T): T {
-    const work = this.#tracer.startSpan(`run ${tool}`, { kind: SpanKind.INTERNAL, attributes: { [ATTR.tool]: tool } }, this.#context);
-    this.#work = work;
-    const ctx = trace.setSpan(this.#context, work);
-    return context.with(ctx, () => start(new WorkTrace(ctx, this.#tracer, this.#continued)));
+    this.#work = new WorkTrace(tool, this.#context, this.#tracer, this.#continued);
+    return start(this.#work);
   }
 
   settled(outcome: CallOutcome, result: CallResult): void {
     const span = this.#span;
     span.setAttribute(ATTR.outcome, outcome);
     if (span.isRecording()) span.setAttribute(ATTR.resultSize, bytesOf(result));
-    if (!FINE.has(outcome)) fail(span, outcome);
-    if (this.#work !== undefined && !FINE.has(outcome)) fail(this.#work, outcome);
+    if (!FINE.has(outcome)) {
+      fail(span, outcome);
+      this.#work?.fail(outcome);
+    }
     this.close();
   }
 
@@ -102,27 +114,52 @@ class OpenCallSpan implements CallSpan {
   }
 }
 
-/** The tool's side: its work span's context, and client spans for what it calls. */
+/**
+ * The tool's side: a span of its work, opened (dated from the work's start) the first time the
+ * tool passes the trace on, to a process or as a client span. A tool that works in-process (Echo,
+ * Read) never asks, and its call's span is its work: a child span would be one more span a call
+ * pays for and says nothing the call's `admitted` event and end do not.
+ */
 class WorkTrace implements ToolTrace {
-  readonly #context: Context;
+  readonly #tool: string;
+  readonly #parent: Context;
   readonly #tracer: Tracer;
   readonly #continued: boolean;
+  // A performance.now() time: the SDK dates such a number on its own precise clock, as it does the spans it starts itself.
+  readonly #started = performance.now();
+  #span: Span | undefined;
+  #context: Context | undefined;
   #carrier: TraceCarrier | undefined;
 
-  constructor(ctx: Context, tracer: Tracer, continued: boolean) {
-    this.#context = ctx;
+  constructor(tool: string, parent: Context, tracer: Tracer, continued: boolean) {
+    this.#tool = tool;
+    this.#parent = parent;
     this.#tracer = tracer;
     this.#continued = continued;
   }
 
+  /** The work span's context, opening the span on first use. */
+  #opened(): Context {
+    if (this.#context === undefined) {
+      this.#span = this.#tracer.startSpan(
+        `run ${this.#tool}`,
+        { kind: SpanKind.INTERNAL, attributes: { [ATTR.tool]: this.#tool }, startTime: this.#started },
+        this.#parent,
+      );
+      this.#context = trace.setSpan(this.#parent, this.#span);
+    }
+    return this.#context;
+  }
+
   /** Made when a tool asks (Bash does, Echo never): formatting a traceparent is not free. */
   get carrier(): TraceCarrier {
-    return (this.#carrier ??= carrierOf(this.#context, this.#continued));
+    return (this.#carrier ??= carrierOf(this.#opened(), this.#continued));
   }
 
   async client<T>(name: string, attributes: Readonly<Record<string, string | number>>, call: (carrier: TraceCarrier) => Promise<T>): Promise<T> {
-    const span = this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, this.#context);
-    const ctx = trace.setSpan(this.#context, span);
+    const parent = this.#opened();
+    const span = this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
+    const ctx = trace.setSpan(parent, span);
     try {
       return await context.with(ctx, () => call(carrierOf(ctx, this.#continued)));
     } catch (err) {
@@ -131,6 +168,57 @@ class WorkTrace implements ToolTrace {
     } finally {
       span.end();
     }
+  }
+
+  fail(outcome: CallOutcome): void {
+    if (this.#span !== undefined) fail(this.#span, outcome);
+  }
+
+  end(): void {
+    // Ended on the same clock as it was started (a span given its start would take its end from Date.now()).
+    this.#span?.end(performance.now());
+  }
+}
+
+/**
+ * A call under a parent that was not sampled, when the sampler would not sample its children
+ * either: no span, no attributes, no context switch (the parent's is already the active one).
+ * Its tool still passes the parent's context on, so a process or an upstream continues the trace
+ * unsampled, as W3C trace context asks.
+ */
+class UnsampledCallSpan implements CallSpan {
+  readonly #context: Context;
+
+  constructor(ctx: Context) {
+    this.#context = ctx;
+  }
+
+  validated(): void {}
+
+  admitted(): void {}
+
+  work<T>(_tool: string, start: (trace: ToolTrace) => T): T {
+    return start(new PassingTrace(this.#context));
+  }
+
+  settled(): void {}
+}
+
+/** The tool's side of an unsampled call: the parent's context to pass on, and no client spans. */
+class PassingTrace implements ToolTrace {
+  readonly #context: Context;
+  #carrier: TraceCarrier | undefined;
+
+  constructor(ctx: Context) {
+    this.#context = ctx;
+  }
+
+  get carrier(): TraceCarrier {
+    return (this.#carrier ??= carrierOf(this.#context, true));
+  }
+
+  client<T>(_name: string, _attributes: Readonly<Record<string, string | number>>, call: (carrier: TraceCarrier) => Promise<T>): Promise<T> {
+    return call(this.carrier);
   }
 }
 
@@ -145,12 +233,26 @@ export class OpenTelemetryCallTracer implements CallTracer {
   // The span of each call in flight, by its request object; null once ended (a late refusal adds nothing).
   readonly #open = new WeakMap<CallIdentity, Span | null>();
 
-  constructor(tracer: Tracer) {
+  // Whether the sampler leaves a child of an unsampled span unsampled: every sampler but always_on
+  // (a parent-based one follows its parent; a ratio one decides by the trace id, which the child shares).
+  readonly #followsUnsampled: boolean;
+
+  constructor(tracer: Tracer, { followsUnsampled }: { followsUnsampled: boolean }) {
     this.#tracer = tracer;
+    this.#followsUnsampled = followsUnsampled;
   }
 
-  async trace(request: CallRequest, call: (span: CallSpan) => Promise<CallResult>): Promise<CallResult> {
+  trace(request: CallRequest, call: (span: CallSpan) => Promise<CallResult>): Promise<CallResult> {
     const ambient = context.active();
+    // Most calls at a low sampling ratio: their request's span was not sampled, so neither is theirs.
+    if (this.#followsUnsampled && request.mcp?.meta?.['traceparent'] === undefined) {
+      const parent = trace.getSpanContext(ambient);
+      if (parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 0) return call(new UnsampledCallSpan(ambient));
+    }
+    return this.#traced(request, ambient, call);
+  }
+
+  async #traced(request: CallRequest, ambient: Context, call: (span: CallSpan) => Promise<CallResult>): Promise<CallResult> {
     let parent = ambient;
     let continued = trace.getSpanContext(ambient) !== undefined;
     const links: Link[] = [];

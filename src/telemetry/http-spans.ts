@@ -4,10 +4,15 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 
 const UNTRACED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
 /**
  * The HTTP side of tracing: @fastify/otel's server span per request, continued from the request's
- * traceparent, tracestate and baggage, with its handler span, inside which the call spans open.
- * Its span per hook is left off (six spans a request would cost more than the call's own), so
+ * traceparent, tracestate and baggage, inside which the call spans open. Its spans per hook and
+ * for the handler are left off (six spans a request would cost more than the call's own), so
  * the guards are told as one event instead: `credentials checked`, once the key or token check,
  * the rate limit (its Redis round trip included) and the overload guard let the request through,
  * with the caller's label. Refusals by the guards are spans of their own (the gateway's `refused`).
@@ -15,8 +20,10 @@ const UNTRACED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'
 export function httpTracing(provider: TracerProvider): () => FastifyPluginAsync {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
+    // The call's own span is the handler's work; a handler span between it and the request's is one more span a call pays for.
+    instrumentHandler: false,
     // Probes and the scraper ask every few seconds: a trace each would bury the calls.
-    ignorePaths: ({ url }) => UNTRACED.has(url.split('?')[0]!),
+    ignorePaths: ({ url }) => UNTRACED.has(pathOf(url)),
     // The HTTP conventions' name, `{method} {route}`, rather than the instrumentation's `request`.
     requestHook: (span, request) => span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`),
   });

@@ -121,7 +121,7 @@ export async function openTracing(settings: TracingSettings, logger: Logger): Pr
   });
   logger.info({ exporter: settings.exporter, protocol: settings.protocol, sampler: settings.sampler, serviceName: settings.serviceName }, 'tracing on');
   return {
-    tracer: new OpenTelemetryCallTracer(provider.getTracer('toolport', VERSION)),
+    tracer: new OpenTelemetryCallTracer(provider.getTracer('toolport', VERSION), { followsUnsampled: settings.sampler !== 'always_on' }),
     fastifyPlugin,
     roundTrip: clientSpans(provider.getTracer('toolport', VERSION)),
     flush: () => provider.forceFlush().catch((err: unknown) => logger.warn({ err }, 'spans left unsent')),

@@ -33,7 +33,9 @@ type WireSpan = {
   name: string;
   kind?: number | string;
   attributes?: WireKeyValue[];
-  events?: Array<{ name: string; attributes?: WireKeyValue[] }>;
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
+  events?: Array<{ name: string; timeUnixNano?: string | number; attributes?: WireKeyValue[] }>;
   links?: Array<{ traceId: string; spanId: string }>;
   status?: { code?: number | string; message?: string };
 };
@@ -51,7 +53,10 @@ export interface ReceivedSpan {
   /** 1 internal, 2 server, 3 client (the protobuf enum). */
   kind: number;
   attributes: Record<string, unknown>;
-  events: Array<{ name: string; attributes: Record<string, unknown> }>;
+  /** Nanoseconds since the epoch, in decimal (fixed64 on the wire: compare them as BigInt). */
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  events: Array<{ name: string; timeUnixNano: string; attributes: Record<string, unknown> }>;
   links: Array<{ traceId: string; spanId: string }>;
   /** 0 unset, 1 ok, 2 error. */
   statusCode: number;
@@ -97,7 +102,9 @@ function spansOf(request: WireRequest, encoding: ReceivedSpan['encoding']): Rece
         name: s.name,
         kind: typeof s.kind === 'string' ? (KINDS[s.kind] ?? 0) : (s.kind ?? 0),
         attributes: attributesOf(s.attributes),
-        events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attributesOf(e.attributes) })),
+        startTimeUnixNano: String(s.startTimeUnixNano ?? 0),
+        endTimeUnixNano: String(s.endTimeUnixNano ?? 0),
+        events: (s.events ?? []).map((e) => ({ name: e.name, timeUnixNano: String(e.timeUnixNano ?? 0), attributes: attributesOf(e.attributes) })),
         links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
         statusCode: typeof s.status?.code === 'string' ? (STATUS[s.status.code] ?? 0) : (s.status?.code ?? 0),
         resource: attributesOf(rs.resource?.attributes),

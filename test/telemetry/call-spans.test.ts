@@ -21,6 +21,14 @@ const KEY = 'k'.repeat(32);
 const NARROW = 'n'.repeat(32);
 const LIMITED = 'l'.repeat(32);
 
+/** A tool that answers with the trace context it would pass on to a process or an upstream. */
+const Carrier = defineTool({
+  name: 'Carrier',
+  description: 'Answers with its trace carrier.',
+  inputSchema: Type.Object({}, { additionalProperties: false }),
+  execute: (_input, ctx) => ({ content: [{ type: 'text', text: JSON.stringify(ctx.trace?.carrier ?? null) }] }),
+});
+
 /** A tool that holds its slot until the test lets it go: the way to a full queue. */
 let release: () => void = () => {};
 const Hold = defineTool({
@@ -52,7 +60,7 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
     receiver = await otlpReceiver(cleanups);
     const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'toolport-test' });
     tracing = await openTracing(config.tracing!, logger);
-    const registry = registryOf([Echo, Hold]);
+    const registry = registryOf([Echo, Hold, Carrier]);
     const [runtime, http] = runtimeFromOptions({
       registry,
       logger,
@@ -102,8 +110,11 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
       span.events.map((e) => e.name),
       ['validated', 'admitted'],
     );
-    const work = await receiver.span((s) => s.parentSpanId === span.spanId && s.name === 'run Echo', 'the work span');
-    assert.equal(work.traceId, span.traceId);
+    // Echo works in-process and passes the trace nowhere: its call's span is its work.
+    assert.deepEqual(
+      receiver.spans.filter((s) => s.parentSpanId === span.spanId),
+      [],
+    );
     const request = await receiver.span(
       (s) => s.spanId === span.parentSpanId || receiver.spans.some((h) => h.spanId === span.parentSpanId && h.parentSpanId === s.spanId),
       'the request span',
@@ -113,6 +124,25 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
     const everything = JSON.stringify(receiver.spans);
     assert.ok(!everything.includes('a secret input'), 'the input is never in a span');
     assert.ok(!everything.includes(KEY), 'the key is never in a span');
+  });
+
+  test("a tool that passes the trace on does it from a span of its work, dated from the work's start, under the call", async () => {
+    const response = await call('Carrier', KEY, {});
+    assert.equal(response.statusCode, 200);
+    const span = await spanOf(String(response.headers['x-request-id']));
+    const work = await receiver.span((s) => s.parentSpanId === span.spanId && s.name === 'run Carrier', 'the work span');
+    assert.equal(work.traceId, span.traceId);
+    assert.equal(work.attributes['gen_ai.tool.name'], 'Carrier');
+    const carrier = JSON.parse(response.json<{ content: { text: string }[] }>().content[0]!.text) as Record<string, string>;
+    assert.equal(carrier['traceparent'], `00-${work.traceId}-${work.spanId}-01`);
+    const admitted = span.events.find((e) => e.name === 'admitted');
+    assert.ok(admitted !== undefined);
+    // The SDK anchors each span's clock on Date.now(), so two spans' times agree to a millisecond.
+    const ms = 1_000_000n;
+    const [workStart, workEnd] = [BigInt(work.startTimeUnixNano), BigInt(work.endTimeUnixNano)];
+    assert.ok(workStart <= workEnd);
+    assert.ok(workStart + ms >= BigInt(admitted.timeUnixNano), 'the work starts once the call is admitted');
+    assert.ok(workEnd <= BigInt(span.endTimeUnixNano) + ms, 'and ends before its call');
   });
 
   test('probes and the scraper are not traced: /healthz, /readyz and /metrics make no span', async () => {
@@ -143,6 +173,51 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
     assert.equal(request.traceId, span.traceId);
   });
 
+  test('without a handler span, a body that arrives in several reads still has the call in its request span', async () => {
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const traceId = '6bf92f3577b34da6a3ce929d0e0e4736';
+    // The second half is sent only once the first has been written: two reads on the server.
+    let second: () => void = () => {};
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"text":"' + 'a'.repeat(32_768)));
+        second = () => {
+          controller.enqueue(new TextEncoder().encode('"}'));
+          controller.close();
+        };
+      },
+    });
+    setImmediate(() => setTimeout(second, 20));
+    const response = await fetch(`${url}/tools/Echo`, {
+      method: 'POST',
+      body,
+      duplex: 'half',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    } as RequestInit);
+    assert.equal(response.status, 200);
+    const span = await spanOf(String(response.headers.get('x-request-id')));
+    assert.equal(span.traceId, traceId);
+    const parent = await receiver.span((s) => s.spanId === span.parentSpanId, 'the parent span');
+    assert.equal(parent.name, 'POST /tools/:name');
+  });
+
+  test('a call under an unsampled traceparent makes no span, and its tool passes the unsampled trace on', async () => {
+    const traceId = '5bf92f3577b34da6a3ce929d0e0e4736';
+    const traceparent = `00-${traceId}-00f067aa0ba902b7-00`;
+    const headers = { authorization: `Bearer ${KEY}`, traceparent };
+    const response = await app.inject({ method: 'POST', url: '/tools/Carrier', payload: {}, headers });
+    assert.equal(response.statusCode, 200);
+    const carrier = JSON.parse(response.json<{ content: { text: string }[] }>().content[0]!.text) as Record<string, string>;
+    assert.match(carrier['traceparent'] ?? '', new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    // A sampled call after it is exported; the unsampled one left nothing in the same batch.
+    const sampled = await app.inject({ method: 'POST', url: '/tools/Carrier', payload: {}, headers: { authorization: `Bearer ${KEY}` } });
+    await spanOf(String(sampled.headers['x-request-id']));
+    assert.deepEqual(
+      receiver.spans.filter((s) => s.traceId === traceId),
+      [],
+    );
+  });
+
   for (const [status, code, make] of [
     [401, 'UNAUTHORIZED', () => call('Echo', undefined)],
     [403, 'FORBIDDEN', () => call('Hold', NARROW, {})],
@@ -155,9 +230,9 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
       const span = await spanOf(String(response.headers['x-request-id']));
       assert.equal(span.attributes['error.type'], code);
       assert.equal(span.statusCode, 2);
-      // A child of its request's span (a guard's refusal) or of its handler's (the gateway's).
+      // A child of its request's span, whether a guard or the gateway refused it.
       const parent = await receiver.span((s) => s.spanId === span.parentSpanId, 'the parent span');
-      assert.ok(['POST /tools/:name', 'handler - call'].includes(parent.name), parent.name);
+      assert.equal(parent.name, 'POST /tools/:name');
     });
   }
 
