@@ -1,6 +1,7 @@
 /**
  * Where the keyed path's time goes, by subtraction (issue 33): `npm run bench:subtract [-- --only a,b]
- * [-- --rounds N] [-- --duration S]`.
+ * [-- --rounds N] [-- --duration S] [-- --against REV,...]`. `--against` adds earlier builds, as
+ * committed at each revision, to compare today's server with (`--only none` leaves the patches out).
  *
  * Each `bench/subtraction/<piece>.patch` removes or stubs one piece of toolport's per-request work
  * (the key check, the rate limiter, a hook, ...); each `bench/subtraction/<name>.flags` names Node
@@ -36,6 +37,7 @@ const TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' 
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
+    against: { type: 'string' },
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '2' },
     'warm-up': { type: 'string', default: '3' },
@@ -67,8 +69,9 @@ interface Variant {
  * A variant's build: HEAD in a worktree with the patch applied, bundled as `npm run build` does.
  * Kept under the temporary directory by revision and patch digest, so a second run reuses it.
  */
-async function buildVariant(name: string, patch: string | undefined): Promise<Variant> {
-  const revision = git(['rev-parse', 'HEAD']);
+async function buildVariant(name: string, patch: string | undefined, at = 'HEAD'): Promise<Variant> {
+  const revision = git(['rev-parse', '--verify', `${at}^{commit}`]);
+  if (revision === '') throw new Error(`${name}: ${at} names no commit`);
   const digest =
     patch === undefined
       ? 'none'
@@ -160,6 +163,8 @@ async function main(): Promise<void> {
         say(`subtract: ${name} left out: ${(err as Error).message.slice(0, 2000)}`);
       }
     }
+    // Earlier builds, unpatched: what today's server costs against one before a change (tracing's merge).
+    for (const at of values.against?.split(',').filter(Boolean) ?? []) variants.push(await buildVariant(`at ${at}`, undefined, at));
     variants.push({ name: 'same stack', root: undefined });
     // esbuild's service process would otherwise keep running, and take CPU, through the measurement.
     await stop();
