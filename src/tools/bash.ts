@@ -11,7 +11,7 @@ import { limitNotes, LimitSigns } from '../os/sandbox/limit-notes.js';
 import { KILL_GRACE_MS } from '../os/proc/process.js';
 import type { Workspace } from '../os/fs/workspace.js';
 import type { BackgroundTasks } from './tasks/background-tasks.js';
-import { createTaskFile, TASKS_DIRECTORY, type TaskFile } from './tasks/task-file.js';
+import { createTaskFile, sweepStaleTaskFiles, TASKS_DIRECTORY, type TaskFile } from './tasks/task-file.js';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 export const MAX_BASH_TIMEOUT_MS = 600_000;
@@ -165,6 +165,9 @@ async function startInBackground(options: BashToolOptions, isolation: BashIsolat
   const refused = tasks.refusal(caller);
   if (refused !== undefined) return errorResult(refused);
   const id = tasks.newId();
+  // The first task in a workspace clears what a crashed server's tasks left there.
+  const removed = await sweepStaleTaskFiles(workspace, tasks.bounds.maxLifetimeMs + tasks.bounds.retentionMs);
+  if (removed > 0) log.info({ removed, directory: TASKS_DIRECTORY }, 'removed output files of tasks an earlier server left');
   let file: TaskFile;
   try {
     file = await createTaskFile(workspace, id);

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { heldPath, OPEN_DIRECTORY, type Workspace } from '../../os/fs/workspace.js';
 
 /** Where tasks' output files go, relative to the workspace root. */
@@ -49,6 +49,39 @@ export async function createTaskFile(workspace: Workspace, id: string): Promise<
       await withTasksDirectory(workspace, false, (dir) => unlink(heldPath(dir, name))).catch(() => {});
     },
   };
+}
+
+// The names `createTaskFile` gives (ids from `BackgroundTasks.newId`): nothing else there is the server's to remove.
+const OUTPUT_FILE = /^b[\w-]{12}\.output$/;
+
+// Workspaces swept by this process, by root: once each is enough, a running server removes its own files.
+const swept = new Set<string>();
+
+/**
+ * Removes, once per workspace in a process, the output files in its tasks' directory last
+ * written more than `staleAfterMs` ago: those of a server that crashed or was killed, which
+ * removed nothing. A file of a live task, on this server or on a replica sharing the workspace,
+ * is never that old when `staleAfterMs` is a task's lifetime plus its retention: the task ends
+ * within its lifetime and its file goes when it is forgotten. Only regular files by the server's
+ * own names are removed (the directory is the commands' to write in), through the held directory.
+ * Resolves to how many were removed; never rejects.
+ */
+export async function sweepStaleTaskFiles(workspace: Workspace, staleAfterMs: number, now = Date.now()): Promise<number> {
+  if (swept.has(workspace.root)) return 0;
+  swept.add(workspace.root);
+  return withTasksDirectory(workspace, false, async (dir) => {
+    let removed = 0;
+    for (const name of await readdir(heldPath(dir))) {
+      if (!OUTPUT_FILE.test(name)) continue;
+      const stats = await lstat(heldPath(dir, name)).catch(() => undefined);
+      if (stats === undefined || !stats.isFile() || stats.mtimeMs > now - staleAfterMs) continue;
+      await unlink(heldPath(dir, name)).then(
+        () => removed++,
+        () => {},
+      );
+    }
+    return removed;
+  }).catch(() => 0);
 }
 
 /** Runs `use` on the tasks' directory, opened one component at a time without following links (made first when `create`). */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lutimesSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { TaskBounds } from '#src/core/background.js';
@@ -295,4 +295,29 @@ test('draining refuses new tasks; stopping them all leaves no process', async (t
   await tools.tasks.stopAll();
   assert.equal(await tools.tasks.drained(50), true);
   assert.deepEqual(processesWith(marker), []);
+});
+
+test("the first task in a workspace removes the output files a crashed server's tasks left, and nothing else", async (t) => {
+  const tools = await setup(t, { maxLifetimeMs: 60_000, retentionMs: 60_000 });
+  const dir = path.join(tools.ws.root, '.toolport/tasks');
+  mkdirSync(dir, { recursive: true });
+  const old = new Date(Date.now() - 3 * 60_000);
+  const stale = 'bAAAAAAAAAAAA.output';
+  const fresh = 'bBBBBBBBBBBBB.output';
+  const notOurs = 'notes.output';
+  const linked = 'bCCCCCCCCCCCC.output';
+  for (const name of [stale, fresh, notOurs]) writeFileSync(path.join(dir, name), 'left\n');
+  writeFileSync(path.join(tools.ws.root, 'kept.txt'), 'kept\n');
+  symlinkSync('../../kept.txt', path.join(dir, linked));
+  for (const name of [stale, notOurs]) utimesSync(path.join(dir, name), old, old);
+  lutimesSync(path.join(dir, linked), old, old);
+
+  const { id, file } = await startTask(tools, 'alice', 'echo started');
+  assert.deepEqual(readdirSync(dir).sort(), [fresh, linked, notOurs, path.basename(file)].sort());
+  assert.equal(readFileSync(path.join(tools.ws.root, 'kept.txt'), 'utf8'), 'kept\n');
+  // Once per workspace: a file gone stale since is left for the next server.
+  utimesSync(path.join(dir, fresh), old, old);
+  await call(tools.output, 'alice', { task_id: id, block: true });
+  await startTask(tools, 'alice', 'echo again');
+  assert.ok(existsSync(path.join(dir, fresh)));
 });
