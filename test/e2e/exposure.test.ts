@@ -62,10 +62,10 @@ test('on 0.0.0.0 with no API keys the server refuses to start, exits 1 and names
   const message = run.stderr();
   assert.match(
     message,
-    /^toolport: Refusing to serve (Bash|Write|Edit), (Bash|Write|Edit), (Bash|Write|Edit) without authentication on 0\.0\.0\.0, which is not a loopback address: /,
+    /^toolport: Refusing to serve Bash, TaskStop, Write, Edit without authentication on 0\.0\.0\.0, which is not a loopback address: /,
   );
   assert.match(message, /set TOOLPORT_API_KEYS \(or TOOLPORT_API_KEYS_FILE\)/);
-  assert.match(message, /narrow TOOLPORT_TOOLS to read-only tools/);
+  assert.match(message, /narrow TOOLPORT_TOOLS to read-only tools \(here: Echo, TaskOutput, Read, Glob, Grep, LS\)/);
   assert.match(message, /set TOOLPORT_ALLOW_UNAUTHENTICATED=true/);
   assert.equal(message.split('\n').filter(Boolean).length, 1, 'one line');
 });
@@ -98,7 +98,7 @@ test('on 0.0.0.0 with TOOLPORT_ALLOW_UNAUTHENTICATED=true the server starts and 
   const run = await start(t, { HOST: '0.0.0.0', TOOLPORT_ALLOW_UNAUTHENTICATED: 'true' });
   const warning = await run.logged('serving tools that are not read-only without authentication');
   assert.equal(warning.level, 40);
-  assert.deepEqual([...(warning.tools as string[])].sort(), ['Bash', 'Edit', 'Write']);
+  assert.deepEqual([...(warning.tools as string[])].sort(), ['Bash', 'Edit', 'TaskStop', 'Write']);
 });
 
 test('a bad keys file stops start-up with exit 1 and a message that does not show the key', async (t) => {
