@@ -115,6 +115,11 @@ async function main(): Promise<number> {
       }
     });
     void exited.then((code) => reject(new Error(`the server exited with ${code}`)));
+  }).catch(async (err: unknown) => {
+    child.kill('SIGKILL');
+    await exited;
+    await rm(base, { recursive: true, force: true });
+    throw err;
   });
 
   const failures = { count: 0 };
