@@ -13,8 +13,16 @@
  *      again, the count is shared again;
  *   4. an MCP client (the SDK's v1, 2025-11-25) aborts a Bash call running on one replica, and its
  *      notifications/cancelled goes to the other: passed on through Redis, it kills the command;
- *   5. a rolling update: under steady load through the balancer one replica gets SIGTERM; no
- *      request fails, a call in flight on it finishes, it exits 0, and the other takes the traffic.
+ *   5. HAProxy routes by a consistent hash of the Authorization header: a key's background task
+ *      started through the balancer is found by every later TaskOutput and TaskStop of that key,
+ *      all of which reach the one replica that holds it;
+ *   6. an unknown task id gets the same answer whether or not another key has a task by it;
+ *   7. a rolling update: under steady load through the balancer one replica gets SIGTERM; no
+ *      request fails, a call in flight on it finishes, a background task on it finishes within
+ *      the grace, it exits 0, and the other takes the traffic;
+ *   8. the replica comes back and takes back its keys (only those); then the other replica leaves
+ *      with a task that ignores SIGTERM, kills it at the end of the grace, exits 0, and no process
+ *      of the task is left.
  * Prints `ok` or `not ok` per check and exits 1 on any failure. Logs stay in the printed directory
  * when something failed.
  */
@@ -26,63 +34,15 @@ import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sandboxUnavailableReason } from '../src/os/sandbox/bubblewrap.js';
+import { callTool, check, eventually, failed, killLeftovers, metric, running, secret, tally, type Answer } from './replicas/client.js';
 import { freePorts, missingPrograms, ROOT, startHaproxy, startRedis, startToolport, stopAll, type Managed } from './replicas/fleet.js';
+import { drainKillsStubbornTask, keyOn, startTask, STRANGER, TASKERS, tasksFollowTheirKey, type Placement } from './replicas/tasks.js';
 
 const LIMIT = 60;
 const LOAD_WORKERS = 8;
 const TEAMS = ['team-a', 'team-b'] as const;
-const secret = (label: string): string => `${label}-secret-0123456789abcdef`;
 /** Whether keys may use Bash: only in the sandbox, which a machine may not allow. */
 let bash = true;
-
-let failures = 0;
-function check(name: string, passed: boolean, detail = ''): void {
-  console.log(`${passed ? 'ok' : 'not ok'} - ${name}${detail ? ` (${detail})` : ''}`);
-  if (!passed) failures++;
-}
-
-interface Answer {
-  status: number;
-  text: string;
-  isError?: boolean;
-}
-
-/** A tool call; a connection error answers status 0 rather than throwing. */
-async function callTool(url: string, label: string, tool: string, input: Record<string, unknown>): Promise<Answer> {
-  try {
-    const res = await fetch(`${url}/tools/${tool}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret(label)}`, 'content-type': 'application/json' },
-      body: JSON.stringify(input),
-    });
-    const raw = await res.text();
-    let body: { content?: Array<{ text?: string }>; isError?: boolean };
-    try {
-      body = JSON.parse(raw) as typeof body;
-    } catch {
-      // Not toolport's answer (the balancer's own error page, say).
-      return { status: res.status, text: raw.replace(/\s+/g, ' ').slice(0, 200) };
-    }
-    return { status: res.status, text: (body.content ?? []).map((c) => c.text ?? '').join('\n'), isError: body.isError };
-  } catch (err) {
-    return { status: 0, text: String(err) };
-  }
-}
-
-/** One counter of a replica's /metrics. */
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${secret('admin')}` } })).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(name))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
-}
-
-function tally(answers: readonly Answer[]): Record<number, number> {
-  const counts: Record<number, number> = {};
-  for (const { status } of answers) counts[status] = (counts[status] ?? 0) + 1;
-  return counts;
-}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { 'skip-build': { type: 'boolean', default: false } } });
@@ -121,6 +81,7 @@ async function main(): Promise<number> {
       key: secret(label),
       tools: bash ? ['Echo', 'Bash'] : ['Echo'],
     })),
+    ...[...TASKERS, STRANGER].map((label) => ({ label, key: secret(label), tools: bash ? ['Echo', 'Bash', 'TaskOutput', 'TaskStop'] : ['Echo'] })),
   ];
   const keysFile = path.join(base, 'keys.json');
   await writeFile(keysFile, JSON.stringify(keys, null, 2));
@@ -146,16 +107,23 @@ async function main(): Promise<number> {
     await workspacesStayApart(url, replicaUrls, dir);
     await redisGoesAway(url, replicaUrls, redis, () => startRedis(redisPort, logs));
     await cancellationCrossesReplicas(replicaUrls, replicas);
-    await rollingUpdate(url, replicaUrls, replicas);
+    const placements = bash ? await tasksFollowTheirKey(url, replicaUrls, replicas) : [];
+    if (!bash) console.log('ok - background tasks follow their key through the balancer # SKIP no Bash without the sandbox');
+    await rollingUpdate(url, replicaUrls, replicas, placements);
+    if (bash) {
+      // The update goes on: replica 1 comes back (same port, same settings), then replica 2 leaves.
+      replicas[0] = await startToolport('replica-1', ports[0], env, logs);
+      await drainKillsStubbornTask(url, replicaUrls, replicas, placements);
+    }
   } catch (err) {
     check('the run went to its end', false, err instanceof Error ? err.message : String(err));
   } finally {
     await stopAll();
   }
-  if (failures === 0) await rm(base, { recursive: true, force: true });
+  if (failed() === 0) await rm(base, { recursive: true, force: true });
   else console.log(`# logs kept in ${logs}`);
-  console.log(failures === 0 ? '# all checks passed' : `# ${failures} check(s) failed`);
-  return failures === 0 ? 0 : 1;
+  console.log(failed() === 0 ? '# all checks passed' : `# ${failed()} check(s) failed`);
+  return failed() === 0 ? 0 : 1;
 }
 
 /** Check 1: LIMIT answers, then 429s, whether the calls go one by one through the balancer, all at once, or to each replica in turn. */
@@ -272,21 +240,6 @@ async function countsInRedis(replicaUrl: string): Promise<boolean> {
   return (await metric(replicaUrl, 'toolport_rate_limit_store_errors_total')) === before;
 }
 
-/** Whether a process whose command line holds `marker` runs (the sandbox's processes are visible from here). */
-function running(marker: string): boolean {
-  return spawnSync('pgrep', ['-f', marker]).status === 0;
-}
-
-/** Polls `condition` every 50 ms; false when it is still false after `timeoutMs`. */
-async function eventually(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) return false;
-    await delay(50);
-  }
-  return true;
-}
-
 /**
  * Check 4: the SDK's v1 client aborts a Bash call; the call runs on replica 1 and every other
  * message, notifications/cancelled among them, goes to replica 2 (as a balancer may send them).
@@ -327,26 +280,20 @@ async function cancellationCrossesReplicas(replicaUrls: readonly string[], repli
     check(name, gone && aborted, `command gone: ${gone}; aborted on replica 1: ${aborted}`);
   } finally {
     // Whatever a failure left behind, by pid.
-    for (const pid of spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)) {
-      try {
-        process.kill(Number(pid), 'SIGKILL');
-      } catch {
-        // Gone meanwhile.
-      }
-    }
+    killLeftovers(marker);
     await client.close();
   }
 }
 
-/** Check 5: SIGTERM to replica 1 under steady load through the balancer. */
-async function rollingUpdate(url: string, replicaUrls: readonly string[], replicas: readonly Managed[]): Promise<void> {
+/** Check 7: SIGTERM to replica 1 under steady load through the balancer, with a call and a background task running on it. */
+async function rollingUpdate(url: string, replicaUrls: readonly string[], replicas: readonly Managed[], placements: readonly Placement[]): Promise<void> {
   const [leaving] = replicas as [Managed, Managed];
-  let running = true;
+  let loading = true;
   const answers: Answer[] = [];
   const workers = Array.from({ length: LOAD_WORKERS }, async (_, i) => {
     const label = `load-${i + 1}`;
     // Each worker stays well under its key's limit: a call, then a pause.
-    for (let n = 0; running && n < LIMIT - 10; n++) {
+    for (let n = 0; loading && n < LIMIT - 10; n++) {
       const call =
         n % 2 === 0 || !bash ? callTool(url, label, 'Echo', { text: 'steady' }) : callTool(url, label, 'Bash', { command: 'sleep 0.2; echo steady' });
       answers.push(await call);
@@ -356,13 +303,19 @@ async function rollingUpdate(url: string, replicaUrls: readonly string[], replic
   await delay(1_500);
   // A call that is surely in flight on the leaving replica when the signal comes.
   const inFlight = bash ? callTool(replicaUrls[0]!, 'admin', 'Bash', { command: 'sleep 1.5; echo finished' }) : undefined;
+  // A task on it too: through the balancer for a key the hash puts there (without one, to it directly).
+  const taskKey = keyOn(placements, 0);
+  const taskMarker = `2.${Date.now() % 100_000}${process.pid}`;
+  const task = bash
+    ? await startTask(taskKey === undefined ? replicaUrls[0]! : url, taskKey ?? TASKERS[0], `sleep ${taskMarker}; echo task-finished`)
+    : undefined;
   await delay(500);
   const signalled = answers.length;
   leaving.child.kill('SIGTERM');
   const exitCode = await leaving.exited;
   const afterExit = answers.length;
   await delay(2_000);
-  running = false;
+  loading = false;
   await Promise.all(workers);
   const last = await inFlight;
 
@@ -379,6 +332,24 @@ async function rollingUpdate(url: string, replicaUrls: readonly string[], replic
   else
     check('the call in flight on the leaving replica finishes', last.status === 200 && last.text === 'finished', `${last.status} ${last.text.slice(0, 120)}`);
   check('the leaving replica exits 0', exitCode === 0, `exit ${exitCode}`);
+  if (task === undefined) console.log('ok - a background task on the leaving replica finishes within the grace # SKIP no Bash without the sandbox');
+  else {
+    const ended = leaving.lines.find((l) => l.msg === 'background task ended' && l.task === task.id);
+    check(
+      'a background task running on the leaving replica finishes within the grace before it exits, and no process of it is left',
+      task.id !== undefined && ended?.status === 'completed' && ended.exitCode === 0 && !running(taskMarker),
+      `${task.answer.status} ${task.answer.text.slice(0, 80)}; ${JSON.stringify(ended ?? 'no "background task ended" line')}`,
+    );
+    // What a rolling update costs a task: it went with its replica, and its key now reaches the other.
+    if (taskKey !== undefined && task.id !== undefined) {
+      const after = await callTool(url, taskKey, 'TaskOutput', { task_id: task.id, block: false });
+      check(
+        'once its replica has left, a task\'s key reaches the other replica, which answers "No task found"',
+        after.status === 200 && after.isError === true && after.text === `No task found with ID: ${task.id}`,
+        `${after.status} ${after.text.slice(0, 120)}`,
+      );
+    }
+  }
   // Once the replica has exited, every answer comes from the other: its own count says so.
   const servedAfter = answers.length - afterExit;
   const before = await metric(replicaUrls[1]!, 'toolport_tool_calls_total');

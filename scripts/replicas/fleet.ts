@@ -101,12 +101,16 @@ export function startToolport(name: string, port: number, env: Record<string, st
 }
 
 /**
- * HAProxy in front of the replicas: round robin, a readiness check on /readyz every 250 ms (two
- * failures take a replica out, two successes put it back; a slow answer under load is no
- * failure), and a request that finds a replica gone or draining (no connection, an empty
- * response, a 503 SHUTTING_DOWN) is sent to the other.
- * Those are safe to repeat: such a call never ran. The Host the check sends is a local one,
- * which a server on loopback requires.
+ * HAProxy in front of the replicas, configured as docs/deployment.md says: requests go to a
+ * replica by a consistent hash of their Authorization header, so every call of one key (its
+ * background tasks' TaskOutput and TaskStop among them) reaches the replica that holds its tasks,
+ * and a replica that goes away or comes back moves only its own keys. Requests without the header
+ * (health checks, /readyz) go round robin. A readiness check on /readyz every 250 ms (two failures
+ * take a replica out, two successes put it back; a slow answer under load is no failure), and a
+ * request that finds a replica gone or draining (no connection, an empty response, a 503
+ * SHUTTING_DOWN) is sent to another: `option redispatch` breaks the hash's persistence for that
+ * retry. Those are safe to repeat: such a call never ran. The Host the check sends is a local
+ * one, which a server on loopback requires.
  */
 export async function startHaproxy(port: number, replicas: readonly number[], dir: string): Promise<Managed> {
   const config = path.join(dir, 'haproxy.cfg');
@@ -129,7 +133,8 @@ export async function startHaproxy(port: number, replicas: readonly number[], di
       `  bind 127.0.0.1:${port}`,
       '  default_backend replicas',
       'backend replicas',
-      '  balance roundrobin',
+      '  balance hdr(Authorization)',
+      '  hash-type consistent',
       '  option httpchk',
       '  http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost',
       '  http-check expect status 200',
