@@ -154,6 +154,10 @@ export async function createBashTool(options: BashToolOptions): Promise<ToolDef>
   return tool;
 }
 
+// A task yields the CPU to calls: a build or a task that prints without end must not slow every
+// caller's Echo and Bash (a nice value of 10 weighs about a tenth of the server's 0).
+const TASK_NICENESS = 10;
+
 /**
  * Starts `command` as a background task under the same isolation and limits as a call, bounded by
  * the task's lifetime instead of the call's timeout, and answers at once with Claude Code's words.
@@ -192,6 +196,7 @@ async function startInBackground(options: BashToolOptions, isolation: BashIsolat
           onStderr: onOutput,
           // Bounded by the task's lifetime, not a call's timeout: a dev server may run for hours.
           cpuSeconds: isolation.limits.maxCpuSeconds === 0 ? 0 : Math.ceil(timeoutMs / 1000),
+          niceness: TASK_NICENESS,
         }),
       log,
     );

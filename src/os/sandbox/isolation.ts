@@ -21,6 +21,8 @@ export type BashSandboxSetting = boolean | 'auto' | 'bubblewrap' | 'landlock';
 export type BashRunOptions = Omit<RunOptions, 'env' | 'killGraceMs' | 'signalOnServerExit'> & {
   /** CPU seconds each process may use, in place of the limit lowered to the timeout (a background task's lifetime); 0: none. */
   cpuSeconds?: number;
+  /** A nice value to run the command at (a background task's, so that it yields the CPU to calls); 0: the server's. */
+  niceness?: number;
 };
 
 /** How a Bash run ended, with what its limits saw. */
@@ -364,15 +366,15 @@ async function unconfinedIsolation(
     reaper = await ResidentReaper.start();
   } catch (err) {
     // In the command's own shell: the cgroup first (before it forks), then the resource limits.
-    const command = (line: string, cgroup: CallCgroup | undefined, cpuSeconds: number): string[] =>
-      bashArgs(line, [...(cgroup ? [cgroup.joinCommand()] : []), ...ulimitCommands(limits, cpuSeconds, false)]);
+    const command = (line: string, cgroup: CallCgroup | undefined, cpuSeconds: number, niceness: number | undefined): string[] =>
+      bashArgs(line, [...(cgroup ? [cgroup.joinCommand()] : []), ...ulimitCommands(limits, cpuSeconds, false, niceness)]);
     return {
       ...unconfined,
       reaping: 'process-group',
       reason: `${why}; and the subreaper cannot run, so processes that leave the command's process group are not killed: ${(err as Error).message}`,
       run: (line, options) =>
         runLimited(limits, cgroups, options, (cgroup, cpuSeconds) =>
-          runProcess('bash', command(line, cgroup, cpuSeconds), {
+          runProcess('bash', command(line, cgroup, cpuSeconds, options.niceness), {
             ...options,
             env: commandEnv(),
             killGraceMs: KILL_GRACE_MS,
@@ -437,7 +439,7 @@ function waitingShells(
       const error = Object.assign(new TypeError('The command must be a string without null bytes'), { code: 'ERR_INVALID_ARG_VALUE' });
       return { ...notRun, spawnError: error };
     }
-    const prelude = ulimitCommands(limits, cpuSeconds, processes).join('; ');
+    const prelude = ulimitCommands(limits, cpuSeconds, processes, options.niceness).join('; ');
     try {
       return await pool.use(async (waiting) => ({ ...(await waiting.run(prelude, command, options)), cpuSeconds }));
     } catch (err) {
@@ -461,7 +463,7 @@ function runFresh(
   options: BashRunOptions,
 ): Promise<RunOutcome> {
   // RLIMIT_NPROC is set inside: set on bwrap, it would also cap the user's processes outside the sandbox's namespace.
-  const inner = ['bash', ...bashArgs(command, ulimitCommands(limits, cpuSeconds, true))];
+  const inner = ['bash', ...bashArgs(command, ulimitCommands(limits, cpuSeconds, true, options.niceness))];
   const sandboxed = [BWRAP, ...args, '--', ...inner];
   // The cgroup is joined outside, where /sys is writable, before bwrap forks anything.
   const [file, ...rest] = cgroup ? ['bash', '-c', `${cgroup.joinCommand()}; exec "$@"`, 'bash', ...sandboxed] : sandboxed;

@@ -63,8 +63,10 @@ export function cpuSecondsFor(limits: BashLimits, timeoutMs: number): number {
  * when `processes`: it counts every process of the user in its user namespace, which is one call
  * in the sandbox (a namespace per call) but the server's whole user without it.
  */
-export function ulimitCommands(limits: BashLimits, cpuSeconds: number, processes: boolean): string[] {
+export function ulimitCommands(limits: BashLimits, cpuSeconds: number, processes: boolean, niceness = 0): string[] {
   const commands: string[] = [];
+  // Lowered in the shell, before the command forks anything: all it starts inherits it.
+  if (niceness > 0) commands.push(`renice -n ${niceness} -p $$ >/dev/null`);
   if (processes && limits.maxProcesses > 0) commands.push(`ulimit -u ${limits.maxProcesses}`);
   if (limits.maxFileSize > 0) commands.push(`ulimit -f ${kib(limits.maxFileSize)}`);
   if (limits.maxAddressSpace > 0) commands.push(`ulimit -v ${kib(limits.maxAddressSpace)}`);

@@ -212,6 +212,23 @@ test("a task's CPU time is bounded by its lifetime, a call's by its timeout", as
   assert.deepEqual(await call(tools.bash, 'alice', { command: 'ulimit -t' }), { text: '120', isError: false });
 });
 
+/** The nice value the command's own process runs at. */
+const NICE = "cut -d' ' -f19 /proc/self/stat";
+
+/** Whether `task` is the nice value of a task started by a server whose calls run at `call`: 10 or more, and above the call's unless both are at the lowest priority. */
+function yieldsTo(task: number, call: number): boolean {
+  return task >= 10 && (task > call || task === 19);
+}
+
+test('a task runs at a lower priority than calls (nice 10), so that it yields the CPU to them', async (t) => {
+  const tools = await setup(t);
+  const called = Number((await call(tools.bash, 'alice', { command: NICE })).text);
+  const { id } = await startTask(tools, 'alice', NICE);
+  const output = /<output>\n(\d+)\n<\/output>/.exec((await call(tools.output, 'alice', { task_id: id })).text);
+  assert.ok(output, 'the task printed its nice value');
+  assert.ok(yieldsTo(Number(output[1]), called), `a task at nice ${output[1]}, a call at ${called}`);
+});
+
 test("a link planted where the tasks' directory goes is not followed: the task is refused and nothing is written outside", async (t) => {
   const tools = await setup(t);
   const outside = await temporaryDirectory(t, 'toolport-outside-');
@@ -254,9 +271,16 @@ test('under Landlock and seccomp a task runs confined as a call does, with its p
   }
   const tools: Tools = { bash, output: createTaskOutputTool(tasks), stop: createTaskStopTool(tasks), tasks, ws };
   const marker = trackedMarker(t);
-  const { id } = await startTask(tools, 'alice', `echo "$TMPDIR" > tmpdir.txt; touch /etc/toolport-escape 2>/dev/null || echo refused; sleep ${marker}`);
+  const { id } = await startTask(
+    tools,
+    'alice',
+    `echo "$TMPDIR" > tmpdir.txt; ${NICE} > nice.txt; touch /etc/toolport-escape 2>/dev/null || echo refused; sleep ${marker}`,
+  );
   await until(async () => (await call(tools.output, 'alice', { task_id: id, block: false })).text.includes('refused'), 'the write outside to be refused');
   assert.notEqual(readFileSync(path.join(ws.root, 'tmpdir.txt'), 'utf8').trim(), '/tmp');
+  const called = Number((await call(bash, 'alice', { command: NICE })).text);
+  const niceness = Number(readFileSync(path.join(ws.root, 'nice.txt'), 'utf8'));
+  assert.ok(yieldsTo(niceness, called), `a task at nice ${niceness}, a call at ${called}`);
   assert.equal((await call(tools.stop, 'alice', { task_id: id })).isError, false);
   assert.deepEqual(processesWith(marker), []);
 });
