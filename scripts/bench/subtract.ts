@@ -1,7 +1,9 @@
 /**
  * Where the keyed path's time goes, by subtraction (issue 33): `npm run bench:subtract [-- --only a,b]
- * [-- --rounds N] [-- --duration S] [-- --against REV,...]`. `--against` adds earlier builds, as
- * committed at each revision, to compare today's server with (`--only none` leaves the patches out).
+ * [-- --rounds N] [-- --duration S] [-- --against REV,...] [-- --traced]`. `--against` adds earlier
+ * builds, as committed at each revision, to compare today's server with (`--only none` leaves the
+ * patches out); `--traced` adds toolport as committed with tracing on, every call and 1% sampled,
+ * exporting to a sink that takes every batch.
  *
  * Each `bench/subtraction/<piece>.patch` removes or stubs one piece of toolport's per-request work
  * (the key check, the rate limiter, a hook, ...); each `bench/subtraction/<name>.flags` names Node
@@ -25,6 +27,7 @@ import { parseArgs } from 'node:util';
 import { build, stop } from 'esbuild';
 import { BUNDLE_OPTIONS } from '../bundle-options.js';
 import { median } from './report.js';
+import { startOtlpSink, type OtlpSink } from './otlp-sink.js';
 import { choosePinning } from './pinning.js';
 import { startServer, stopServer, type RunningServer, type ServerSpec } from './processes.js';
 import { ROOT } from './options.js';
@@ -38,6 +41,7 @@ const { values } = parseArgs({
   options: {
     only: { type: 'string' },
     against: { type: 'string' },
+    traced: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '2' },
     'warm-up': { type: 'string', default: '3' },
@@ -63,6 +67,8 @@ interface Variant {
   root: string | undefined;
   /** Node's own flags for it (a `<name>.flags` file: toolport as committed, run with them). */
   flags?: string[];
+  /** Environment on top of the bench's (tracing's variables). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -147,6 +153,7 @@ async function main(): Promise<void> {
   const apiKey = randomBytes(24).toString('base64url');
   const variants: Variant[] = [];
   const servers = new Map<string, RunningServer>();
+  let sink: OtlpSink | undefined;
   try {
     say('subtract: building toolport as committed and each patched variant (kept for the next run)...');
     const committed = await buildVariant('toolport', undefined);
@@ -162,6 +169,17 @@ async function main(): Promise<void> {
         // A patch that no longer applies or builds is left out, and said so: refresh it against HEAD.
         say(`subtract: ${name} left out: ${(err as Error).message.slice(0, 2000)}`);
       }
+    }
+    if (values.traced) {
+      // Tracing's cost as CPU time a call, which other work on the machine moves less than throughput.
+      sink = await startOtlpSink();
+      const traced = (sampler: string, ratio?: string) => ({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink!.url,
+        OTEL_TRACES_SAMPLER: sampler,
+        ...(ratio === undefined ? {} : { OTEL_TRACES_SAMPLER_ARG: ratio }),
+      });
+      variants.push({ ...committed, name: 'traced, every call', env: traced('parentbased_always_on') });
+      variants.push({ ...committed, name: 'traced, 1%', env: traced('parentbased_traceidratio', '0.01') });
     }
     // Earlier builds, unpatched: what today's server costs against one before a change (tracing's merge).
     for (const at of values.against?.split(',').filter(Boolean) ?? []) variants.push(await buildVariant(`at ${at}`, undefined, at));
@@ -279,6 +297,8 @@ async function main(): Promise<void> {
     say(`results: ${path.relative(process.cwd(), values.out)}`);
   } finally {
     for (const server of servers.values()) await stopServer(server);
+    if (sink !== undefined && sink.received().batches === 0) say('subtract: the traced variants sent no span: their figures measured nothing');
+    await sink?.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -309,6 +329,7 @@ function spec(variant: Variant, dir: string, workspace: string, apiKey: string, 
       TOOLPORT_RATE_LIMIT: '1000000',
       TOOLPORT_QUEUE_SIZE: '64',
       TOOLPORT_QUEUE_PER_CALLER: '64',
+      ...variant.env,
     },
     logFile,
     cpu: pinning.serverCpu,

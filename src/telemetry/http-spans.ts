@@ -31,7 +31,12 @@ export function httpTracing(provider: TracerProvider): () => FastifyPluginAsync 
   return () => {
     const otel = instrumentation.plugin();
     const plugin: FastifyPluginAsync = async (app: FastifyInstance) => {
+      // The instrumentation wraps every hook added after it, to make its span, in a function that
+      // asks five questions of each request before it sees that hook spans are off: the app's
+      // hooks are added as they were.
+      const addHook = app.addHook;
       await app.register(otel);
+      app.addHook = addHook;
       app.addHook('preHandler', (request, _reply, done) => {
         const span = request.opentelemetry().span ?? undefined;
         if (span?.isRecording() === true) {

@@ -1,4 +1,4 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace, TraceFlags, type Span, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -117,7 +117,8 @@ export async function openTracing(settings: TracingSettings, logger: Logger): Pr
   setTraceFields(() => {
     const span: Span | undefined = trace.getActiveSpan();
     const ids = span?.spanContext();
-    return ids === undefined ? undefined : { trace_id: ids.traceId, span_id: ids.spanId };
+    // A sampled trace's only: the ids of one that was not lead to no trace, and each line would carry them.
+    return ids === undefined || (ids.traceFlags & TraceFlags.SAMPLED) === 0 ? undefined : { trace_id: ids.traceId, span_id: ids.spanId };
   });
   logger.info({ exporter: settings.exporter, protocol: settings.protocol, sampler: settings.sampler, serviceName: settings.serviceName }, 'tracing on');
   return {

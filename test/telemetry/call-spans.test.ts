@@ -207,6 +207,11 @@ describe('call spans over OTLP/JSON, from an app served in this process', () => 
     const headers = { authorization: `Bearer ${KEY}`, traceparent };
     const response = await app.inject({ method: 'POST', url: '/tools/Carrier', payload: {}, headers });
     assert.equal(response.statusCode, 200);
+    // Its audit line names no trace: the ids of one that was not sampled lead nowhere.
+    const line = lines.find((l) => l['msg'] === 'tool call' && l['reqId'] === response.headers['x-request-id']);
+    assert.ok(line !== undefined, 'the audit line');
+    assert.equal(line['trace_id'], undefined);
+    assert.equal(line['span_id'], undefined);
     const carrier = JSON.parse(response.json<{ content: { text: string }[] }>().content[0]!.text) as Record<string, string>;
     assert.match(carrier['traceparent'] ?? '', new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
     // A sampled call after it is exported; the unsampled one left nothing in the same batch.
