@@ -130,6 +130,7 @@ class WorkTrace implements ToolTrace {
   #span: Span | undefined;
   #context: Context | undefined;
   #carrier: TraceCarrier | undefined;
+  #ended = false;
 
   constructor(tool: string, parent: Context, tracer: Tracer, continued: boolean) {
     this.#tool = tool;
@@ -138,8 +139,9 @@ class WorkTrace implements ToolTrace {
     this.#continued = continued;
   }
 
-  /** The work span's context, opening the span on first use. */
+  /** The work span's context, opening the span on first use; once the call has settled, the call's own (a span opened then would never end). */
   #opened(): Context {
+    if (this.#ended) return this.#context ?? this.#parent;
     if (this.#context === undefined) {
       this.#span = this.#tracer.startSpan(
         `run ${this.#tool}`,
@@ -175,6 +177,7 @@ class WorkTrace implements ToolTrace {
   }
 
   end(): void {
+    this.#ended = true;
     // Ended on the same clock as it was started (a span given its start would take its end from Date.now()).
     this.#span?.end(performance.now());
   }
