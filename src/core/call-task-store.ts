@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { CallAbort } from './call-abort.js';
+import { CallAbort, type AbortSource } from './call-abort.js';
 import { errorBody, ToolportError } from './errors.js';
 import type { Caller, CallRequest, CallResult, Gateway } from './gateway.js';
 import { shuttingDown } from './in-flight.js';
@@ -28,8 +28,10 @@ export class TaskCancelled extends Error {
 }
 
 /** The one answer for an id that is unknown, forgotten or another caller's: never says which. */
+export const TASK_NOT_FOUND_MESSAGE = 'No such task: it does not exist, was forgotten after its retention, or is not yours.';
+
 function notFound(): ToolportError {
-  return new ToolportError('TASK_NOT_FOUND', 'No such task: it does not exist, was forgotten after its retention, or is not yours.');
+  return new ToolportError('TASK_NOT_FOUND', TASK_NOT_FOUND_MESSAGE);
 }
 
 interface Entry {
@@ -162,7 +164,7 @@ export class CallTasks implements CallTaskStore {
     return () => entry.listeners.delete(listener);
   }
 
-  settled(owner: string, id: string, signal?: AbortSignal): Promise<TaskSnapshot> {
+  settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot> {
     const entry = this.#entry(owner, id);
     if (isFinal(entry.status) || signal?.aborted === true) return Promise.resolve(snapshot(entry, this.#bounds));
     return new Promise((resolve) => {

@@ -1,3 +1,4 @@
+import type { AbortSource } from './call-abort.js';
 import type { ErrorBody } from './errors.js';
 import type { CallRequest, CallResult } from './gateway.js';
 import type { Progress } from './types.js';
@@ -90,7 +91,7 @@ export interface CallTaskStore {
    */
   watch(owner: string, id: string, listener: (task: TaskSnapshot) => void): () => void;
   /** Resolves with the task once final, or with its snapshot when `signal` aborts first. Throws `TASK_NOT_FOUND`. */
-  settled(owner: string, id: string, signal?: AbortSignal): Promise<TaskSnapshot>;
+  settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot>;
   /** Tasks working now, of every caller. */
   readonly running: number;
 }

@@ -311,6 +311,7 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
   mcpRoutes(app, {
     gateway,
+    tasks: callTasks,
     idleTimeoutMs: connections.idleTimeoutMs,
     redis: runtime.redis,
     toolsChange: runtime.upstreams ? (listener) => registry.onChange(listener) : undefined,
