@@ -164,6 +164,11 @@ export class CallTasks implements CallTaskStore {
     return () => entry.listeners.delete(listener);
   }
 
+  forget(owner: string, id: string): void {
+    const entry = this.#tasks.get(id);
+    if (entry !== undefined && entry.owner === owner && isFinal(entry.status)) this.#forget(id);
+  }
+
   settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot> {
     const entry = this.#entry(owner, id);
     if (isFinal(entry.status) || signal?.aborted === true) return Promise.resolve(snapshot(entry, this.#bounds));

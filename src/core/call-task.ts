@@ -90,6 +90,8 @@ export interface CallTaskStore {
    * final snapshot included); returns what stops listening. Throws `TASK_NOT_FOUND`.
    */
   watch(owner: string, id: string, listener: (task: TaskSnapshot) => void): () => void;
+  /** Forgets a finished task at once (one its caller got the result of another way); nothing for a working one. */
+  forget(owner: string, id: string): void;
   /** Resolves with the task once final, or with its snapshot when `signal` aborts first. Throws `TASK_NOT_FOUND`. */
   settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot>;
   /** Tasks working now, of every caller. */

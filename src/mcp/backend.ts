@@ -58,6 +58,8 @@ export interface McpTaskBackend<Caller> {
   get(caller: Caller, id: string): TaskSnapshot | undefined;
   list(caller: Caller): TaskSnapshot[];
   cancel(caller: Caller, id: string): TaskSnapshot | undefined;
+  /** Forgets a finished task (its result was answered directly). */
+  forget(caller: Caller, id: string): void;
   /** The task once final, or as it is when `signal` aborts first. */
   settled(caller: Caller, id: string, signal?: AbortSource): Promise<TaskSnapshot | undefined>;
   /** Hears each new snapshot until the task is final; returns what stops it (undefined: no such task). */

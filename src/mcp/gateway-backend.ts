@@ -76,6 +76,7 @@ function taskBackend(gateway: Gateway, store: CallTaskStore, transport: string):
     get: (caller, id) => found(() => store.get(taskOwner(caller), id)),
     list: (caller) => store.list(taskOwner(caller)),
     cancel: (caller, id) => found(() => store.cancel(taskOwner(caller), id)),
+    forget: (caller, id) => store.forget(taskOwner(caller), id),
     settled: (caller, id, signal) => found(() => store.settled(taskOwner(caller), id, signal)) ?? Promise.resolve(undefined),
     watch: (caller, id, listener: (task: TaskSnapshot) => void) => found(() => store.watch(taskOwner(caller), id, listener)),
   };

@@ -18,6 +18,12 @@ export const RELATED_TASK_KEY = 'io.modelcontextprotocol/related-task';
 /** What `initialize` declares for the 2025-11-25 tasks utility: tool calls may be tasks, listed and cancelled. */
 export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
+/**
+ * How long a 2026-07-28 call that may become a task is waited for before it does: a call done by
+ * then is answered directly (the server decides, and a quick call gains nothing from a task).
+ */
+export const DIRECT_ANSWER_MS = 500;
+
 /** The methods of the tasks utility and extension. */
 export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
 
@@ -61,12 +67,21 @@ export async function startTask<Caller>(
     if (modern && (started.error.code === 'TOO_MANY_TASKS' || started.error.code === 'TASKS_FULL')) return undefined;
     return refusal(deps, request, started, version, modern);
   }
+  if (modern) {
+    // The server decides: a call done within a moment is answered as a call, and its task forgotten.
+    const done = await settledWithin(tasks, context.caller, started.id, DIRECT_ANSWER_MS);
+    if (done !== undefined && (done.status === 'completed' || done.status === 'failed')) {
+      tasks.forget(context.caller, done.id);
+      if (done.status === 'failed') return refusal(deps, request, done.error as McpErrorBody, version, modern);
+      const result = callToolResult(done.result!, version);
+      return { reply: resultResponse(request.id, { ...result, resultType: 'complete', _meta: deps.resultMeta }), status: 200 };
+    }
+    return { reply: resultResponse(request.id, { resultType: 'task', ...modernTask(deps, done ?? started, version), _meta: deps.resultMeta }), status: 200 };
+  }
   // Over stdio a notification may go out at any time: each change of status is told as it comes.
   const notify = context.notifyAnytime;
-  if (!modern && notify !== undefined) {
-    tasks.watch(context.caller, started.id, (task) => notify(statusNotification(task)));
-  }
-  const result = modern ? { resultType: 'task', ...modernTask(deps, started, version), _meta: deps.resultMeta } : { task: legacyTask(started) };
+  if (notify !== undefined) tasks.watch(context.caller, started.id, (task) => notify(statusNotification(task)));
+  const result = { task: legacyTask(started) };
   return { reply: resultResponse(request.id, result), status: 200 };
 }
 
@@ -85,6 +100,12 @@ export async function taskMethod<Caller>(
   const { method } = request;
   if (tasks === undefined || (modern ? method === 'tasks/result' || method === 'tasks/list' : !hasTaskUtility(version))) return undefined;
   const params = request.params ?? {};
+  // 2026-07-28: the task methods are the extension's, for a request that declares it.
+  if (modern && !clientTakesTasks(params['_meta'])) {
+    return methodError(request, RpcCodes.MISSING_REQUIRED_CLIENT_CAPABILITY, 'Missing required client capability', {
+      requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+    });
+  }
   if (method === 'tasks/list') {
     // Every task of a caller fits one page (a few dozen at most, by the caps): no cursor is handed out.
     if (params['cursor'] !== undefined && params['cursor'] !== null)
@@ -138,6 +159,17 @@ async function taskResult<Caller>(
       ? callToolResult(final.result, version)
       : { content: [{ type: 'text', text: 'The task was cancelled before it finished.' }], isError: true };
   return { reply: resultResponse(request.id, { ...result, _meta: related }), status: 200 };
+}
+
+/** The task once final, or as it is after `ms` (undefined once forgotten). */
+async function settledWithin<Caller>(tasks: McpTaskBackend<Caller>, caller: Caller, id: string, ms: number): Promise<TaskSnapshot | undefined> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), ms);
+  try {
+    return await tasks.settled(caller, id, deadline.signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** 2025-11-25 counts a tool's error result as a failed task. */

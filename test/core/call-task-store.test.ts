@@ -153,6 +153,22 @@ describe('CallTasks', () => {
     assert.equal((await refusalOf(() => tasks.get('alice', ids[2]!))).code, 'TASK_NOT_FOUND');
   });
 
+  test('forget drops a finished task at once, and leaves a working one alone', async () => {
+    const gated = gatedTool();
+    const { tasks } = storeWith([Echo, gated.tool]);
+    const done = await start(tasks, ALICE, 'Echo', { text: 'x' });
+    const working = await start(tasks, ALICE, 'Gated');
+    tasks.forget('bob', done.id);
+    assert.equal(tasks.get('alice', done.id).status, 'completed', "another caller's forget changes nothing");
+    tasks.forget('alice', done.id);
+    tasks.forget('alice', working.id);
+    assert.deepEqual(
+      tasks.list('alice').map((task) => task.id),
+      [working.id],
+    );
+    (await gated.started(1))[0]!.release();
+  });
+
   test('a draining gateway refuses new tasks with SHUTTING_DOWN, and shutdown aborts working ones', async () => {
     const gated = gatedTool();
     const { gateway, tasks } = storeWith([gated.tool]);

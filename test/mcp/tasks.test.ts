@@ -149,12 +149,16 @@ describe('MCP tasks, 2025-11-25 (the tasks utility)', () => {
 });
 
 describe('MCP tasks, 2026-07-28 (the tasks extension)', () => {
-  test('server/discover advertises the extension; a client that declares it gets a task, one that does not an ordinary result', async () => {
-    const { rpc, gated } = setUp();
+  test('server/discover advertises the extension; a slow call of a client that declares it becomes a task, a quick one or one of a client that does not is answered directly', async () => {
+    const { rpc, gated, tasks } = setUp();
     const discover = await rpc('server/discover', {}, { version: MODERN });
     assert.deepEqual((discover.result?.['capabilities'] as Record<string, unknown>)['extensions'], { 'io.modelcontextprotocol/tasks': {} });
     const plain = await rpc('tools/call', { name: 'Echo', arguments: { text: 'now' } }, { version: MODERN });
     assert.equal(plain.result?.['resultType'], 'complete');
+    const quick = await rpc('tools/call', { name: 'Echo', arguments: { text: 'quick' } }, { version: MODERN, capabilities: WITH_TASKS });
+    assert.equal(quick.result?.['resultType'], 'complete');
+    assert.deepEqual(quick.result?.['content'], [{ type: 'text', text: 'quick' }]);
+    assert.deepEqual(tasks.list('alice'), [], 'a call answered directly leaves no task behind');
     const created = await rpc('tools/call', { name: 'Gated', arguments: {} }, { version: MODERN, capabilities: WITH_TASKS });
     assert.equal(created.result?.['resultType'], 'task');
     assert.equal(created.result?.['status'], 'working');
@@ -177,15 +181,28 @@ describe('MCP tasks, 2026-07-28 (the tasks extension)', () => {
   test('tasks/cancel acknowledges with an empty result; a stolen id is the same error as an unknown one', async () => {
     const { rpc, gated } = setUp();
     const taskId = (await rpc('tools/call', { name: 'Gated', arguments: {} }, { version: MODERN, capabilities: WITH_TASKS })).result?.['taskId'] as string;
-    const stolen = await rpc('tasks/cancel', { taskId }, { version: MODERN, caller: MALLORY });
-    const guessed = await rpc('tasks/cancel', { taskId: 'task_AAAAAAAAAAAAAAAAAAAAAA' }, { version: MODERN, caller: MALLORY });
+    const stolen = await rpc('tasks/cancel', { taskId }, { version: MODERN, caller: MALLORY, capabilities: WITH_TASKS });
+    const guessed = await rpc('tasks/cancel', { taskId: 'task_AAAAAAAAAAAAAAAAAAAAAA' }, { version: MODERN, caller: MALLORY, capabilities: WITH_TASKS });
     assert.deepEqual(stolen.error, { code: -32602, message: TASK_NOT_FOUND_MESSAGE, data: { code: 'TASK_NOT_FOUND' } });
     assert.deepEqual(guessed.error, stolen.error);
-    const ack = await rpc('tasks/cancel', { taskId }, { version: MODERN });
+    const ack = await rpc('tasks/cancel', { taskId }, { version: MODERN, capabilities: WITH_TASKS });
     assert.equal(ack.result?.['resultType'], 'complete');
     const [run] = await gated.started(1);
     assert.equal(run!.signal.aborted, true);
-    assert.equal((await rpc('tasks/get', { taskId }, { version: MODERN })).result?.['status'], 'cancelled');
+    assert.equal((await rpc('tasks/get', { taskId }, { version: MODERN, capabilities: WITH_TASKS })).result?.['status'], 'cancelled');
+    // Cancelling a task that ended is the same acknowledgement.
+    assert.equal((await rpc('tasks/cancel', { taskId }, { version: MODERN, capabilities: WITH_TASKS })).result?.['resultType'], 'complete');
+  });
+
+  test("the task methods need the extension in the request's client capabilities: -32021 without it", async () => {
+    const { rpc } = setUp();
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      assert.deepEqual((await rpc(method, { taskId: 'task_AAAAAAAAAAAAAAAAAAAAAA' }, { version: MODERN })).error, {
+        code: -32021,
+        message: 'Missing required client capability',
+        data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+      });
+    }
   });
 
   test('at the task cap the server answers the call directly instead', async () => {
