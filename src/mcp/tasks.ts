@@ -25,7 +25,7 @@ export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { cal
 export const DIRECT_ANSWER_MS = 500;
 
 /** The methods of the tasks utility and extension. */
-export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'tasks/update']);
 
 /** Whether a 2026-07-28 request declares the tasks extension in its client capabilities. */
 export function clientTakesTasks(meta: unknown): boolean {
@@ -86,7 +86,7 @@ export async function startTask<Caller>(
 }
 
 /**
- * `tasks/get`, `tasks/cancel`, and in 2025-11-25 `tasks/result` and `tasks/list`; undefined for a
+ * `tasks/get`, `tasks/cancel`, in 2026-07-28 `tasks/update`, and in 2025-11-25 `tasks/result` and `tasks/list`; undefined for a
  * method the revision does not have (the dispatcher answers it as unknown).
  */
 export async function taskMethod<Caller>(
@@ -98,7 +98,8 @@ export async function taskMethod<Caller>(
 ): Promise<DispatchOutcome | undefined> {
   const tasks = deps.backend.tasks;
   const { method } = request;
-  if (tasks === undefined || (modern ? method === 'tasks/result' || method === 'tasks/list' : !hasTaskUtility(version))) return undefined;
+  const exists = modern ? method !== 'tasks/result' && method !== 'tasks/list' : hasTaskUtility(version) && method !== 'tasks/update';
+  if (tasks === undefined || !exists) return undefined;
   const params = request.params ?? {};
   // 2026-07-28: the task methods are the extension's, for a request that declares it.
   if (modern && !clientTakesTasks(params['_meta'])) {
@@ -121,6 +122,10 @@ export async function taskMethod<Caller>(
   switch (method) {
     case 'tasks/get':
       return answer(modern ? { resultType: 'complete', ...modernTask(deps, task, version), _meta: deps.resultMeta } : legacyTask(task));
+    case 'tasks/update':
+      // No task here ever waits for input (no tool asks the client for any), so every response is
+      // one for a request not outstanding, which the extension says to ignore: an acknowledgement.
+      return answer({ resultType: 'complete', _meta: deps.resultMeta });
     case 'tasks/cancel': {
       if (modern) {
         tasks.cancel(context.caller, id);

@@ -190,14 +190,20 @@ describe('MCP tasks, 2026-07-28 (the tasks extension)', () => {
     const [run] = await gated.started(1);
     assert.equal(run!.signal.aborted, true);
     assert.equal((await rpc('tasks/get', { taskId }, { version: MODERN, capabilities: WITH_TASKS })).result?.['status'], 'cancelled');
+    // tasks/update: no task waits for input, so any response is ignored with an acknowledgement; 2025-11-25 has no such method.
+    assert.equal(
+      (await rpc('tasks/update', { taskId, inputResponses: { x: {} } }, { version: MODERN, capabilities: WITH_TASKS })).result?.['resultType'],
+      'complete',
+    );
+    assert.equal((await rpc('tasks/update', { taskId, inputResponses: {} })).error?.code, -32601);
     // Cancelling a task that ended is the same acknowledgement.
     assert.equal((await rpc('tasks/cancel', { taskId }, { version: MODERN, capabilities: WITH_TASKS })).result?.['resultType'], 'complete');
   });
 
   test("the task methods need the extension in the request's client capabilities: -32021 without it", async () => {
     const { rpc } = setUp();
-    for (const method of ['tasks/get', 'tasks/cancel']) {
-      assert.deepEqual((await rpc(method, { taskId: 'task_AAAAAAAAAAAAAAAAAAAAAA' }, { version: MODERN })).error, {
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+      assert.deepEqual((await rpc(method, { taskId: 'task_AAAAAAAAAAAAAAAAAAAAAA', inputResponses: {} }, { version: MODERN })).error, {
         code: -32021,
         message: 'Missing required client capability',
         data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
