@@ -186,6 +186,19 @@ export class CallTasks implements CallTaskStore {
     });
   }
 
+  endCallers(owners: readonly string[], graceMs: number): void {
+    if (owners.length === 0) return;
+    const end = (): void => {
+      for (const entry of [...this.#tasks.values()]) {
+        if (!owners.includes(entry.owner)) continue;
+        if (entry.status === 'working') this.cancel(entry.owner, entry.id);
+        this.#forget(entry.id);
+      }
+    };
+    if (graceMs <= 0) return end();
+    setTimeout(end, graceMs).unref();
+  }
+
   /** The refusal for a caller at its cap or a server at its total, or undefined. */
   #capRefusal(owner: string): ToolportError | undefined {
     const { maxPerCaller, maxTotal } = this.#bounds;

@@ -94,6 +94,12 @@ export interface CallTaskStore {
   forget(owner: string, id: string): void;
   /** Resolves with the task once final, or with its snapshot when `signal` aborts first. Throws `TASK_NOT_FOUND`. */
   settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot>;
+  /**
+   * For the callers a key reload removed: their working tasks are cancelled after `graceMs` (as
+   * their calls in flight would have run on), and every task of theirs is forgotten then, so a
+   * later key given the same label never reads them.
+   */
+  endCallers(owners: readonly string[], graceMs: number): void;
   /** Tasks working now, of every caller. */
   readonly running: number;
 }

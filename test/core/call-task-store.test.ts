@@ -169,6 +169,24 @@ describe('CallTasks', () => {
     (await gated.started(1))[0]!.release();
   });
 
+  test("endCallers (a key reload removed them) cancels their working tasks after the grace and forgets all of theirs, and no one else's", async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const gated = gatedTool();
+    const { tasks } = storeWith([Echo, gated.tool]);
+    const done = await start(tasks, ALICE, 'Echo', { text: 'x' });
+    const working = await start(tasks, ALICE, 'Gated');
+    const bobs = await start(tasks, BOB, 'Gated');
+    const runs = await gated.started(2);
+    tasks.endCallers(['alice'], 1_000);
+    assert.equal(tasks.get('alice', working.id).status, 'working', 'within the grace it runs on');
+    t.mock.timers.tick(1_000);
+    assert.equal(runs[0]!.signal.aborted, true);
+    assert.equal((await refusalOf(() => tasks.get('alice', done.id))).code, 'TASK_NOT_FOUND');
+    assert.equal((await refusalOf(() => tasks.get('alice', working.id))).code, 'TASK_NOT_FOUND');
+    assert.equal(tasks.get('bob', bobs.id).status, 'working');
+    for (const run of runs) run.release();
+  });
+
   test('a draining gateway refuses new tasks with SHUTTING_DOWN, and shutdown aborts working ones', async () => {
     const gated = gatedTool();
     const { gateway, tasks } = storeWith([gated.tool]);
