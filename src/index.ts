@@ -107,6 +107,8 @@ export {
   type BuiltinToolOptions,
 } from './tools/index.js';
 export { DEFAULT_TASK_BOUNDS, type BackgroundWork, type TaskBounds } from './core/background.js';
+export { DEFAULT_CALL_TASK_BOUNDS, type CallTaskBounds, type CallTaskStore, type TaskRequest, type TaskSnapshot, type TaskStatus } from './core/call-task.js';
+export { CallTasks, TaskCancelled, taskOwner } from './core/call-task-store.js';
 export { WorkspaceError } from './os/fs/workspace.js';
 export { loadPlugins, PluginLoadError, type ToolportPlugin } from './assembly/plugins.js';
 export { loadConfig, ConfigError, type Config } from './config/config.js';

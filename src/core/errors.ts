@@ -8,7 +8,7 @@ export { JSON_RPC };
 /**
  * Every error a client can cause, with a fixed code, and how each transport answers it: the HTTP
  * status, and the JSON-RPC error code (for MCP). The codes JSON-RPC defines map as their meaning
- * says; the rest take application codes from -31001 to -31010, outside JSON-RPC's reserved range
+ * says; the rest take application codes from -31001 to -31012, outside JSON-RPC's reserved range
  * (-32768 to -32000). MCP 2026-07-28 ("Error Codes" in basic/index) splits JSON-RPC's server
  * range: -32000 to -32019 is legacy, which new implementations should not use, and -32020 to
  * -32099 is the spec's own (-32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
@@ -56,6 +56,21 @@ export const ErrorCatalog = {
     summary: "Every slot of the tool is taken and its queue, or the caller's share of it, is full; sent with `Retry-After: 1`.",
   },
   OVERLOADED: { status: 503, jsonRpc: -31010, summary: 'The server is overloaded (event-loop delay or memory); sent with `Retry-After: 5`.' },
+  TASK_NOT_FOUND: {
+    status: 404,
+    jsonRpc: JSON_RPC.INVALID_PARAMS,
+    summary: "No such task for this caller: unknown, forgotten after its retention, or another caller's (the answer never says which).",
+  },
+  TOO_MANY_TASKS: {
+    status: 429,
+    jsonRpc: -31011,
+    summary: 'The caller has as many tasks running as it may (`TOOLPORT_TASKS_PER_CALLER`); wait for one to end, or cancel one.',
+  },
+  TASKS_FULL: {
+    status: 503,
+    jsonRpc: -31012,
+    summary: 'All callers together have as many tasks running as the server takes (`TOOLPORT_TASKS_MAX`); sent with `Retry-After: 5`.',
+  },
 } as const satisfies Record<string, { status: number; jsonRpc: number; summary: string }>;
 
 export type ErrorCode = keyof typeof ErrorCatalog;

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type { CallLimits } from '../core/executor.js';
 import { Gateway } from '../core/gateway.js';
+import { CallTasks } from '../core/call-task-store.js';
+import type { CallTaskBounds } from '../core/call-task.js';
 import { Keyring, type KeySpec } from '../auth/keyring.js';
 import { type ServerPermissions } from '../core/principal.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -34,6 +36,8 @@ export interface AppOptions extends AppHttpOptions, CallLimits {
   redis?: Redis;
   /** The same tools as `registry` bound to other workspaces, by the `workspace` the keys in `apiKeys` name. */
   toolsets?: ReadonlyMap<string, ToolRegistry>;
+  /** The bounds on calls run as tasks (default: `DEFAULT_CALL_TASK_BOUNDS`). */
+  callTasks?: Partial<CallTaskBounds>;
 }
 
 /** Every key's workspace has its tools (a wiring mistake otherwise, not the client's). */
@@ -49,7 +53,19 @@ export function assertToolsetsBound(keys: readonly KeySpec[], toolsets: Readonly
  * gateway over the given registry. `openRuntime` (src/main/runtime.ts) opens a process's runtime.
  */
 export function runtimeFromOptions(options: AppOptions): [AppRuntime, AppHttpOptions] {
-  const { registry, upstreams, logger, toolTimeoutMs, apiKeys = [], permissions, oauth, redis, toolsets = new Map<string, ToolRegistry>(), ...rest } = options;
+  const {
+    registry,
+    upstreams,
+    logger,
+    toolTimeoutMs,
+    apiKeys = [],
+    permissions,
+    oauth,
+    redis,
+    toolsets = new Map<string, ToolRegistry>(),
+    callTasks,
+    ...rest
+  } = options;
   const { maxConcurrency, queueSize, maxConcurrencyPerCaller, queuePerCaller, ...http } = rest;
   const limits: CallLimits = { maxConcurrency, queueSize, maxConcurrencyPerCaller, queuePerCaller };
   const metrics = new ServiceMetrics(registry.list().map((t) => t.name));
@@ -66,5 +82,5 @@ export function runtimeFromOptions(options: AppOptions): [AppRuntime, AppHttpOpt
     toolsets,
     permissions,
   });
-  return [{ registry, gateway, keyring, toolsets, metrics, logger, upstreams, oauth, redis }, http];
+  return [{ registry, gateway, keyring, toolsets, metrics, logger, upstreams, oauth, redis, callTasks: new CallTasks(gateway, callTasks) }, http];
 }

@@ -33,6 +33,8 @@ import { healthRoutes } from './routes/health.js';
 import { callsRoutes, CALLS_TRANSPORT } from './routes/calls.js';
 import { MCP_TRANSPORT, mcpRoutes } from './routes/mcp.js';
 import { REST_TRANSPORT, toolRoutes } from './routes/tools.js';
+import { taskRoutes } from './routes/tasks.js';
+import { CallTasks } from '../core/call-task-store.js';
 
 /**
  * What the app serves, opened by the process (`openRuntime` in src/main/runtime.ts): the tools,
@@ -62,6 +64,11 @@ export interface AppRuntime {
   readonly redis?: Redis | undefined;
   /** Work that outlives its call (Bash's background tasks): counted by `/readyz` and `/metrics`, drained on shutdown like calls. */
   readonly tasks?: BackgroundWork | undefined;
+  /**
+   * Tool calls run as tasks (`Prefer: respond-async`, MCP's tasks), over `gateway`: calls in flight
+   * like any other, so shutdown drains them with the calls. Default: a store with the default bounds.
+   */
+  readonly callTasks?: CallTasks | undefined;
   /** Tracing, when it is on: its Fastify plugin gives each request a server span continued from its traceparent; Redis commands get client spans. */
   readonly tracing?: { fastifyPlugin(): FastifyPluginAsync; roundTrip: RoundTrip } | undefined;
 }
@@ -293,14 +300,18 @@ export async function buildApp(runtimeOrOptions: AppRuntime | AppOptions, httpOp
     resource: oauth === undefined ? undefined : { publicUrl: oauth.publicUrl, authorizationServers: oauth.issuers.map((i) => i.issuer), scopes },
     keyed: keyring.size > 0,
   });
-  healthRoutes(app, () => gateway.draining, runtime.upstreams, tasks);
+  const callTasks = runtime.callTasks ?? new CallTasks(gateway);
+  healthRoutes(app, () => gateway.draining, runtime.upstreams, tasks, callTasks);
   // The audit lines and metrics of calls, run or refused, come from the gateway.
-  toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
+  toolRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs, tasks: callTasks });
+  // The calls started with `Prefer: respond-async`, each its caller's only.
+  taskRoutes(app, { tasks: callTasks, idleTimeoutMs: connections.idleTimeoutMs });
   // An assistant's turn in, in its provider's shape; the next turn out.
   callsRoutes(app, { gateway, idleTimeoutMs: connections.idleTimeoutMs });
   // MCP's Streamable HTTP transport, behind the same hooks, through the same gateway.
   mcpRoutes(app, {
     gateway,
+    tasks: callTasks,
     idleTimeoutMs: connections.idleTimeoutMs,
     redis: runtime.redis,
     toolsChange: runtime.upstreams ? (listener) => registry.onChange(listener) : undefined,

@@ -143,6 +143,18 @@ export class ServiceMetrics {
     });
   }
 
+  /** How many tool calls run as tasks (`Prefer: respond-async`, MCP's tasks) are working, read at each scrape. */
+  watchCallTasks(tasks: { readonly running: number }): void {
+    new Gauge({
+      name: 'toolport_call_tasks_working',
+      help: 'Tool calls run as tasks (REST respond-async, MCP tasks) working now, of every caller.',
+      registers: [this.registry],
+      collect() {
+        this.set(tasks.running);
+      },
+    });
+  }
+
   /**
    * The upstream MCP servers' metrics: each one's state, restarts and tools, and the calls of its
    * tools by outcome (summed from the tools' own series at each scrape, so the call path pays nothing).

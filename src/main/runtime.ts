@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config, LimitsSettings } from '../config/config.js';
 import type { CallLimits } from '../core/executor.js';
 import { Gateway } from '../core/gateway.js';
+import { CallTasks } from '../core/call-task-store.js';
 import { Keyring, type KeySpec } from '../auth/keyring.js';
 import { type ServerPermissions } from '../core/principal.js';
 import type { ToolRegistry } from '../core/registry.js';
@@ -71,6 +72,8 @@ export interface Runtime {
   readonly redis: Redis | undefined;
   /** Bash's background tasks, of every workspace: shutdown drains them like calls, metrics and `/readyz` count them. */
   readonly tasks: BackgroundTasks;
+  /** Tool calls run as tasks (REST's `Prefer: respond-async`, MCP's tasks): calls in flight of the gateway, kept per caller. */
+  readonly callTasks: CallTasks;
   /** OpenTelemetry tracing, when the OTEL_* variables switch it on (loaded only then). */
   readonly tracing: Tracing | undefined;
   /** Stops the upstreams, closes the workspaces opened here and the Redis connection. */
@@ -141,6 +144,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       permissions,
       tracer: tracing?.tracer,
     });
+    const callTasks = new CallTasks(gateway, config.callTasks);
+    metrics?.watchCallTasks(callTasks);
     return {
       kind,
       config,
@@ -159,6 +164,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       metrics,
       redis,
       tasks,
+      callTasks,
       tracing,
       close: closeAll,
     };

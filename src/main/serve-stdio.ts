@@ -47,9 +47,12 @@ export async function serveMcpStdio(
     const rootWarning = workspaceWarning(config);
     if (rootWarning !== undefined) logger.warn({ workspace: config.workspace }, rootWarning);
     runtime = await openRuntime(config, { kind: 'stdio', logger, env });
-    dispatcher = new McpDispatcher(gatewayBackend(runtime.gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
-      listChanged: runtime.upstreams !== undefined,
-    });
+    dispatcher = new McpDispatcher(
+      gatewayBackend(runtime.gateway, { transport: STDIO_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION }, tasks: runtime.callTasks }),
+      {
+        listChanged: runtime.upstreams !== undefined,
+      },
+    );
     logger.info({ tools: runtime.registry.list().map((t) => t.name), transport: STDIO_TRANSPORT }, 'serving tools');
   } catch (err) {
     await runtime?.close();

@@ -79,6 +79,8 @@ export async function serve(env: Record<string, string | undefined> = process.en
         const removed = keyLabels.filter((label) => !keys.some((k) => k.label === label));
         keyLabels = keys.map((k) => k.label);
         opened.tasks.endCallers(removed, config.shutdownGraceMs);
+        // Its tool calls run as tasks too; and no later key of the same label may read their results.
+        opened.callTasks.endCallers(removed, config.shutdownGraceMs);
       },
       log: logger,
     });

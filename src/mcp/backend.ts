@@ -1,4 +1,5 @@
 import type { AbortSource } from '../core/call-abort.js';
+import type { TaskSnapshot } from '../core/call-task.js';
 import type { ObjectSchema, Progress, ToolAnnotations, ToolResult } from '../core/types.js';
 
 /**
@@ -35,6 +36,34 @@ export interface McpBackend<Caller> {
    * falls back to the MCP layer's own table (`errors.ts`). Wire the gateway's catalog here.
    */
   rpcCodeOf?(code: string): number | undefined;
+  /**
+   * Tool calls run as tasks (MCP's tasks: the `tasks` capability of 2025-11-25, the
+   * `io.modelcontextprotocol/tasks` extension of 2026-07-28). Without it, no task is offered.
+   */
+  readonly tasks?: McpTaskBackend<Caller> | undefined;
+}
+
+/**
+ * The caller's tasks, as the gateway's task store (`CallTaskStore`) keeps them. A task of another
+ * caller is `undefined`, exactly as an unknown one.
+ */
+export interface McpTaskBackend<Caller> {
+  /** Starts the call as a task: its first snapshot, or the error body of a refused call (a cap included), which never became a task. */
+  start(
+    caller: Caller,
+    name: string,
+    args: Record<string, unknown>,
+    options: Omit<McpCallOptions, 'signal' | 'onProgress' | 'extra'>,
+  ): Promise<TaskSnapshot | McpErrorBody>;
+  get(caller: Caller, id: string): TaskSnapshot | undefined;
+  list(caller: Caller): TaskSnapshot[];
+  cancel(caller: Caller, id: string): TaskSnapshot | undefined;
+  /** Forgets a finished task (its result was answered directly). */
+  forget(caller: Caller, id: string): void;
+  /** The task once final, or as it is when `signal` aborts first. */
+  settled(caller: Caller, id: string, signal?: AbortSource): Promise<TaskSnapshot | undefined>;
+  /** Hears each new snapshot until the task is final; returns what stops it (undefined: no such task). */
+  watch(caller: Caller, id: string, listener: (task: TaskSnapshot) => void): (() => void) | undefined;
 }
 
 /** The fields of a tool definition MCP publishes. `ToolDef` fits. */
@@ -84,7 +113,7 @@ export interface McpErrorBody {
   error: { code: string; message: string; details?: unknown };
 }
 
-export function isErrorBody(value: ToolResult | McpErrorBody): value is McpErrorBody {
+export function isErrorBody(value: ToolResult | TaskSnapshot | McpErrorBody): value is McpErrorBody {
   const error = (value as { error?: { code?: unknown } }).error;
-  return value.isError === true && typeof error === 'object' && error !== null && typeof error.code === 'string';
+  return (value as { isError?: unknown }).isError === true && typeof error === 'object' && error !== null && typeof error.code === 'string';
 }

@@ -22,8 +22,9 @@ import { DEFAULT_PROGRESS_INTERVAL_MS } from './progress.js';
 import { PerListCache, toMcpTool } from './tool-list.js';
 import { toolsCall, type ToolsCallDeps } from './tools-call.js';
 import { subscriptionsListen, type ListenDeps } from './listen.js';
+import { TASK_METHODS, TASKS_CAPABILITY, TASKS_EXTENSION, taskMethod } from './tasks.js';
 import type { SubscriptionOpener } from './subscriptions.js';
-import { allowsBatches, DEFAULT_LEGACY_VERSION, isModernVersion, MODERN_VERSIONS, negotiateLegacyVersion } from './protocol-versions.js';
+import { allowsBatches, DEFAULT_LEGACY_VERSION, hasTaskUtility, isModernVersion, MODERN_VERSIONS, negotiateLegacyVersion } from './protocol-versions.js';
 
 /** What a transport tells the dispatcher about one incoming message. */
 export interface DispatchContext<Caller> {
@@ -40,6 +41,11 @@ export interface DispatchContext<Caller> {
   signal?: AbortSource;
   /** Where progress notifications go; without it, `progressToken` is ignored. */
   notify?: (notification: JsonRpcNotification) => void;
+  /**
+   * Where notifications may go after the message is answered (stdio's output, for the status of
+   * tasks); absent where a response ends its stream (HTTP).
+   */
+  notifyAnytime?: (notification: JsonRpcNotification) => void;
   /** The calls `notifications/cancelled` may abort: the caller's own (one set per stdio process; over HTTP, the server's set `of` the caller). */
   calls?: InFlightCalls;
   /** A `tools/call` after the first of a batch: the transport counted the request once, so the backend counts this call again. */
@@ -125,7 +131,8 @@ export class McpDispatcher<Caller> {
     const discover = {
       resultType: 'complete',
       supportedVersions: [...MODERN_VERSIONS],
-      capabilities: this.#capabilities,
+      // The tasks extension, when the backend runs tasks (2026-07-28: an extension, no longer a capability of its own).
+      capabilities: backend.tasks === undefined ? this.#capabilities : { ...this.#capabilities, extensions: { [TASKS_EXTENSION]: {} } },
       ...(backend.instructions !== undefined ? { instructions: backend.instructions } : {}),
       ttlMs: this.#listTtlMs,
       cacheScope: 'public',
@@ -264,9 +271,15 @@ export class McpDispatcher<Caller> {
       case 'initialize':
         if (!modern) return this.#initialize(request);
         break;
+
       case 'ping':
         if (!modern) return { reply: resultResponse(request.id, {}), status: 200 };
         break;
+      default:
+        if (TASK_METHODS.has(request.method)) {
+          const outcome = await taskMethod(this.#callDeps, request, version, modern, context);
+          if (outcome !== undefined) return outcome;
+        }
     }
     const reply = errorResponse(request.id, RpcCodes.METHOD_NOT_FOUND, 'Method not found', { method: request.method.slice(0, 200) });
     return { reply, status: httpStatusOf(RpcCodes.METHOD_NOT_FOUND, 'before-method', modern) };
@@ -283,7 +296,7 @@ export class McpDispatcher<Caller> {
       const { instructions, serverInfo } = this.#backend;
       const built = {
         protocolVersion: version,
-        capabilities: this.#capabilities,
+        capabilities: this.#backend.tasks !== undefined && hasTaskUtility(version) ? { ...this.#capabilities, tasks: TASKS_CAPABILITY } : this.#capabilities,
         serverInfo: { ...serverInfo },
         ...(instructions !== undefined ? { instructions } : {}),
       } satisfies InitializeResult;
@@ -301,7 +314,9 @@ export class McpDispatcher<Caller> {
     }
     const tools = this.#backend.tools(context.caller);
     const result = this.#lists.get(tools, version, () => {
-      const list = tools.map((tool) => toMcpTool(tool, version));
+      // 2025-11-25's tasks utility: any tool may run as a task when the client asks.
+      const taskSupport = this.#backend.tasks !== undefined && hasTaskUtility(version);
+      const list = tools.map((tool) => toMcpTool(tool, version, taskSupport));
       const built: ListToolsResult & Record<string, unknown> = modern
         ? { resultType: 'complete', tools: list, ttlMs: this.#listTtlMs, cacheScope: this.#listCacheScope, _meta: this.#resultMeta }
         : { tools: list };

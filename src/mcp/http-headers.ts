@@ -13,12 +13,23 @@ export interface McpRequestHeaders {
   name?: string | undefined;
 }
 
-/** The methods whose `Mcp-Name` header mirrors a body field (2026-07-28, "Standard Request Headers"). */
-const NAME_SOURCE: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/**
+ * The methods whose `Mcp-Name` header mirrors a body field (2026-07-28, "Standard Request
+ * Headers"; the tasks extension adds its methods, so a load balancer can route a task's requests
+ * to the replica that holds it).
+ */
+const NAME_SOURCE: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
 
 /**
  * The Streamable HTTP server validation of 2026-07-28: a request of the stateless revision must
- * carry `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`) `Mcp-Name`, and their values
+ * carry `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call` and the tasks methods) `Mcp-Name`, and their values
  * must match the body, so a proxy that routes on the headers and the server that reads the body
  * cannot be told two different things. Returns the HeaderMismatch error (-32020, answered with
  * 400) or `undefined`. Legacy requests (no `_meta` version and no stateless-revision header) are

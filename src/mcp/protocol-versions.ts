@@ -77,3 +77,12 @@ export function toolFieldsOf(version: string): { annotations: boolean; titleAndO
 export function omitsUnknownErrorId(version: string): boolean {
   return version === LATEST_LEGACY_VERSION || MODERN_VERSIONS.includes(version);
 }
+
+/**
+ * The tasks utility of 2025-11-25 (`params.task`, `tasks/get`, `tasks/result`, `tasks/list`,
+ * `tasks/cancel`, `execution.taskSupport`): that revision only. 2026-07-28 moved tasks to an
+ * extension (`io.modelcontextprotocol/tasks`) of another shape.
+ */
+export function hasTaskUtility(version: string): boolean {
+  return version === LATEST_LEGACY_VERSION;
+}

@@ -80,6 +80,7 @@ export function serveStdio<Caller>(dispatcher: McpDispatcher<Caller>, input: Rea
       caller: options.caller,
       calls,
       notify: out.progress,
+      notifyAnytime: out.progress,
       signal: shutdown.signal,
       ...(protocolVersion ? { protocolVersion } : {}),
       ...(subscriptions ? { subscriptions } : {}),

@@ -1,13 +1,13 @@
 import { isRecord } from '../core/json.js';
 import type { AbortSource } from '../core/call-abort.js';
-import { toMCPCallToolResult, type MCPContentKinds } from '../providers/results.js';
 import type { DispatchContext, DispatchOutcome } from './dispatcher.js';
-import { isErrorBody, type McpBackend, type McpErrorBody } from './backend.js';
-import { methodError, refusalRpcCode } from './rpc-errors.js';
+import { isErrorBody, type McpBackend } from './backend.js';
+import { methodError } from './rpc-errors.js';
+import { callToolResult, refusal } from './call-result.js';
+import { asksForTask, startTask } from './tasks.js';
 import { CancelledByClient } from './cancellable.js';
 import { resultResponse, RpcCodes, type JsonRpcRequest } from '../core/json-rpc.js';
 import { ProgressReporter } from './progress.js';
-import { inputErrorsAreToolResults, toolFieldsOf } from './protocol-versions.js';
 
 /** What `tools/call` needs from the dispatcher that runs it. */
 export interface ToolsCallDeps<Caller> {
@@ -50,6 +50,13 @@ export async function toolsCall<Caller>(
   const token = progressTokenOf(isRecord(meta) ? meta['progressToken'] : undefined);
   if (typeof token === 'object') return malformed(token.problem);
 
+  const tasks = deps.backend.tasks;
+  if (tasks !== undefined && asksForTask(params, version, modern)) {
+    if (!modern && !isRecord(params['task'])) return malformed('Invalid params: task must be an object');
+    const asTask = await startTask(deps, tasks, request, { name, args, meta: isRecord(meta) ? meta : undefined }, version, modern, context);
+    if (asTask !== undefined) return asTask;
+  }
+
   // A controller of its own only when cancellation by id is possible: the transport's signal is
   // handed over as it is otherwise (AbortControllers are not free on the hot path).
   const controller = context.calls?.add(request.id);
@@ -87,19 +94,12 @@ export async function toolsCall<Caller>(
   progress?.finish();
   if (outcome === undefined) return methodError(request, RpcCodes.INTERNAL_ERROR, 'Internal error');
   if (isErrorBody(outcome)) return refusal(deps, request, outcome, version, modern);
-  const result: Record<string, unknown> = toMCPCallToolResult(outcome, contentKindsOf(version));
-  // structuredContent arrived with outputSchema (2025-06-18); earlier revisions get the content only.
-  if (result['structuredContent'] !== undefined && !toolFieldsOf(version).titleAndOutput) delete result['structuredContent'];
+  const result = callToolResult(outcome, version);
   if (modern) {
     result['resultType'] = 'complete';
     result['_meta'] = deps.resultMeta;
   }
   return { reply: resultResponse(request.id, result), status: 200 };
-}
-
-/** Audio content arrived in revision 2025-03-26, resource links in 2025-06-18: a client of an earlier one may refuse a result that holds them. */
-function contentKindsOf(version: string): MCPContentKinds {
-  return { audio: version >= '2025-03-26', resourceLinks: version >= '2025-06-18' };
 }
 
 /**
@@ -118,19 +118,4 @@ function progressTokenOf(token: unknown): string | number | undefined | { proble
   return {
     problem: `Invalid params: _meta.progressToken must be a string of at most ${MAX_PROGRESS_TOKEN_BYTES} bytes or an integer from -(2^53 - 1) to 2^53 - 1`,
   };
-}
-
-/** A refused call: a JSON-RPC error, except invalid input from 2025-11-25 on (a tool error result). */
-function refusal<Caller>(deps: ToolsCallDeps<Caller>, request: JsonRpcRequest, body: McpErrorBody, version: string, modern: boolean): DispatchOutcome {
-  const { code, message, details } = body.error;
-  if (code === 'INVALID_INPUT' && inputErrorsAreToolResults(version)) {
-    const result: Record<string, unknown> = { content: body.content.map((block) => ({ type: 'text', text: block.text })), isError: true };
-    if (modern) {
-      result['resultType'] = 'complete';
-      result['_meta'] = deps.resultMeta;
-    }
-    return { reply: resultResponse(request.id, result), status: 200 };
-  }
-  const rpcCode = refusalRpcCode(deps.backend.rpcCodeOf?.(code), code);
-  return methodError(request, rpcCode, message, details === undefined ? { code } : { code, details });
 }

@@ -53,7 +53,7 @@ test('over REST a key sees and stops only its own tasks, and /readyz and /metric
   assert.deepEqual(await post(srv, BOB, 'TaskOutput', { task_id: id, block: false }), { status: 200, body: notFound(id) });
   assert.deepEqual(await post(srv, BOB, 'TaskStop', { task_id: id }), { status: 200, body: notFound(id) });
   const ready = await fetch(`${srv.url}/readyz`);
-  assert.deepEqual(await ready.json(), { status: 'ready', tasks: { running: 1 } });
+  assert.deepEqual(await ready.json(), { status: 'ready', tasks: { running: 1 }, callTasks: { working: 0 } });
   const metrics = await (await fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${ALICE.key}` } })).text();
   assert.match(metrics, /^toolport_background_tasks_running 1$/m);
   const invalid = await post(srv, ALICE, 'TaskOutput', { task_id: id, timeout: 600_001 });
@@ -68,7 +68,7 @@ test('over REST a key sees and stops only its own tasks, and /readyz and /metric
   });
   assert.equal((await post(srv, ALICE, 'TaskStop', { task_id: id })).status, 200);
   assert.deepEqual(processesWith(mark), []);
-  assert.deepEqual(await (await fetch(`${srv.url}/readyz`)).json(), { status: 'ready', tasks: { running: 0 } });
+  assert.deepEqual(await (await fetch(`${srv.url}/readyz`)).json(), { status: 'ready', tasks: { running: 0 }, callTasks: { working: 0 } });
 });
 
 test('SIGTERM lets a background task finish within the grace, refusing new ones meanwhile, then the process exits 0', async (t) => {

@@ -342,7 +342,7 @@ test('GET /healthz and GET /readyz answer while the service runs', async (t) => 
   assert.deepEqual((await app.inject({ url: '/healthz' })).json(), { status: 'ok' });
   const ready = await app.inject({ url: '/readyz' });
   assert.equal(ready.statusCode, 200);
-  assert.deepEqual(ready.json(), { status: 'ready' });
+  assert.deepEqual(ready.json(), { status: 'ready', callTasks: { working: 0 } });
 });
 
 test('a client request id that is long or holds other characters is replaced by a generated one', async (t) => {

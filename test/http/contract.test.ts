@@ -61,7 +61,9 @@ class Contract {
   /** Checks an answer against the document: the status is documented for the operation, and the body holds its schema. */
   check(method: string, url: string, res: LightMyRequestResponse): void {
     const path = url.split('?')[0]!;
-    const template = this.doc.paths[path]?.[method.toLowerCase()] ? path : path.replace(/^\/tools\/[^/]+$/, '/tools/{name}');
+    const template = this.doc.paths[path]?.[method.toLowerCase()]
+      ? path
+      : path.replace(/^\/tools\/[^/]+$/, '/tools/{name}').replace(/^\/tasks\/[^/]+$/, '/tasks/{id}');
     const op = this.doc.paths[template]?.[method.toLowerCase()];
     assert.ok(op, `${method} ${path} is not in the document`);
     const status = String(res.statusCode);
@@ -123,9 +125,17 @@ const responsesTurn = [
   { type: 'function_call', call_id: 'call_b', name: 'Picture', arguments: '{}' },
 ];
 
-/** A request each operation answers with 200, to be refused in the ways every operation can be. */
-function validRequest(operationId: string): InjectOptions & { url: string } {
+const UNKNOWN_TASK = 'task_AAAAAAAAAAAAAAAAAAAAAA';
+
+/** A request each operation answers with 200 (the task operations, given a task of the caller), to be refused in the ways every operation can be. */
+function validRequest(operationId: string, taskId = UNKNOWN_TASK): InjectOptions & { url: string } {
   switch (operationId) {
+    case 'listTasks':
+      return { url: '/tasks' };
+    case 'getTask':
+      return { url: `/tasks/${taskId}` };
+    case 'cancelTask':
+      return { method: 'DELETE', url: `/tasks/${taskId}` };
     case 'healthz':
       return { url: '/healthz' };
     case 'readyz':
@@ -148,8 +158,10 @@ test('every status of every operation in the OpenAPI document is produced by a r
   const operations = Object.values(contract.doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
   const posts = operations.filter((id) => validRequest(id).method === 'POST');
 
-  // 200, in every shape the query can ask for.
-  for (const op of operations) await contract.replay(plain, validRequest(op), 200);
+  // 202: a call run as a task; then 200, in every shape the query can ask for.
+  const task = await contract.replay(plain, post('/tools/Echo', { text: 'hi' }, { prefer: 'respond-async' }), 202);
+  await contract.replay(plain, post('/tools/Picture', {}, { prefer: 'respond-async' }), 202);
+  for (const op of operations) await contract.replay(plain, validRequest(op, task.json<{ id: string }>().id), 200);
   for (const format of ['anthropic', 'openai', 'openai-responses', 'mcp']) {
     await contract.replay(plain, { url: `/tools?format=${format}` }, 200);
     await contract.replay(plain, { url: `/tools/Picture?format=${format}` }, 200);
@@ -186,6 +198,16 @@ test('every status of every operation in the OpenAPI document is produced by a r
   await contract.replay(plain, post('/calls', { hello: 'world' }), 400, 'BAD_REQUEST');
   // 404: the generic route, for a tool that does not exist.
   await contract.replay(plain, { url: '/tools/Nope' }, 404, 'TOOL_NOT_FOUND');
+  // 404: a task that is not the caller's (or no task at all).
+  await contract.replay(plain, validRequest('getTask'), 404, 'TASK_NOT_FOUND');
+  await contract.replay(plain, validRequest('cancelTask'), 404, 'TASK_NOT_FOUND');
+  // 429 and 503 of a task: the caller's cap, the server's.
+  const capped = await appWith([Echo, Picture], { pressure: false, callTasks: { maxPerCaller: 0 } });
+  t.after(() => capped.close());
+  await contract.replay(capped, post('/tools/Echo', { text: 'hi' }, { prefer: 'respond-async' }), 429, 'TOO_MANY_TASKS');
+  const full = await appWith([Echo, Picture], { pressure: false, callTasks: { maxTotal: 0 } });
+  t.after(() => full.close());
+  await contract.replay(full, post('/tools/Echo', { text: 'hi' }, { prefer: 'respond-async' }), 503, 'TASKS_FULL');
   // 413 and 415: the body.
   for (const op of posts) {
     await contract.replay(plain, post(validRequest(op).url, { text: 'x'.repeat(2 * 1024 * 1024) }), 413, 'PAYLOAD_TOO_LARGE');

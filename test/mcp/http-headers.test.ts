@@ -97,3 +97,18 @@ test('a long run of spaces in a header is trimmed in linear time', { timeout: 30
   const checked = checkStandardHeaders(call('Echo'), { protocolVersion: MODERN, method: 'tools/call', name: `${' '.repeat(100_000)}x${' '.repeat(100_000)}` });
   assert.equal(checked?.error.message, 'Header mismatch: the Mcp-Name header names "x" but the body names "Echo"');
 });
+
+test('tasks/get and tasks/cancel must carry Mcp-Name equal to params.taskId (the tasks extension), so a balancer can route by it', () => {
+  for (const method of ['tasks/get', 'tasks/cancel']) {
+    const message = { jsonrpc: '2.0', id: 1, method, params: { taskId: 'task_abc', _meta: META } };
+    assert.equal(checkStandardHeaders(message, { protocolVersion: MODERN, method, name: 'task_abc' }), undefined);
+    assert.deepEqual(
+      checkStandardHeaders(message, { protocolVersion: MODERN, method }),
+      mismatch('the body names taskId "task_abc" but the required Mcp-Name header is missing'),
+    );
+    assert.deepEqual(
+      checkStandardHeaders(message, { protocolVersion: MODERN, method, name: 'task_other' }),
+      mismatch('the Mcp-Name header names "task_other" but the body names "task_abc"'),
+    );
+  }
+});

@@ -91,6 +91,7 @@ describe('an upstream that is down', () => {
     const ready = (await app.inject({ url: '/readyz' })).json() as { status: string; upstreams: { q: Record<string, unknown> } };
     assert.deepEqual(ready, {
       status: 'ready',
+      callTasks: { working: 0 },
       upstreams: { q: { state: 'down', transport: 'stdio', tools: 1, held: 0, restarts: 0, reason: 'the process killed by SIGKILL' } },
     });
     const metrics = (await app.inject({ url: '/metrics' })).body;

@@ -1,9 +1,12 @@
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../../core/executor.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_QUEUE_SIZE } from '../../core/limiter.js';
 import { redisUrl } from '../parse.js';
-import { integerSetting, optionalIntegerSetting, setting } from '../variables.js';
+import { DEFAULT_CALL_TASK_BOUNDS } from '../../core/call-task.js';
+import { groupSetting, integerSetting, optionalIntegerSetting, setting } from '../variables.js';
 
 const MORE = 'operations.md#limits-and-metrics';
+const TASKS = 'rest-api.md#tasks';
+const t = DEFAULT_CALL_TASK_BOUNDS;
 
 /**
  * How many calls run and wait, for how long, and how often a caller may ask. The four admission
@@ -74,5 +77,48 @@ export const LIMITS = {
     max: 100_000,
     meaning: 'most calls of one API key (client address) that wait for a slot, per tool; past it, 503 `QUEUE_FULL`',
     see: MORE,
+  }),
+  // Calls run as tasks (REST's `Prefer: respond-async`, MCP's tasks): how many work, how many and how long finished ones are kept.
+  callTasks: groupSetting({
+    maxPerCaller: integerSetting({
+      name: 'TOOLPORT_TASKS_PER_CALLER',
+      fallback: t.maxPerCaller,
+      min: 0,
+      max: 10_000,
+      meaning: 'tool calls one caller (an API key) may have working as tasks at once; past it, 429 `TOO_MANY_TASKS`; `0`: no tasks',
+      see: TASKS,
+    }),
+    maxTotal: integerSetting({
+      name: 'TOOLPORT_TASKS_MAX',
+      fallback: t.maxTotal,
+      min: 0,
+      max: 100_000,
+      meaning: 'tool calls all callers together may have working as tasks at once; past it, 503 `TASKS_FULL`',
+      see: TASKS,
+    }),
+    maxKeptPerCaller: integerSetting({
+      name: 'TOOLPORT_TASKS_KEPT_PER_CALLER',
+      fallback: t.maxKeptPerCaller,
+      min: 1,
+      max: 10_000,
+      meaning: 'finished tasks (with their results) kept per caller; the oldest is forgotten first',
+      see: TASKS,
+    }),
+    ttlMs: integerSetting({
+      name: 'TOOLPORT_TASK_TTL_MS',
+      fallback: t.ttlMs,
+      min: 1_000,
+      max: 7 * 86_400_000,
+      meaning: 'milliseconds a finished task and its result are kept before it is forgotten',
+      see: TASKS,
+    }),
+    pollIntervalMs: integerSetting({
+      name: 'TOOLPORT_TASK_POLL_INTERVAL_MS',
+      fallback: t.pollIntervalMs,
+      min: 10,
+      max: 600_000,
+      meaning: 'how often clients are told to ask about a working task (`pollIntervalMs`)',
+      see: TASKS,
+    }),
   }),
 } as const;

@@ -63,6 +63,7 @@ export async function registerOpenAPI(
       tags: [
         { name: 'tools', description: 'One operation per tool: POST the tool input, get a ToolResult.' },
         { name: 'calls', description: 'An assistant\'s turn in, in its provider\'s shape; the results out, as the next turn.' },
+        { name: 'tasks', description: 'Tool calls run as tasks: started with `Prefer: respond-async`, then asked for (or streamed) by id, or cancelled.' },
         { name: 'service', description: 'Tool listing and health.' },
       ],
     },

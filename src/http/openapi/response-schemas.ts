@@ -23,6 +23,12 @@ export const HealthStatusSchema = Type.Object(
     tasks: Type.Optional(
       Type.Object({ running: Type.Integer({ description: "Bash's background tasks running now, of every caller." }) }, { additionalProperties: false }),
     ),
+    callTasks: Type.Optional(
+      Type.Object(
+        { working: Type.Integer({ description: 'Tool calls run as tasks (`Prefer: respond-async`, MCP tasks) working now, of every caller.' }) },
+        { additionalProperties: false },
+      ),
+    ),
     upstreams: Type.Optional(
       Type.Record(
         Type.String(),
@@ -50,6 +56,38 @@ export const HealthStatusSchema = Type.Object(
   { $id: 'HealthStatus', additionalProperties: false },
 );
 
+/** A task (a call run detached from its request) as REST answers it: `POST /tools/{name}` with `Prefer: respond-async`, and `/tasks/{id}`. */
+export const TaskAnswerSchema = Type.Object(
+  {
+    id: Type.String({ description: 'The task id: unguessable, and known only to the caller (API key) that started it.' }),
+    tool: Type.String({ description: 'The tool called.' }),
+    status: Type.Enum(['working', 'completed', 'failed', 'cancelled'], {
+      type: 'string',
+      description:
+        '`working` until the call answers; `completed`: the tool answered (`result`, `isError` or not); `failed`: the call was refused or lost after it was accepted (`error`); `cancelled`: the caller cancelled it. The last three are final.',
+    }),
+    createdAt: Type.String({ format: 'date-time' }),
+    lastUpdatedAt: Type.String({ format: 'date-time', description: 'When the status or the progress last changed.' }),
+    ttlMs: Type.Integer({ description: 'How long a finished task is kept, from its end, before it is forgotten (then 404 TASK_NOT_FOUND).' }),
+    pollIntervalMs: Type.Integer({ description: 'How often to ask about a working task.' }),
+    progress: Type.Optional(
+      Type.Object(
+        { progress: Type.Number(), total: Type.Optional(Type.Number()), message: Type.Optional(Type.String()) },
+        { additionalProperties: false, description: 'The last progress the tool reported, while it works.' },
+      ),
+    ),
+    result: Type.Optional(Type.Ref('ToolResult')),
+    error: Type.Optional(Type.Ref('ErrorBody')),
+  },
+  { $id: 'Task', additionalProperties: false },
+);
+
+/** A caller's tasks, oldest first (`GET /tasks`). */
+export const TaskListSchema = Type.Object(
+  { tasks: Type.Array(Type.Ref('Task'), { description: "The caller's tasks, working and kept, oldest first; results left out (ask `/tasks/{id}`)." }) },
+  { $id: 'TaskList', additionalProperties: false },
+);
+
 // The response contracts are declared once, in the core and the providers; this adapter publishes
 // them. Each of these, and each named schema inside them, becomes a component of the document.
 export const PUBLISHED_SCHEMAS = [
@@ -65,6 +103,8 @@ export const PUBLISHED_SCHEMAS = [
   OpenAIFunctionCallOutputsSchema,
   MCPCallToolResultSchema,
   AssistantTurnSchema,
+  TaskAnswerSchema,
+  TaskListSchema,
 ];
 
 export const FormatQuery = Type.Object(

@@ -24,7 +24,7 @@ const TOOL_RESULT_ANSWER = {
  * The document for consumers that turn every operation into a model tool (Open WebUI's tool
  * servers, mcpo-style proxies, LangChain's OpenAPI toolkits): only the tool operations of `full`,
  * `POST /tools/<name>`, and the components they use. Each answers a plain ToolResult and takes no
- * query parameters: `format` and `id` would otherwise be offered to the model as arguments of
+ * query parameters (nor the `Prefer` header of a task): `format` and `id` would otherwise be offered to the model as arguments of
  * every tool. With a `scope`, only the tools in it are listed. The service routes (listing,
  * health, `/calls`, MCP) stay in the full document, where an agent framework would turn them into
  * tools nobody wants (`healthz`, a 17k-character `getTool`).
@@ -35,7 +35,9 @@ export function toolsDocument(full: OpenAPIDocument, scope?: ToolScope): OpenAPI
     const operation = item.post as { operationId?: string; tags?: string[]; parameters?: unknown; responses?: Record<string, unknown> } | undefined;
     if (operation?.tags?.includes(TOOL_TAG) !== true || operation.operationId === undefined) continue;
     if (scope !== undefined && !scope.has(operation.operationId)) continue;
-    const answered = { ...operation, responses: { ...operation.responses, 200: toolResultAnswer(operation.operationId, operation.responses?.[200]) } };
+    // A model calls synchronously: no `Prefer: respond-async` header, so no 202 with a task.
+    const responses = Object.fromEntries(Object.entries(operation.responses ?? {}).filter(([status]) => status !== '202'));
+    const answered = { ...operation, responses: { ...responses, 200: toolResultAnswer(operation.operationId, operation.responses?.[200]) } };
     delete answered.parameters;
     paths[path] = { post: answered };
   }

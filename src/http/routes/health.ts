@@ -19,7 +19,13 @@ const HEALTHY = JSON.stringify({ status: 'ok' });
  * Liveness and readiness, for orchestrators and load balancers. Readiness lists the upstreams'
  * states but does not depend on them: the built-in tools serve while an upstream is down.
  */
-export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, upstreams?: UpstreamStates, tasks?: Pick<BackgroundWork, 'running'>): void {
+export function healthRoutes(
+  app: FastifyInstance,
+  isDraining: () => boolean,
+  upstreams?: UpstreamStates,
+  tasks?: Pick<BackgroundWork, 'running'>,
+  callTasks?: { readonly running: number },
+): void {
   app.get(
     '/healthz',
     {
@@ -48,6 +54,7 @@ export function healthRoutes(app: FastifyInstance, isDraining: () => boolean, up
       return {
         status: 'ready',
         ...(tasks === undefined ? {} : { tasks: { running: tasks.running } }),
+        ...(callTasks === undefined ? {} : { callTasks: { working: callTasks.running } }),
         ...(upstreams === undefined ? {} : { upstreams: upstreams.status() }),
       };
     },

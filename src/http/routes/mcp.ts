@@ -18,6 +18,7 @@ import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
 import { knownOrLogged, setErrorHeaders } from '../error-handler.js';
 import { acceptsEventStream, keepAliveInterval, McpEventStream } from '../sse.js';
+import type { CallTaskStore } from '../../core/call-task.js';
 
 /** The transport label of calls that come through `POST /mcp`. */
 export const MCP_TRANSPORT = 'mcp';
@@ -41,6 +42,8 @@ export interface McpRoutesOptions {
   toolsChange?: ToolsChange | undefined;
   /** Most subscriptions open at once (listen requests and GET streams together), per caller and in all. Defaults: 16 and 1024. */
   maxSubscriptions?: SubscriptionLimits;
+  /** Where tool calls run as MCP tasks (the same store as REST's `Prefer: respond-async`); without, no task is offered. */
+  tasks?: CallTaskStore | undefined;
 }
 
 const JSON_TYPE = 'application/json';
@@ -64,8 +67,8 @@ const CLIENT_GONE = new Error('the client disconnected');
  * request; without `toolsChange` there is nothing to hear and GET answers 405. There is no
  * session to end, so DELETE answers 405.
  */
-export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis, toolsChange, maxSubscriptions }: McpRoutesOptions): void {
-  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION } }), {
+export function mcpRoutes(app: FastifyInstance, { gateway, idleTimeoutMs, redis, toolsChange, maxSubscriptions, tasks }: McpRoutesOptions): void {
+  const dispatcher = new McpDispatcher(gatewayBackend(gateway, { transport: MCP_TRANSPORT, serverInfo: { name: 'toolport', version: VERSION }, tasks }), {
     listChanged: toolsChange !== undefined,
   });
   const keepAliveMs = keepAliveInterval(idleTimeoutMs);

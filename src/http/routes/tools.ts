@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { CallAbort, type AbortSource } from '../../core/call-abort.js';
 import { errorBody, ToolportError } from '../../core/errors.js';
 import type { Caller, CallRequest, Gateway } from '../../core/gateway.js';
+import type { CallTaskStore } from '../../core/call-task.js';
 import type { ObjectSchema, ToolDef } from '../../core/types.js';
 import { RequestCaller } from '../caller.js';
 import { whenClientGoes } from '../client-gone.js';
@@ -26,12 +27,16 @@ import { toAnthropicToolResult, toMCPCallToolResult, toOpenAIFunctionCallOutput,
 import type { Progress, ToolResult } from '../../core/types.js';
 import { DEFAULT_IDLE_TIMEOUT_MS } from '../defaults.js';
 import { acceptsEventStream, CALL_EVENTS, EventStream, keepAliveInterval, withEventStream } from '../sse.js';
+import { PreferHeader, prefersAsync, TASK_ACCEPTED } from './prefer.js';
+import { taskAnswer, taskLocation } from './tasks.js';
 
 export interface ToolRoutesOptions {
   /** Every rule of a call (scope, validation, admission, audit, metrics, calls in flight) is the gateway's. */
   gateway: Gateway;
   /** The connections' idle timeout: an event stream sends a comment at least twice per period. Default 30 s. */
   idleTimeoutMs?: number;
+  /** Where a call with `Prefer: respond-async` runs as a task; without, the preference is ignored (RFC 7240 allows it). */
+  tasks?: CallTaskStore | undefined;
 }
 
 /** The transport label of calls that come through these routes. */
@@ -60,10 +65,17 @@ const CALL_RESPONSES = {
   },
   413: { ...ErrorRef, description: 'The body is over the size limit (PAYLOAD_TOO_LARGE).' },
   415: { ...ErrorRef, description: 'The Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE).' },
+  429: {
+    ...ErrorRef,
+    description:
+      'Over the rate limit (RATE_LIMITED; Retry-After says when to retry), or, with `Prefer: respond-async`, the key has as many tasks working as it may (TOO_MANY_TASKS).',
+  },
   503: {
     ...ErrorRef,
-    description: "Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), or the tool's queue is full (QUEUE_FULL); Retry-After says when to retry.",
+    description:
+      "Shutting down (SHUTTING_DOWN), overloaded (OVERLOADED), the tool's queue is full (QUEUE_FULL), or, with `Prefer: respond-async`, the server runs as many tasks as it takes (TASKS_FULL); Retry-After says when to retry.",
   },
+  202: TASK_ACCEPTED,
 };
 const NOT_MODIFIED = {
   type: 'null',
@@ -78,7 +90,7 @@ const NO_SUCH_TOOL = { ...ErrorRef, description: 'No such tool (TOOL_NOT_FOUND);
  * JSON, overload, the caller's scope) go to `gateway.refused` from the call routes' own onError
  * hook, so they get the same audit line and metric as the gateway's.
  */
-export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: ToolRoutesOptions): void {
+export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS, tasks }: ToolRoutesOptions): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const keepAliveMs = keepAliveInterval(idleTimeoutMs);
   const { registry } = gateway;
@@ -148,6 +160,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
   );
 
   const call = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (tasks !== undefined && prefersAsync(request.headers.prefer)) return startTask(request, reply, tasks);
     const shape = shapeQuery(request.query as CallShape);
     if (acceptsEventStream(request.headers.accept)) return streamedCall(request, reply, shape);
     const call = new RestCall(request);
@@ -165,6 +178,26 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
       throw err;
     } finally {
       stopWatching();
+    }
+  };
+
+  // `Prefer: respond-async` (RFC 7240): the call runs as a task; 202 with where to find it.
+  const startTask = async (request: FastifyRequest, reply: FastifyReply, store: CallTaskStore) => {
+    if ((request.query as CallShape).format !== undefined) {
+      throw invalidQuery('$.format', 'does not apply with Prefer: respond-async: a task keeps a ToolResult (GET /tasks/{id})');
+    }
+    try {
+      const task = await store.start(new RestCall(request));
+      return await reply
+        .code(202)
+        .header('location', taskLocation(task.id))
+        .header('preference-applied', 'respond-async')
+        .type(JSON_TYPE)
+        .send(JSON.stringify(taskAnswer(task)));
+    } catch (err) {
+      // Already logged and counted (by the gateway, or the store for its caps).
+      if (err instanceof ToolportError) return sendError(reply, err);
+      throw err;
     }
   };
 
@@ -217,6 +250,7 @@ export function toolRoutes(fastify: FastifyInstance, { gateway, idleTimeoutMs = 
         tags: ['tools'],
         params: ToolNameParams,
         querystring: CallQuery,
+        headers: PreferHeader,
         response: { ...CALL_RESPONSES, 404: NO_SUCH_TOOL },
       },
     },

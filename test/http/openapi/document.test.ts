@@ -134,7 +134,7 @@ test('each tool is its own operation, with the tool name as operationId and its 
   assert.deepEqual(op.tags, ['tools']);
   assert.deepEqual(op.requestBody.content['application/json'].schema, Echo.inputSchema);
   // No 404: the tool of this operation always exists.
-  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '400', '401', '403', '413', '415', '429', '500', '503']);
+  assert.deepEqual(Object.keys(op.responses).sort(), ['200', '202', '400', '401', '403', '413', '415', '429', '500', '503']);
   assert.deepEqual(
     op.responses['200'].content['application/json'].schema.anyOf.map((s: { $ref: string }) => s.$ref),
     ['ToolResult', 'AnthropicToolResultBlock', 'OpenAIToolMessages', 'OpenAIFunctionCallOutput', 'MCPCallToolResult'].map((name) => `#/components/schemas/${name}`),

@@ -68,7 +68,7 @@ test('the full document keeps the service routes the tools-only one leaves out',
   const app = await appWith([Echo, NoArgs, Nested]);
   t.after(() => app.close());
   const full = (await app.inject({ url: '/openapi.json' })).json<Doc>();
-  assert.deepEqual(operationIds(full).sort(), ['Echo', 'Nested', 'NoArgs', 'callTools', 'getTool', 'healthz', 'listTools', 'readyz']);
+  assert.deepEqual(operationIds(full).sort(), ['Echo', 'Nested', 'NoArgs', 'callTools', 'cancelTask', 'getTask', 'getTool', 'healthz', 'listTasks', 'listTools', 'readyz']);
 });
 
 test('with keys, GET /openapi.tools.json lists the tools the caller\'s key may use, and needs a key', async (t) => {
