@@ -60,10 +60,7 @@ test('on 0.0.0.0 with no API keys the server refuses to start, exits 1 and names
   const run = await start(t, { HOST: '0.0.0.0' });
   assert.equal(await run.exited, 1);
   const message = run.stderr();
-  assert.match(
-    message,
-    /^toolport: Refusing to serve Bash, TaskStop, Write, Edit without authentication on 0\.0\.0\.0, which is not a loopback address: /,
-  );
+  assert.match(message, /^toolport: Refusing to serve Bash, TaskStop, Write, Edit without authentication on 0\.0\.0\.0, which is not a loopback address: /);
   assert.match(message, /set TOOLPORT_API_KEYS \(or TOOLPORT_API_KEYS_FILE\)/);
   assert.match(message, /narrow TOOLPORT_TOOLS to read-only tools \(here: Echo, TaskOutput, Read, Glob, Grep, LS\)/);
   assert.match(message, /set TOOLPORT_ALLOW_UNAUTHENTICATED=true/);
