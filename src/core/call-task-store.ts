@@ -63,6 +63,8 @@ export class CallTasks implements CallTaskStore {
   /** Working tasks per owner, and each owner's finished ones in the order they finished. */
   readonly #working = new Map<string, number>();
   readonly #finished = new Map<string, string[]>();
+  /** Streams and waits each owner holds open (`hold`). */
+  readonly #held = new Map<string, number>();
   #running = 0;
 
   constructor(gateway: Gateway, bounds: Partial<CallTaskBounds> = {}) {
@@ -162,6 +164,27 @@ export class CallTasks implements CallTaskStore {
     if (isFinal(entry.status)) return () => {};
     entry.listeners.add(listener);
     return () => entry.listeners.delete(listener);
+  }
+
+  hold(owner: string): () => void {
+    const { maxWaitsPerCaller } = this.#bounds;
+    const held = this.#held.get(owner) ?? 0;
+    if (held >= maxWaitsPerCaller) {
+      throw new ToolportError(
+        'TOO_MANY_TASKS',
+        `You hold ${maxWaitsPerCaller} ${maxWaitsPerCaller === 1 ? 'stream or wait' : 'streams and waits'} on tasks open, the most you may; close one, or poll the task instead.`,
+        { limit: maxWaitsPerCaller, counted: 'streams and waits' },
+      );
+    }
+    this.#held.set(owner, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.#held.get(owner) ?? 1) - 1;
+      if (left === 0) this.#held.delete(owner);
+      else this.#held.set(owner, left);
+    };
   }
 
   forget(owner: string, id: string): void {

@@ -54,6 +54,8 @@ export interface CallTaskBounds {
   ttlMs: number;
   /** What clients are told about how often to ask, in milliseconds. */
   pollIntervalMs: number;
+  /** Event streams and waits (`GET /tasks/{id}` as events, MCP's `tasks/result`) one caller may hold open at once: each keeps a connection. */
+  maxWaitsPerCaller: number;
 }
 
 /** A few slow calls per caller, and an hour to come back for their results. */
@@ -63,6 +65,7 @@ export const DEFAULT_CALL_TASK_BOUNDS: Readonly<CallTaskBounds> = {
   maxKeptPerCaller: 32,
   ttlMs: 3_600_000,
   pollIntervalMs: 1_000,
+  maxWaitsPerCaller: 16,
 };
 
 /** What a task's request carries: a call, less what the task provides itself (its abort signal). */
@@ -92,6 +95,12 @@ export interface CallTaskStore {
   watch(owner: string, id: string, listener: (task: TaskSnapshot) => void): () => void;
   /** Forgets a finished task at once (one its caller got the result of another way); nothing for a working one. */
   forget(owner: string, id: string): void;
+  /**
+   * Counts one stream or wait the owner holds open on its tasks until the returned release is
+   * called (more than once is once); throws `TOO_MANY_TASKS` when the owner holds
+   * `maxWaitsPerCaller` already, so that no caller keeps the server's connections to itself.
+   */
+  hold(owner: string): () => void;
   /** Resolves with the task once final, or with its snapshot when `signal` aborts first. Throws `TASK_NOT_FOUND`. */
   settled(owner: string, id: string, signal?: AbortSource): Promise<TaskSnapshot>;
   /**

@@ -64,7 +64,8 @@ export const ErrorCatalog = {
   TOO_MANY_TASKS: {
     status: 429,
     jsonRpc: -31011,
-    summary: 'The caller has as many tasks running as it may (`TOOLPORT_TASKS_PER_CALLER`); wait for one to end, or cancel one.',
+    summary:
+      'The caller has as many tasks running as it may (`TOOLPORT_TASKS_PER_CALLER`), or as many event streams and `tasks/result` waits open on them (16); wait for one to end, or cancel or close one.',
   },
   TASKS_FULL: {
     status: 503,

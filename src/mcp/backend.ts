@@ -64,6 +64,8 @@ export interface McpTaskBackend<Caller> {
   settled(caller: Caller, id: string, signal?: AbortSource): Promise<TaskSnapshot | undefined>;
   /** Hears each new snapshot until the task is final; returns what stops it (undefined: no such task). */
   watch(caller: Caller, id: string, listener: (task: TaskSnapshot) => void): (() => void) | undefined;
+  /** Counts a wait the caller holds open (`tasks/result`): its release, or the error body when the caller holds as many as it may. */
+  hold(caller: Caller): (() => void) | McpErrorBody;
 }
 
 /** The fields of a tool definition MCP publishes. `ToolDef` fits. */

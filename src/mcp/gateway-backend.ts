@@ -79,5 +79,13 @@ function taskBackend(gateway: Gateway, store: CallTaskStore, transport: string):
     forget: (caller, id) => store.forget(taskOwner(caller), id),
     settled: (caller, id, signal) => found(() => store.settled(taskOwner(caller), id, signal)) ?? Promise.resolve(undefined),
     watch: (caller, id, listener: (task: TaskSnapshot) => void) => found(() => store.watch(taskOwner(caller), id, listener)),
+    hold: (caller) => {
+      try {
+        return store.hold(taskOwner(caller));
+      } catch (err) {
+        if (err instanceof ToolportError) return errorBody(err.code, err.message, err.details) as ReturnType<typeof errorBody> & { isError: true };
+        throw err;
+      }
+    },
   };
 }

@@ -150,11 +150,19 @@ async function taskResult<Caller>(
   version: string,
   context: DispatchContext<Caller>,
 ): Promise<DispatchOutcome> {
+  // A wait holds the request open: counted against the caller's bound on them.
+  const release = tasks.hold(context.caller);
+  if (typeof release !== 'function') return refusal(deps, request, release, version, false);
   // While it waits, the request's own stream (if the transport has one) hears the changes.
   const notify = context.notifyAnytime === undefined ? context.notify : undefined;
   const stop = notify === undefined ? undefined : tasks.watch(context.caller, task.id, (changed) => notify(statusNotification(changed)));
-  const final = await tasks.settled(context.caller, task.id, context.signal);
-  stop?.();
+  let final: TaskSnapshot | undefined;
+  try {
+    final = await tasks.settled(context.caller, task.id, context.signal);
+  } finally {
+    stop?.();
+    release();
+  }
   // The client went away (or the server is shutting down): nothing to answer.
   if (final === undefined || !isFinal(final.status)) return { reply: undefined, status: 202 };
   const related = { [RELATED_TASK_KEY]: { taskId: final.id } };

@@ -100,6 +100,22 @@ describe('CallTasks', () => {
     for (const run of await gated.started(4)) run.release();
   });
 
+  test('a caller holds at most maxWaitsPerCaller streams and waits; a release frees one place once, and other callers hold their own', async () => {
+    const { tasks } = storeWith([Echo], { maxWaitsPerCaller: 2 });
+    const owner = taskOwner(ALICE);
+    const first = tasks.hold(owner);
+    tasks.hold(owner);
+    const refused = await refusalOf(() => tasks.hold(owner));
+    assert.equal(refused.code, 'TOO_MANY_TASKS');
+    assert.equal(refused.message, 'You hold 2 streams and waits on tasks open, the most you may; close one, or poll the task instead.');
+    assert.deepEqual(refused.details, { limit: 2, counted: 'streams and waits' });
+    tasks.hold(taskOwner(BOB));
+    first();
+    first();
+    tasks.hold(owner);
+    assert.equal((await refusalOf(() => tasks.hold(owner))).code, 'TOO_MANY_TASKS');
+  });
+
   test('cancel aborts the call through its signal and the task stays cancelled', async () => {
     const gated = gatedTool();
     const { tasks } = storeWith([gated.tool]);

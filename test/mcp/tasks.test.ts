@@ -85,6 +85,23 @@ describe('MCP tasks, 2025-11-25 (the tasks utility)', () => {
     assert.deepEqual(late.error, { code: -32602, message: 'Invalid params: the task is already completed', data: { status: 'completed' } });
   });
 
+  test('a caller waiting on as many tasks/result as it may is refused the next with TOO_MANY_TASKS; a wait that ended frees its place', async () => {
+    const { rpc, gated } = setUp({ maxWaitsPerCaller: 1 });
+    const taskId = ((await rpc('tools/call', { name: 'Gated', arguments: {}, task: {} })).result?.['task'] as { taskId: string }).taskId;
+    const waiting = rpc('tasks/result', { taskId });
+    const [run] = await gated.started(1);
+    const message = 'You hold 1 stream or wait on tasks open, the most you may; close one, or poll the task instead.';
+    assert.deepEqual((await rpc('tasks/result', { taskId })).error, {
+      code: -31011,
+      message,
+      data: { code: 'TOO_MANY_TASKS', details: { limit: 1, counted: 'streams and waits' } },
+    });
+    assert.equal((await rpc('tasks/get', { taskId })).result?.['status'], 'working', 'polling is never refused');
+    run!.release('done');
+    assert.equal((await waiting).result?.['isError'], false);
+    assert.equal((await rpc('tasks/result', { taskId })).result?.['isError'], false);
+  });
+
   test('tasks/cancel aborts the call and answers the cancelled task; tasks/result then says so', async () => {
     const { rpc, gated } = setUp();
     const taskId = ((await rpc('tools/call', { name: 'Gated', arguments: {}, task: {} })).result?.['task'] as { taskId: string }).taskId;

@@ -89,6 +89,11 @@ export function taskRoutes(fastify: FastifyInstance, { tasks, idleTimeoutMs = DE
             content: { 'application/json': { schema: TaskRef }, [EVENT_STREAM_TYPE]: { schema: { type: 'string', description: TASK_EVENTS } } },
           },
           404: NOT_FOUND,
+          429: {
+            ...ErrorRef,
+            description:
+              'Over the rate limit (RATE_LIMITED; Retry-After says when to retry), or, for `text/event-stream`, the key holds as many streams and waits on tasks open as it may (TOO_MANY_TASKS).',
+          },
         },
       },
       config: { runsTools: true },
@@ -97,7 +102,9 @@ export function taskRoutes(fastify: FastifyInstance, { tasks, idleTimeoutMs = DE
       const owner = ownerOf(request);
       const task = tasks.get(owner, request.params.id);
       if (!acceptsEventStream(request.headers.accept)) return taskAnswer(task);
-      return streamTask(request, reply, tasks, owner, task, keepAliveMs);
+      // A stream holds a connection: counted against the key's bound on them (429 TOO_MANY_TASKS past it).
+      const release = tasks.hold(owner);
+      return streamTask(request, reply, tasks, owner, task, keepAliveMs, release);
     },
   );
 
@@ -121,7 +128,15 @@ export function taskRoutes(fastify: FastifyInstance, { tasks, idleTimeoutMs = DE
  * The task's changes as Server-Sent Events until it ends or the client goes. Through
  * `reply.send`, so the app's onSend hooks run (the request id, closing while draining).
  */
-function streamTask(request: FastifyRequest, reply: FastifyReply, tasks: CallTaskStore, owner: string, first: TaskSnapshot, keepAliveMs: number): FastifyReply {
+function streamTask(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  tasks: CallTaskStore,
+  owner: string,
+  first: TaskSnapshot,
+  keepAliveMs: number,
+  release: () => void,
+): FastifyReply {
   const body = new PassThrough();
   void reply.code(200).header('content-type', EVENT_STREAM_TYPE).header('cache-control', 'no-cache').header('x-accel-buffering', 'no').send(body);
   let ended = false;
@@ -134,6 +149,7 @@ function streamTask(request: FastifyRequest, reply: FastifyReply, tasks: CallTas
     clearInterval(keepAlive);
     stopWatching();
     stopClient();
+    release();
     body.end();
   };
   const send = (task: TaskSnapshot): void => {

@@ -183,6 +183,41 @@ describe('/tasks/:id', () => {
     assert.equal(again.json().result, undefined);
   });
 
+  test('a key holding its bound of event streams gets 429 TOO_MANY_TASKS for the next, another key still streams, and a closed stream frees its place', async (t) => {
+    const { app, gated } = await appFor(t, { maxWaitsPerCaller: 2 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const id = (await startTask(app, ALICE_KEY)).json().id as string;
+    const stream = (key: string, taskId: string, signal?: AbortSignal) =>
+      fetch(`${base}/tasks/${taskId}`, { headers: { ...as(key), accept: 'text/event-stream' }, ...(signal && { signal }) });
+    const first = new AbortController();
+    const held = [await stream(ALICE_KEY, id, first.signal), await stream(ALICE_KEY, id)];
+    for (const res of held) assert.equal(res.status, 200);
+    const refused = await stream(ALICE_KEY, id);
+    assert.equal(refused.status, 429);
+    const message = 'You hold 2 streams and waits on tasks open, the most you may; close one, or poll the task instead.';
+    assert.deepEqual(await refused.json(), {
+      content: [{ type: 'text', text: message }],
+      isError: true,
+      error: { code: 'TOO_MANY_TASKS', message, details: { limit: 2, counted: 'streams and waits' } },
+    });
+    // Polling is never refused, and another key's streams are its own.
+    assert.equal((await app.inject({ url: `/tasks/${id}`, headers: as(ALICE_KEY) })).statusCode, 200);
+    const bobs = (await startTask(app, BOB_KEY)).json().id as string;
+    const bob = await stream(BOB_KEY, bobs);
+    assert.equal(bob.status, 200);
+    // The client that goes away gives its place back.
+    first.abort();
+    let again: Response | undefined;
+    await until(async () => {
+      await again?.body?.cancel();
+      again = await stream(ALICE_KEY, id);
+      return again.status === 200;
+    });
+    for (const run of await gated.started(2)) run.release();
+    for (const res of [held[1]!, bob, again!]) await res.body?.cancel();
+  });
+
   test('GET with Accept: text/event-stream streams each change as a task event until the result', async (t) => {
     const { app, gated } = await appFor(t);
     await app.listen({ port: 0, host: '127.0.0.1' });
