@@ -5,8 +5,10 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { freePort } from '../support/ports.js';
 import { processesWith, trackedMarker, waitFor } from '../support/processes.js';
 import { kill, startServer, type ServerProcess } from '../support/server-process.js';
+import { until } from '../support/wait.js';
 import { Cleanups, temporaryDirectory } from '../support/workspace.js';
 
 // One real server for the file, and the TypeScript SDK's real client (v1, 2025-11-25) with its
@@ -88,6 +90,29 @@ describe('MCP tasks with the SDK client (2025-11-25)', () => {
     assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'completed');
     const listed = await client.experimental.tasks.listTasks();
     assert.ok(listed.tasks.some((task) => task.taskId === taskId));
+  });
+
+  test('an agent runs a dev server as a task, reads its log until it listens, curls it from a foreground Bash, cancels the task, and no process is left', async (t) => {
+    const client = await connect(ALICE_KEY);
+    t.after(() => client.close());
+    const marker = trackedMarker(t);
+    const port = await freePort();
+    const script = `require('node:http').createServer((q, s) => s.end('hello from the dev server\\n')).listen(${port}, '127.0.0.1', () => console.log('listening on ${port}'));\n`;
+    assert.equal((await client.callTool({ name: 'Write', arguments: { file_path: 'dev-server.js', content: script } })).isError, false);
+    const { taskId, rest } = await startTask(client, `node dev-server.js ${marker} > dev-server.log 2>&1`);
+    const text = (result: Awaited<ReturnType<Client['callTool']>>): string => (result.content as Array<{ type: string; text?: string }>)[0]?.text ?? '';
+    await until(
+      async () => text(await client.callTool({ name: 'Read', arguments: { file_path: 'dev-server.log' } })).includes(`listening on ${port}`),
+      'the dev server to listen',
+      30_000,
+    );
+    assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'working');
+    const curled = await client.callTool({ name: 'Bash', arguments: { command: `curl -s http://127.0.0.1:${port}/` } });
+    assert.deepEqual(curled.content, [{ type: 'text', text: 'hello from the dev server' }]);
+    assert.equal(curled.isError, false);
+    assert.equal((await client.experimental.tasks.cancelTask(taskId)).status, 'cancelled');
+    await waitFor(() => processesWith(marker).length === 0, 'the dev server to end', 30_000);
+    assert.equal((await rest).at(-1)?.type, 'error', 'the SDK reports a cancelled task as an error');
   });
 
   test('cancelTask stops the running command: the task is cancelled and its process is gone', async (t) => {
