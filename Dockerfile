@@ -24,7 +24,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# npm run build bundles what dist/server.js loads into one file, with these scripts.
+# npm run build bundles what dist/server.js loads (an entry and its chunks), with these scripts.
 COPY scripts/bundle.ts scripts/bundle-options.ts ./scripts/
 RUN npm run build
 

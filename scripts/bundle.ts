@@ -7,7 +7,7 @@
  * Then it bundles dist/main/run-server.js, what `node dist/server.js` loads, and
  * dist/main/run-cli.js, what the `toolport` command loads, with their dependencies, into those
  * files and the chunks they share or import later. Start-up loaded about a thousand modules (373 of them typebox's), and resolving,
- * reading and linking them was most of a cold start; one file of 3 MB loads in a fraction of that. The rest of dist/ stays as tsc wrote it, for the
+ * reading and linking them was most of a cold start; a few bundled files load in a fraction of that. The rest of dist/ stays as tsc wrote it, for the
  * package's API and the command line.
  *
  * Left out, loaded from node_modules as before: packages that read files of their own at run
